@@ -1,0 +1,1 @@
+//! hierstat (work in progress).
