@@ -1,0 +1,1 @@
+//! html (work in progress).

@@ -1,0 +1,1 @@
+//! memcg model (work in progress).

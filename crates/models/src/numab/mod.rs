@@ -1,0 +1,1 @@
+//! numab model (work in progress).

@@ -1,0 +1,1 @@
+//! workingset model (work in progress).
