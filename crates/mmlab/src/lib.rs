@@ -2,7 +2,10 @@
 //! this library holds the pieces that tests exercise directly.
 
 pub mod compare;
+pub mod history;
 pub mod html;
+pub mod sample;
 pub mod stats;
 pub mod store;
+pub mod table;
 pub mod text;

@@ -1,1 +1,0 @@
-//! store (work in progress).

@@ -1,0 +1,342 @@
+//! The results store: every run in one SQLite file (default `./mmlab.db`).
+//!
+//! * One file, opened through rusqlite's bundled SQLite, so a fresh machine
+//!   needs nothing else.
+//! * Versioned migrations ([`schema`]): `PRAGMA user_version` holds the
+//!   schema version and `PRAGMA application_id` marks the file as mmlab's.
+//!   A file from a newer mmlab, a non-SQLite file and another program's
+//!   SQLite database are refused with a [`StoreError`] that says so.
+//! * A run is written in one `BEGIN IMMEDIATE` transaction: a crash, a
+//!   Ctrl-C or an error part-way leaves no trace of it.
+//! * WAL journal and a 30 s busy timeout: several mmlab processes may write
+//!   at once; writers queue, readers never block.
+//!
+//! The store does no I/O besides the database: host facts come in as a
+//! [`HostFacts`] value and times as [`SystemTime`]s.
+
+mod error;
+mod host;
+mod read;
+pub mod schema;
+mod time;
+mod write;
+
+pub use error::StoreError;
+pub use host::{cpu_model_from_cpuinfo, HostFacts};
+pub use read::{RunSummary, StoredRun};
+pub use time::format_utc;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Default database file, relative to the working directory.
+pub const DEFAULT_DB: &str = "mmlab.db";
+
+/// How long a writer waits for another process's transaction to finish.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Identifier of a stored run (SQLite rowid, increasing with time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunId(pub i64);
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// An open results database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the results database at `path` and brings
+    /// its schema up to date.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_inner(path.as_ref(), SCHEMA_VERSION)
+    }
+
+    /// Opens a database migrated only up to `version`: for migration tests
+    /// that need a database of an older schema.
+    #[doc(hidden)]
+    pub fn open_at_version(path: impl AsRef<Path>, version: i64) -> Result<Store, StoreError> {
+        Store::open_inner(path.as_ref(), version.clamp(0, SCHEMA_VERSION))
+    }
+
+    fn open_inner(path: &Path, target: i64) -> Result<Store, StoreError> {
+        let path = path.to_path_buf();
+        let open_err = |reason: String| StoreError::Open {
+            path: path.clone(),
+            reason,
+        };
+        if path.is_dir() {
+            return Err(open_err("it is a directory".into()));
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.is_dir() {
+                return Err(open_err(format!(
+                    "directory {} does not exist",
+                    parent.display()
+                )));
+            }
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(&path, flags).map_err(|e| open_err(e.to_string()))?;
+        let mut store = Store { conn, path };
+        store
+            .conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| store.sql(e))?;
+        store.check_identity()?;
+        store.configure()?;
+        store.migrate(target)?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.user_version()
+    }
+
+    fn sql(&self, e: rusqlite::Error) -> StoreError {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+            return StoreError::NotSqlite {
+                path: self.path.clone(),
+            };
+        }
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source: e,
+        }
+    }
+
+    fn user_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Refuses non-SQLite files, other programs' databases and newer schemas.
+    fn check_identity(&self) -> Result<(), StoreError> {
+        let app: i64 = self
+            .conn
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .map_err(|e| self.sql(e))?;
+        let version = self.user_version()?;
+        if app == 0 {
+            let objects: i64 = self
+                .conn
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+                .map_err(|e| self.sql(e))?;
+            if objects > 0 || version != 0 {
+                return Err(StoreError::Foreign {
+                    path: self.path.clone(),
+                    detail: format!(
+                        "{objects} schema objects, user_version {version}, no mmlab application id"
+                    ),
+                });
+            }
+        } else if app != APPLICATION_ID {
+            return Err(StoreError::Foreign {
+                path: self.path.clone(),
+                detail: format!("application id {app:#x}, mmlab's is {APPLICATION_ID:#x}"),
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    fn configure(&self) -> Result<(), StoreError> {
+        let mode: String = self
+            .conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(|e| self.sql(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Open {
+                path: self.path.clone(),
+                reason: format!("cannot switch to WAL journal mode (got '{mode}')"),
+            });
+        }
+        self.conn
+            .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Applies the missing migrations up to `target`, each in its own
+    /// immediate transaction that re-checks the version (another process
+    /// may have migrated meanwhile).
+    fn migrate(&mut self, target: i64) -> Result<(), StoreError> {
+        loop {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| sql_err(&self.path, e))?;
+            let version: i64 = tx
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(|e| sql_err(&self.path, e))?;
+            if version > SCHEMA_VERSION {
+                return Err(StoreError::NewerSchema {
+                    path: self.path.clone(),
+                    found: version,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            if version >= target {
+                return Ok(());
+            }
+            let m = &MIGRATIONS[version as usize];
+            if version == 0 {
+                tx.pragma_update(None, "application_id", APPLICATION_ID)
+                    .map_err(|e| sql_err(&self.path, e))?;
+            }
+            tx.execute_batch(m.sql)
+                .map_err(|e| sql_err(&self.path, e))?;
+            tx.pragma_update(None, "user_version", version + 1)
+                .map_err(|e| sql_err(&self.path, e))?;
+            tx.commit().map_err(|e| sql_err(&self.path, e))?;
+        }
+    }
+
+    /// Turns a run reference into a run id: `last`, `last~N` (the N-th run
+    /// before the last; `last~0` is `last`), a numeric id (`12` or `#12`),
+    /// or a tag name.
+    pub fn resolve(&self, spec: &str) -> Result<RunId, StoreError> {
+        let unknown = |reason: String| StoreError::UnknownRun {
+            spec: spec.to_string(),
+            reason,
+        };
+        let s = spec.trim();
+        let back = if s == "last" {
+            Some(0)
+        } else if let Some(n) = s.strip_prefix("last~") {
+            Some(
+                n.parse::<i64>()
+                    .ok()
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(|| unknown(format!("'{n}' is not a number of runs back")))?,
+            )
+        } else {
+            None
+        };
+        if let Some(back) = back {
+            let count: i64 = self
+                .conn
+                .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+                .map_err(|e| self.sql(e))?;
+            let id: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    [back],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| self.sql(e))?;
+            return id.map(RunId).ok_or_else(|| {
+                unknown(match count {
+                    0 => "the store holds no runs yet".to_string(),
+                    1 => "the store holds only 1 run".to_string(),
+                    n => format!("the store holds only {n} runs"),
+                })
+            });
+        }
+        let digits = s.strip_prefix('#').unwrap_or(s);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            let id: i64 = digits
+                .parse()
+                .map_err(|_| unknown("run id out of range".into()))?;
+            return if self.run_exists(RunId(id))? {
+                Ok(RunId(id))
+            } else {
+                Err(unknown(format!("no run with id {id}")))
+            };
+        }
+        let id: Option<i64> = self
+            .conn
+            .query_row("SELECT run_id FROM tags WHERE name = ?1", [s], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        id.map(RunId)
+            .ok_or_else(|| unknown("not 'last', 'last~N', a run id or a known tag".to_string()))
+    }
+
+    /// `true` when a run with this id is stored.
+    pub fn run_exists(&self, id: RunId) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [id.0], |_| Ok(()))
+            .optional()
+            .map(|o| o.is_some())
+            .map_err(|e| self.sql(e))
+    }
+
+    /// Names run `run` `name`; a tag names one run, so tagging another run
+    /// with an existing name moves the tag. Names that read as run
+    /// references (`last`, `last~N`, digits, `#N`) are refused.
+    pub fn tag(&mut self, run: RunId, name: &str) -> Result<(), StoreError> {
+        validate_tag(name)?;
+        if !self.run_exists(run)? {
+            return Err(StoreError::UnknownRun {
+                spec: run.to_string(),
+                reason: format!("no run with id {run}"),
+            });
+        }
+        let now = time::to_millis(SystemTime::now());
+        self.conn
+            .execute(
+                "INSERT INTO tags (name, run_id, created_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(name) DO UPDATE SET run_id = excluded.run_id,
+                                                 created_ms = excluded.created_ms",
+                rusqlite::params![name, run.0, now],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+}
+
+fn sql_err(path: &Path, e: rusqlite::Error) -> StoreError {
+    StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// Checks that a tag name cannot be mistaken for a run reference.
+pub fn validate_tag(name: &str) -> Result<(), StoreError> {
+    let bad = |reason: &str| {
+        Err(StoreError::InvalidTag {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    if name.trim().is_empty() || name.trim() != name {
+        return bad("it is empty or has surrounding spaces");
+    }
+    if name == "last" || name.starts_with("last~") {
+        return bad("'last' and 'last~N' are reserved");
+    }
+    let digits = name.strip_prefix('#').unwrap_or(name);
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        return bad("it would read as a run id");
+    }
+    Ok(())
+}
