@@ -1,1 +1,86 @@
-//! hierstat (work in progress).
+//! hierstat: hierarchical per-shard statistics for a tree of groups.
+//!
+//! The design is the Linux memory cgroup's (memcg vmstats + cgroup rstat),
+//! rebuilt for userspace:
+//!
+//! * **updates** write the caller's *shard* of a group's counters — two
+//!   atomic RMWs on lines that only that shard writes — and queue the group
+//!   on the shard's lock-free update list once per flush ([`HierStats::add`]);
+//! * **flushes** visit only the (group, shard) pairs updated since the last
+//!   flush, children before parents, with the `delta` / `pending` scheme, for
+//!   any subtree ([`HierStats::flush`], [`FlushKind`]);
+//! * **thresholds** count unflushed update magnitude per group so that a
+//!   reader flushes only when the error could exceed `T`
+//!   ([`HierStats::read_bounded`] returns the value with its bound);
+//! * **policies** reproduce each kernel era's choices ([`Preset`]) and ours;
+//! * a **background flusher** bounds staleness in time
+//!   ([`HierStats::start_flusher`]);
+//! * **work counters** report what every operation did, for simulation
+//!   ([`WorkCounters`]), at no cost when not asked for.
+//!
+//! Module map: `schema` (items, units), `slab` (shard-major counter rows and
+//! the header word), `updated` (update lists, updated trees), `node` (group
+//! layout), `tree` (create/remove/lookup), `update` (hot path), `flush`,
+//! `read`, `flusher`, `policy`, `verify` (invariant checks).
+//!
+//! ```
+//! use hierstat::{Config, HierStats, Preset, Schema, Unit};
+//!
+//! let mut b = Schema::builder();
+//! let anon = b.state("anon", Unit::Bytes);
+//! let pgfault = b.event("pgfault", Unit::Count);
+//! let stats = HierStats::new(b.build()?, Config::preset(Preset::Linux6_8).shards(2))?;
+//! let slice = stats.create(&stats.root(), "system.slice")?;
+//! let svc = stats.create(&slice, "nginx.service")?;
+//! stats.add(&svc, anon, 1 << 20)?;
+//! stats.add(&svc, pgfault, 256)?;
+//! stats.flush_forced(&stats.root());
+//! assert_eq!(stats.read(&slice, anon)?, 1 << 20);
+//! assert_eq!(stats.read(&stats.root(), pgfault)?, 256);
+//! # Ok::<(), hierstat::Error>(())
+//! ```
+
+#![warn(
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks
+)]
+#![forbid(unsafe_code)]
+
+mod clock;
+mod config;
+mod error;
+mod flush;
+#[cfg(not(loom))]
+mod flusher;
+mod node;
+mod policy;
+mod read;
+mod schema;
+mod shard;
+mod slab;
+mod stats;
+mod sync;
+mod tree;
+mod update;
+mod updated;
+mod verify;
+mod work;
+
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use config::{Config, MAX_SHARDS};
+pub use error::Error;
+pub use flush::{FlushKind, FlushOutcome, FlushStats};
+#[cfg(not(loom))]
+pub use flusher::{BackgroundFlusher, FlusherStats};
+pub use node::{CachePadded, Group};
+pub use policy::{
+    Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
+    ThresholdScheme, ThresholdSize, UnknownPreset,
+};
+pub use read::Bounded;
+pub use schema::{ItemId, ItemInfo, ItemKind, NodeItemId, Schema, SchemaBuilder, Unit, PAGE_SIZE};
+pub use shard::Shard;
+pub use stats::HierStats;
+pub use verify::Violation;
+pub use work::{Work, WorkCounters, WorkSink};

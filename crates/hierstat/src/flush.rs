@@ -1,0 +1,447 @@
+//! Flushing: moving per-shard deltas into the hierarchical aggregates.
+//!
+//! A flush of group `x` makes, for each shard `s` in turn, one *pass*:
+//!
+//! 1. lock shard `s`'s updated tree; drain `s`'s update list into it
+//!    (clearing each row's claim: see `updated::drain_next`); extract the
+//!    subtree of `x` as a child-before-parent list; unlock the tree;
+//! 2. for each listed group `n`, for each counter slot `k`:
+//!    `d = swap(counter[n][s][k], 0)`; `delta = take(pending[n][k]) + d`;
+//!    `local[n][k] += d`; `agg[n][k] += delta`; `pending[parent][k] += delta`.
+//!
+//! Children come before parents within a pass, so a parent absorbs in the
+//! same pass what its children pushed. After the last pass, with no
+//! concurrent updates, every group in the subtree is exact and `x`'s own
+//! delta waits in its parent's `pending` (the parent stays on the trees for
+//! the next flush that covers it).
+//!
+//! The flusher *swaps* counters to zero instead of keeping the kernel's
+//! per-shard `prev` snapshots: the RMW costs the same cache-line transfer as
+//! the kernel's read of a line the updater writes, and it saves
+//! `8 B × slots × shards` of snapshot memory per group. Updates are atomic
+//! adds, so none is lost between the swap and the next add.
+//!
+//! Conservation, true for every group `n` between passes:
+//! `agg[n] + pending[n] == local[n] + Σ agg[children(n)]`.
+
+use crate::node::{Group, Node};
+use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
+use crate::slab::RESIDUE_MASK;
+use crate::stats::{Core, HierStats};
+use crate::sync::{lock, Arc, MutexGuard, Ordering};
+use crate::updated::drain_next;
+use crate::work::{Work, WorkSink};
+
+/// Which flush entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushKind {
+    /// A reader's flush (`memory.stat`): threshold-guarded, per the policy's
+    /// threshold rule, scope and concurrency.
+    Read,
+    /// Always flush the group's subtree (zswap's `do_flush_stats`, removal).
+    Forced,
+    /// Read flush only if the last root flush is older than 2 periods
+    /// (`mem_cgroup_flush_stats_ratelimited`).
+    Ratelimited,
+    /// The refault/reclaim path: whatever the policy's hot-path rule says.
+    HotPath,
+    /// The periodic flush: forced root flush (`flush_memcg_stats_dwork`).
+    Periodic,
+}
+
+/// What a flush call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushOutcome {
+    /// A subtree was flushed; `root` tells whether it was the whole tree.
+    Flushed {
+        /// The flushed subtree was the root's.
+        root: bool,
+    },
+    /// Below the threshold: nothing to do.
+    NotNeeded,
+    /// Another flush was running and the policy skips.
+    Skipped,
+    /// Ratelimited: the periodic flusher is on time.
+    Ratelimited,
+    /// An asynchronous flush was requested instead.
+    AsyncRequested,
+    /// The policy's hot path does not flush.
+    NoFlush,
+}
+
+/// Cumulative flush statistics of a tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushStats {
+    /// Flushes performed.
+    pub flushes: u64,
+    /// Of which root flushes.
+    pub root_flushes: u64,
+    /// Skipped because another flush ran.
+    pub skipped: u64,
+    /// Not needed (under threshold).
+    pub not_needed: u64,
+    /// Ratelimited.
+    pub ratelimited: u64,
+    /// Async requests.
+    pub async_requests: u64,
+}
+
+/// Exclusion held by a running flush.
+pub(crate) enum Gate<'a> {
+    /// The tree-wide flush lock, for the whole flush.
+    Whole(#[allow(dead_code)] MutexGuard<'a, ()>),
+    /// The tree-wide flush lock, taken per shard pass.
+    PerPass,
+    /// Registered as an active flush root (no overlapping flush runs).
+    Registered(&'a Core, Arc<Node>),
+}
+
+impl Drop for Gate<'_> {
+    fn drop(&mut self) {
+        if let Gate::Registered(core, node) = self {
+            let mut active = lock(&core.active);
+            if let Some(i) = active.iter().position(|n| Arc::ptr_eq(n, node)) {
+                active.swap_remove(i);
+            }
+            core.active_cv.notify_all();
+        }
+    }
+}
+
+impl HierStats {
+    /// The policy's read-side flush of `group` (threshold-guarded).
+    pub fn flush(&self, group: &Group) -> FlushOutcome {
+        self.flush_with(group, FlushKind::Read, &mut ())
+    }
+
+    /// Flushes `group`'s subtree regardless of thresholds; waits for a
+    /// running flush even under the skip policy.
+    pub fn flush_forced(&self, group: &Group) -> FlushOutcome {
+        self.flush_with(group, FlushKind::Forced, &mut ())
+    }
+
+    /// The ratelimited flush (see [`FlushKind::Ratelimited`]).
+    pub fn flush_ratelimited(&self, group: &Group) -> FlushOutcome {
+        self.flush_with(group, FlushKind::Ratelimited, &mut ())
+    }
+
+    /// The hot-path (refault/reclaim) flush of the policy.
+    pub fn flush_hot_path(&self, group: &Group) -> FlushOutcome {
+        self.flush_with(group, FlushKind::HotPath, &mut ())
+    }
+
+    /// Any flush entry point, reporting work.
+    pub fn flush_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        kind: FlushKind,
+        work: &mut W,
+    ) -> FlushOutcome {
+        let out = self.core.flush_entry(&group.node, kind, work);
+        let c = &self.core.flush_stats;
+        // ORDERING: Relaxed; statistics.
+        let field = match out {
+            FlushOutcome::Flushed { root } => {
+                if root {
+                    c.root_flushes.fetch_add(1, Ordering::Relaxed);
+                }
+                &c.flushes
+            }
+            FlushOutcome::NotNeeded | FlushOutcome::NoFlush => &c.not_needed,
+            FlushOutcome::Skipped => &c.skipped,
+            FlushOutcome::Ratelimited => &c.ratelimited,
+            FlushOutcome::AsyncRequested => &c.async_requests,
+        };
+        field.fetch_add(1, Ordering::Relaxed);
+        if matches!(out, FlushOutcome::Flushed { root: true }) {
+            self.reap_if_any();
+        }
+        out
+    }
+
+    fn reap_if_any(&self) {
+        if !self.core.read_structure().zombies.is_empty() {
+            self.reap();
+        }
+    }
+
+    /// Whether a threshold-guarded read flush of `group` would flush.
+    pub fn needs_flush(&self, group: &Group) -> bool {
+        self.core.needs_flush(&group.node)
+    }
+
+    /// Asks the background flusher to flush the root now; returns at once.
+    pub fn request_async_flush(&self) {
+        self.core.request_async();
+    }
+
+    /// Clock time (ns) at which the last root flush started.
+    pub fn last_root_flush_ns(&self) -> u64 {
+        // ORDERING: Relaxed; a timestamp.
+        self.core.last_root_flush.load(Ordering::Relaxed)
+    }
+
+    /// Cumulative flush statistics.
+    pub fn flush_stats(&self) -> FlushStats {
+        let c = &self.core.flush_stats;
+        // ORDERING: Relaxed; statistics.
+        FlushStats {
+            flushes: c.flushes.load(Ordering::Relaxed),
+            root_flushes: c.root_flushes.load(Ordering::Relaxed),
+            skipped: c.skipped.load(Ordering::Relaxed),
+            not_needed: c.not_needed.load(Ordering::Relaxed),
+            ratelimited: c.ratelimited.load(Ordering::Relaxed),
+            async_requests: c.async_requests.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Core {
+    pub(crate) fn needs_flush(&self, node: &Node) -> bool {
+        // ORDERING: Relaxed; flush triggers publish no data.
+        match self.policy.threshold {
+            ThresholdRule::None => true,
+            ThresholdRule::Global => self.global_updates.load(Ordering::Relaxed) > self.threshold,
+            ThresholdRule::PerGroup => node.updates.load(Ordering::Relaxed) > self.threshold,
+        }
+    }
+
+    pub(crate) fn request_async(&self) {
+        // ORDERING: Release; pairs with the background flusher's Acquire
+        // swap, though nothing but the flag itself is communicated.
+        self.async_requested.store(true, Ordering::Release);
+        let mut g = lock(&self.wake);
+        *g += 1;
+        self.wake_cv.notify_all();
+    }
+
+    fn ratelimit_expired(&self) -> bool {
+        // ORDERING: Relaxed; a timestamp.
+        let last = self.last_root_flush.load(Ordering::Relaxed);
+        self.clock.now_ns() > last.saturating_add(2 * self.policy.period_ns)
+    }
+
+    fn flush_entry<W: WorkSink>(
+        &self,
+        node: &Arc<Node>,
+        kind: FlushKind,
+        work: &mut W,
+    ) -> FlushOutcome {
+        match kind {
+            FlushKind::Forced => {
+                self.flush_forced_blocking(node, work);
+                FlushOutcome::Flushed {
+                    root: node.hot.parent.is_none(),
+                }
+            }
+            FlushKind::Periodic => {
+                let root = self.root.clone();
+                self.flush_forced_blocking(&root, work);
+                FlushOutcome::Flushed { root: true }
+            }
+            FlushKind::Read => self.flush_read(node, work),
+            FlushKind::Ratelimited => {
+                if self.ratelimit_expired() {
+                    self.flush_read(node, work)
+                } else {
+                    FlushOutcome::Ratelimited
+                }
+            }
+            FlushKind::HotPath => match self.policy.hot_path {
+                HotPathFlush::None => FlushOutcome::NoFlush,
+                HotPathFlush::Sync => self.flush_read(node, work),
+                HotPathFlush::Ratelimited => self.flush_entry(node, FlushKind::Ratelimited, work),
+                HotPathFlush::Async => {
+                    self.request_async();
+                    FlushOutcome::AsyncRequested
+                }
+            },
+        }
+    }
+
+    /// Threshold-guarded flush with the policy's scope and concurrency.
+    fn flush_read<W: WorkSink>(&self, node: &Arc<Node>, work: &mut W) -> FlushOutcome {
+        if !self.needs_flush(node) {
+            return FlushOutcome::NotNeeded;
+        }
+        let target = match self.policy.scope {
+            FlushScope::Root => self.root.clone(),
+            FlushScope::Subtree => node.clone(),
+        };
+        let blocking = self.policy.concurrency != Concurrency::Skip;
+        match self.enter(&target, blocking, work) {
+            Some(gate) => {
+                self.flush_subtree(&target, &gate, work);
+                FlushOutcome::Flushed {
+                    root: target.hot.parent.is_none(),
+                }
+            }
+            None => FlushOutcome::Skipped,
+        }
+    }
+
+    /// Forced flush of `node`'s subtree, waiting for any conflicting flush.
+    pub(crate) fn flush_forced_blocking<W: WorkSink>(&self, node: &Arc<Node>, work: &mut W) {
+        let gate = self
+            .enter(node, true, work)
+            .expect("a blocking gate entry always succeeds");
+        self.flush_subtree(node, &gate, work);
+    }
+
+    /// Excludes every flush (for `verify`).
+    pub(crate) fn enter_for_verify(
+        &self,
+        root: &Arc<Node>,
+    ) -> (Gate<'_>, Option<MutexGuard<'_, ()>>) {
+        let gate = self
+            .enter(root, true, &mut ())
+            .expect("blocking entry succeeds");
+        // A per-pass gate does not hold the flush lock between passes.
+        let extra = matches!(gate, Gate::PerPass).then(|| lock(&self.flush_lock));
+        (gate, extra)
+    }
+
+    /// Takes the exclusion a flush of `target` needs; `None` if the policy
+    /// skips and a flush is running (only when `!blocking`).
+    fn enter<W: WorkSink>(
+        &self,
+        target: &Arc<Node>,
+        blocking: bool,
+        work: &mut W,
+    ) -> Option<Gate<'_>> {
+        match self.policy.concurrency {
+            Concurrency::Skip | Concurrency::Serialize => {
+                if self.policy.concurrency == Concurrency::Serialize && self.policy.lock_per_shard {
+                    return Some(Gate::PerPass);
+                }
+                match self.flush_lock.try_lock() {
+                    Ok(g) => {
+                        work.count(Work::LockAcquired, 1);
+                        Some(Gate::Whole(g))
+                    }
+                    Err(_) if !blocking => None,
+                    Err(_) => {
+                        work.count(Work::LockWaited, 1);
+                        work.count(Work::LockAcquired, 1);
+                        Some(Gate::Whole(lock(&self.flush_lock)))
+                    }
+                }
+            }
+            Concurrency::DisjointParallel => {
+                let mut active = lock(&self.active);
+                let overlaps = |a: &Vec<Arc<Node>>| {
+                    a.iter().any(|n| {
+                        n.is_ancestor_or_self_of(target) || target.is_ancestor_or_self_of(n)
+                    })
+                };
+                if overlaps(&active) {
+                    work.count(Work::LockWaited, 1);
+                    while overlaps(&active) {
+                        active = match self.active_cv.wait(active) {
+                            Ok(g) => g,
+                            Err(p) => p.into_inner(),
+                        };
+                    }
+                }
+                work.count(Work::LockAcquired, 1);
+                active.push(target.clone());
+                Some(Gate::Registered(self, target.clone()))
+            }
+        }
+    }
+
+    /// The flush proper; the caller holds `gate`.
+    fn flush_subtree<W: WorkSink>(&self, x: &Arc<Node>, gate: &Gate<'_>, work: &mut W) {
+        let is_root = x.hot.parent.is_none();
+        if is_root {
+            // ORDERING: Relaxed; a timestamp (the kernel records the start).
+            self.last_root_flush
+                .store(self.clock.now_ns(), Ordering::Relaxed);
+        }
+        let st = self.read_structure();
+        let parent_row = x.parent_row();
+        let mut list = Vec::new();
+        for s in 0..self.shards {
+            let _pass = match gate {
+                Gate::PerPass => {
+                    work.count(Work::LockAcquired, 1);
+                    Some(lock(&self.flush_lock))
+                }
+                _ => None,
+            };
+            work.count(Work::ShardScanned, 1);
+            list.clear();
+            {
+                let mut tree = lock(&self.trees[s]);
+                work.count(Work::LockAcquired, 1);
+                let mut cur = self.lists[s].take_all();
+                work.count(Work::Atomic, 1);
+                while cur != 0 {
+                    let row = (cur - 1) as u32;
+                    let n = st.node(row);
+                    cur = drain_next(n.hot.rows.header(s), work);
+                    tree.insert(row, |r| st.parent_row(r));
+                }
+                tree.extract(x.hot.row, parent_row, &mut list);
+            }
+            for &row in &list {
+                self.aggregate(st.node(row), s, work);
+            }
+        }
+        if is_root && self.policy.threshold == ThresholdRule::Global {
+            // ORDERING: Relaxed; flush trigger.
+            self.global_updates.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Folds group `n`'s counters on shard `s` into the aggregates.
+    fn aggregate<W: WorkSink>(&self, n: &Node, s: usize, work: &mut W) {
+        work.count(Work::GroupVisited, 1);
+        let rows = &n.hot.rows;
+        let parent = n.hot.parent.as_deref();
+        let slots = self.schema.slots();
+        work.count(Work::CounterAggregated, slots as u64);
+        let mut atomics = 0;
+        for k in 0..slots {
+            let c = rows.counter(s, k);
+            // ORDERING: Relaxed for the counter, pending, agg and local: the
+            // counter's latest value is guaranteed visible by the Acquire
+            // drain of this row (or is picked up by the next flush, the row
+            // having been re-queued); pending/agg/local are plain sums
+            // whose RMWs are totally ordered per location.
+            let d = if c.load(Ordering::Relaxed) != 0 {
+                atomics += 1;
+                c.swap(0, Ordering::Relaxed) as i64
+            } else {
+                0
+            };
+            let p = &n.pending[k];
+            let mut delta = if p.load(Ordering::Relaxed) != 0 {
+                atomics += 1;
+                p.swap(0, Ordering::Relaxed)
+            } else {
+                0
+            };
+            delta = delta.wrapping_add(d);
+            if d != 0 {
+                n.local[k].fetch_add(d, Ordering::Relaxed);
+                atomics += 1;
+            }
+            if delta != 0 {
+                n.agg[k].fetch_add(delta, Ordering::Relaxed);
+                atomics += 1;
+                if let Some(p) = parent {
+                    p.pending[k].fetch_add(delta, Ordering::Relaxed);
+                    atomics += 1;
+                }
+            }
+        }
+        // Reset the threshold accounting this flush made exact. Racy with a
+        // concurrent update's residue add, as in the kernel: that can only
+        // delay a future flush, never change a value.
+        // ORDERING: Relaxed; magnitudes only (an RMW keeps the claim bits).
+        rows.header(s).fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
+        n.updates.store(0, Ordering::Relaxed);
+        work.count(Work::Atomic, atomics + 1);
+    }
+}

@@ -1,0 +1,200 @@
+//! A group's node: the handle users hold and the flusher's per-group state.
+//!
+//! # Layout
+//!
+//! Seed 002 (a 36% stress-ng regression) came from a read-mostly per-CPU
+//! pointer sharing a cache line with write-hot event counters. A node keeps
+//! three kinds of field apart:
+//!
+//! * [`NodeHot`]: what every update reads (row location, parent link) —
+//!   written once at creation, on its own 128-byte line pair;
+//! * `updates`: the threshold counter, written by folds from every shard —
+//!   on its own line pair;
+//! * the aggregates (`agg`, `local`, `pending`), written by flushers and read
+//!   by readers — separate heap allocations.
+//!
+//! The per-shard counters themselves are not in the node at all: they are
+//! in the shard-major slab (see `slab.rs`).
+
+use crate::slab::RowRef;
+use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64};
+use crate::updated::NONE;
+use std::ops::Deref;
+
+/// Aligns `T` to 128 bytes (a cache-line pair, because the adjacent-line
+/// prefetcher of x86 pulls lines in pairs), so it shares no line with
+/// anything else.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct CachePadded<T>(pub T);
+
+impl<T> Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Read-mostly fields of a node: everything the update path reads.
+#[derive(Debug)]
+pub(crate) struct NodeHot {
+    /// Row of the node in the slab (also its key in shard trees).
+    pub(crate) row: u32,
+    /// Depth (root = 0).
+    pub(crate) depth: u32,
+    /// Where the node's per-shard rows are.
+    pub(crate) rows: RowRef,
+    /// Parent node, `None` for the root.
+    pub(crate) parent: Option<Arc<Node>>,
+}
+
+/// A group's shared state.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Node {
+    /// Read-mostly hot fields.
+    pub(crate) hot: CachePadded<NodeHot>,
+    /// Threshold counter: folded update magnitude (pages) of this group's
+    /// subtree since its last flush. Written by updaters' folds (any shard)
+    /// and reset by flushes. ORDERING: Relaxed everywhere; it decides only
+    /// *when* to flush and publishes no data.
+    pub(crate) updates: CachePadded<AtomicU64>,
+    /// Hierarchical aggregate per slot (subtree total, flushed).
+    pub(crate) agg: Box<[AtomicI64]>,
+    /// Local aggregate per slot (this group only, flushed).
+    pub(crate) local: Box<[AtomicI64]>,
+    /// Deltas pushed up by flushed children, not yet absorbed.
+    pub(crate) pending: Box<[AtomicI64]>,
+    /// Groups in this subtree, including itself (for error bounds).
+    pub(crate) subtree_size: AtomicU64,
+    /// Set once the group is removed.
+    pub(crate) removed: AtomicBool,
+    /// Name (last path component; empty for the root).
+    pub(crate) name: String,
+    /// Full path (`/` for the root).
+    pub(crate) path: String,
+}
+
+fn zeroed(n: usize) -> Box<[AtomicI64]> {
+    (0..n).map(|_| AtomicI64::new(0)).collect()
+}
+
+impl Node {
+    pub(crate) fn new(
+        row: u32,
+        rows: RowRef,
+        parent: Option<Arc<Node>>,
+        slots: usize,
+        name: String,
+    ) -> Self {
+        let (depth, path) = match &parent {
+            None => (0, "/".to_string()),
+            Some(p) if p.hot.parent.is_none() => (1, format!("/{name}")),
+            Some(p) => (p.hot.depth + 1, format!("{}/{name}", p.path)),
+        };
+        Node {
+            hot: CachePadded(NodeHot {
+                row,
+                depth,
+                rows,
+                parent,
+            }),
+            updates: CachePadded(AtomicU64::new(0)),
+            agg: zeroed(slots),
+            local: zeroed(slots),
+            pending: zeroed(slots),
+            subtree_size: AtomicU64::new(1),
+            removed: AtomicBool::new(false),
+            name,
+            path,
+        }
+    }
+
+    /// Row of the parent, or `NONE`.
+    pub(crate) fn parent_row(&self) -> u32 {
+        self.hot.parent.as_ref().map_or(NONE, |p| p.hot.row)
+    }
+
+    /// Whether `self` is `other` or one of its ancestors.
+    pub(crate) fn is_ancestor_or_self_of(&self, other: &Node) -> bool {
+        let mut cur = Some(other);
+        while let Some(n) = cur {
+            if n.hot.depth < self.hot.depth {
+                return false;
+            }
+            if std::ptr::eq(n, self) {
+                return true;
+            }
+            cur = n.hot.parent.as_deref();
+        }
+        false
+    }
+}
+
+/// A handle to a group of a [`HierStats`](crate::HierStats) tree. Cheap to
+/// clone; stays valid (and keeps counting) after the group is removed: late
+/// updates still reach the ancestors.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub(crate) node: Arc<Node>,
+}
+
+impl Group {
+    /// The group's name (empty for the root).
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+
+    /// The group's path (`/` for the root, `/a/b` below it).
+    pub fn path(&self) -> &str {
+        &self.node.path
+    }
+
+    /// Depth: 0 for the root.
+    pub fn depth(&self) -> usize {
+        self.node.hot.depth as usize
+    }
+
+    /// Whether the group has been removed.
+    pub fn is_removed(&self) -> bool {
+        // ORDERING: Relaxed; an informational flag.
+        self.node.removed.load(crate::sync::Ordering::Relaxed)
+    }
+
+    /// The parent group (`None` for the root).
+    pub fn parent(&self) -> Option<Group> {
+        self.node.hot.parent.clone().map(|node| Group { node })
+    }
+
+    /// Whether both handles name the same group.
+    pub fn same(&self, other: &Group) -> bool {
+        Arc::ptr_eq(&self.node, &other.node)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn hot_and_write_hot_fields_are_on_separate_line_pairs() {
+        assert_eq!(align_of::<CachePadded<NodeHot>>(), 128);
+        assert!(
+            size_of::<NodeHot>() <= 128,
+            "NodeHot must fit one line pair"
+        );
+        let hot = offset_of!(Node, hot);
+        let upd = offset_of!(Node, updates);
+        assert_eq!(hot % 128, 0);
+        assert_eq!(upd % 128, 0);
+        assert!(
+            upd >= hot + 128,
+            "updates must not share the hot fields' lines"
+        );
+        // Everything after `updates` (aggregate pointers, flags) starts on a
+        // later line pair.
+        assert!(offset_of!(Node, agg) >= upd + 128);
+        assert!(offset_of!(Node, removed) >= upd + 128);
+    }
+}

@@ -1,0 +1,340 @@
+//! Flush policy: the knobs the kernel's history turned, and named presets.
+//!
+//! | preset | threshold | flush scope | concurrent flush | hot path (refault/reclaim) |
+//! |---|---|---|---|---|
+//! | `linux-5.13` | none: every read flushes | subtree | serialize | none |
+//! | `linux-5.15` | global, shards × 32 | root | skip (trylock) | synchronous root flush |
+//! | `linux-5.15-async` | global | root | skip | schedule the periodic flush now |
+//! | `linux-5.15-ratelimited` | global | root | skip | flush only if the periodic flush is > 2 periods late |
+//! | `linux-6.8` | per group, shards × 64 | subtree | serialize | ratelimited subtree flush |
+//! | `linux-6.17` | per group, early break | subtree, lock dropped per shard | serialize | ratelimited |
+//! | `hierstat` | per group, folded (O(1) update), margin-safe early break | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How much unflushed update magnitude makes a flush necessary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdRule {
+    /// No threshold: every read flushes (5.13, `cgroup_rstat_flush` on each
+    /// `memory.stat` read).
+    None,
+    /// One tree-wide magnitude counter (5.15/5.16 `stats_flush_threshold`).
+    Global,
+    /// One magnitude counter per group (6.8 `8d59d2214c23`).
+    PerGroup,
+}
+
+/// How per-group magnitudes are accounted on the update path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdScheme {
+    /// The kernel's exact accounting: every update adds its magnitude to a
+    /// per-shard residue of the group *and of every ancestor*, folding each
+    /// residue into that group's atomic at `batch` (6.8 `memcg_rstat_updated`).
+    /// O(depth) atomics per update. Unfolded error per group ≤ shards × (batch − 1).
+    PerAncestor,
+    /// Ours: the update adds to the updated group's own per-shard residue only;
+    /// when it reaches `batch`, the folded magnitude is added to the group and
+    /// to each ancestor. O(1) atomics per update, O(depth) per `batch` pages.
+    /// Unfolded error of group g ≤ shards × (batch − 1) × |subtree(g)|.
+    Folded,
+}
+
+/// When the per-group walk stops early (2025 `memcg_rstat_updated` early break).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EarlyBreak {
+    /// Never: walk to the root.
+    Off,
+    /// Upstream: stop at the first group already above the threshold `T`.
+    /// "flushable(child) ⇒ flushable(ancestors)" then holds only approximately.
+    Upstream,
+    /// Stop only above `T + shards × (batch − 1)`, which makes the implication
+    /// exact for [`ThresholdScheme::PerAncestor`] (and is `T` for
+    /// [`ThresholdScheme::Folded`], whose ancestors get the same folds).
+    Margin,
+}
+
+/// Size of the flush threshold `T` in pages of update magnitude.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdSize {
+    /// `batch × shards` (the kernel: `MEMCG_CHARGE_BATCH × num_online_cpus()`).
+    BatchPerShard,
+    /// `batch × isqrt(shards + 2)` (Waiman Long's 2026 proposal).
+    BatchSqrtShards,
+    /// A fixed number of pages.
+    Fixed(u64),
+}
+
+/// Which group a threshold-guarded flush flushes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushScope {
+    /// Always the whole tree (5.15–6.7).
+    Root,
+    /// The subtree of the group being read (5.13, 6.8+).
+    Subtree,
+}
+
+/// What a flusher does when another flush is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    /// Skip: "we just need one flusher and everyone else can benefit"
+    /// (5.15 `spin_trylock`, 2023 `stats_flush_ongoing`). Reads may be stale.
+    Skip,
+    /// Wait for the one tree-wide flush lock (5.13, 6.8+).
+    Serialize,
+    /// Wait only for flushes of an ancestor or descendant; flushes of
+    /// disjoint subtrees run in parallel (ours).
+    DisjointParallel,
+}
+
+/// What the refault / reclaim path does about stale stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HotPathFlush {
+    /// Nothing (5.13 and before: stats were propagated eagerly).
+    None,
+    /// A threshold-guarded flush per the policy's scope (5.15 root flush;
+    /// `hierstat`: subtree of the eviction group).
+    Sync,
+    /// Flush only if the periodic flush is more than 2 periods late
+    /// (5.15.y `9b3016154c91`, 6.8 `mem_cgroup_flush_stats_ratelimited`).
+    Ratelimited,
+    /// Ask the background flusher to run now and return (Shakeel's 2022
+    /// async attempt, `20220226002412.113819-1-shakeelb@google.com`).
+    Async,
+}
+
+/// All knobs of the flush policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Threshold rule.
+    pub threshold: ThresholdRule,
+    /// Per-group accounting scheme (for [`ThresholdRule::PerGroup`]).
+    pub scheme: ThresholdScheme,
+    /// Early break of the per-group walk.
+    pub early_break: EarlyBreak,
+    /// Threshold size.
+    pub threshold_size: ThresholdSize,
+    /// Scope of threshold-guarded flushes.
+    pub scope: FlushScope,
+    /// Concurrent flushers.
+    pub concurrency: Concurrency,
+    /// Drop the flush lock between shards (6.15 `0efc297a3c49`); otherwise it
+    /// is held for the whole flush.
+    pub lock_per_shard: bool,
+    /// Hot-path flush rule.
+    pub hot_path: HotPathFlush,
+    /// Per-shard residue batch in pages (`MEMCG_CHARGE_BATCH`: 32 before 6.1, 64 after).
+    pub batch: u32,
+    /// Period of the background flusher in ns (kernel `FLUSH_TIME` = 2 s).
+    pub period_ns: u64,
+}
+
+/// The named presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Preset {
+    /// 5.13: rstat for memcg (`2d146aa3aa84`); every `memory.stat` read flushes its subtree.
+    Linux5_13,
+    /// 5.15: global threshold, root flushes, trylock skip, synchronous root
+    /// flush in `workingset_refault` (`1f828223b799`).
+    Linux5_15,
+    /// 5.15 with the refault flush turned into "schedule the periodic flush now".
+    Linux5_15Async,
+    /// 5.15.y / 5.18: `mem_cgroup_flush_stats_delayed` (`9b3016154c91`).
+    Linux5_15Ratelimited,
+    /// 6.8: per-memcg thresholds (`8d59d2214c23`), subtree flushes without
+    /// skipping (`7d7ef0a4686a`), ratelimited refault flush (`b00684722262`).
+    Linux6_8,
+    /// 6.17: early break (2025), lock dropped per CPU (6.15), lockless update
+    /// lists (`36df6e3dbd7e`).
+    Linux6_17,
+    /// Ours: folded O(1) thresholds with the margin rule, parallel disjoint
+    /// subtree flushes, threshold-guarded subtree flush on the hot path.
+    Hierstat,
+}
+
+impl Preset {
+    /// Every preset, oldest first.
+    pub const ALL: [Preset; 7] = [
+        Preset::Linux5_13,
+        Preset::Linux5_15,
+        Preset::Linux5_15Async,
+        Preset::Linux5_15Ratelimited,
+        Preset::Linux6_8,
+        Preset::Linux6_17,
+        Preset::Hierstat,
+    ];
+
+    /// The preset's name, as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Linux5_13 => "linux-5.13",
+            Preset::Linux5_15 => "linux-5.15",
+            Preset::Linux5_15Async => "linux-5.15-async",
+            Preset::Linux5_15Ratelimited => "linux-5.15-ratelimited",
+            Preset::Linux6_8 => "linux-6.8",
+            Preset::Linux6_17 => "linux-6.17",
+            Preset::Hierstat => "hierstat",
+        }
+    }
+
+    /// The preset's knobs.
+    pub fn policy(self) -> Policy {
+        const FLUSH_TIME: u64 = 2_000_000_000;
+        let v515 = Policy {
+            threshold: ThresholdRule::Global,
+            scheme: ThresholdScheme::Folded,
+            early_break: EarlyBreak::Off,
+            threshold_size: ThresholdSize::BatchPerShard,
+            scope: FlushScope::Root,
+            concurrency: Concurrency::Skip,
+            lock_per_shard: false,
+            hot_path: HotPathFlush::Sync,
+            batch: 32,
+            period_ns: FLUSH_TIME,
+        };
+        let v68 = Policy {
+            threshold: ThresholdRule::PerGroup,
+            scheme: ThresholdScheme::PerAncestor,
+            early_break: EarlyBreak::Off,
+            threshold_size: ThresholdSize::BatchPerShard,
+            scope: FlushScope::Subtree,
+            concurrency: Concurrency::Serialize,
+            lock_per_shard: false,
+            hot_path: HotPathFlush::Ratelimited,
+            batch: 64,
+            period_ns: FLUSH_TIME,
+        };
+        match self {
+            Preset::Linux5_13 => Policy {
+                threshold: ThresholdRule::None,
+                scope: FlushScope::Subtree,
+                concurrency: Concurrency::Serialize,
+                hot_path: HotPathFlush::None,
+                ..v515
+            },
+            Preset::Linux5_15 => v515,
+            Preset::Linux5_15Async => Policy {
+                hot_path: HotPathFlush::Async,
+                ..v515
+            },
+            Preset::Linux5_15Ratelimited => Policy {
+                hot_path: HotPathFlush::Ratelimited,
+                ..v515
+            },
+            Preset::Linux6_8 => v68,
+            Preset::Linux6_17 => Policy {
+                early_break: EarlyBreak::Upstream,
+                lock_per_shard: true,
+                ..v68
+            },
+            Preset::Hierstat => Policy {
+                scheme: ThresholdScheme::Folded,
+                early_break: EarlyBreak::Margin,
+                concurrency: Concurrency::DisjointParallel,
+                lock_per_shard: true,
+                hot_path: HotPathFlush::Sync,
+                ..v68
+            },
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Error for an unknown preset name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownPreset(pub String);
+
+impl fmt::Display for UnknownPreset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
+        write!(
+            f,
+            "unknown policy {:?} (known: {})",
+            self.0,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownPreset {}
+
+impl FromStr for Preset {
+    type Err = UnknownPreset;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| UnknownPreset(s.to_string()))
+    }
+}
+
+impl Policy {
+    /// The threshold `T` in pages for a tree with `shards` shards.
+    pub fn threshold_pages(&self, shards: usize) -> u64 {
+        let b = self.batch as u64;
+        match self.threshold_size {
+            ThresholdSize::BatchPerShard => b * shards as u64,
+            ThresholdSize::BatchSqrtShards => b * isqrt(shards as u64 + 2),
+            ThresholdSize::Fixed(t) => t,
+        }
+    }
+
+    /// The value above which the per-group walk stops (see [`EarlyBreak`]);
+    /// `u64::MAX` when it never stops.
+    pub fn break_above(&self, shards: usize) -> u64 {
+        let t = self.threshold_pages(shards);
+        match (self.early_break, self.scheme) {
+            (EarlyBreak::Off, _) => u64::MAX,
+            (EarlyBreak::Upstream, _) | (EarlyBreak::Margin, ThresholdScheme::Folded) => t,
+            (EarlyBreak::Margin, ThresholdScheme::PerAncestor) => {
+                t + shards as u64 * (self.batch as u64 - 1)
+            }
+        }
+    }
+}
+
+fn isqrt(n: u64) -> u64 {
+    let mut x = (n as f64).sqrt() as u64;
+    while x * x > n {
+        x -= 1;
+    }
+    while (x + 1) * (x + 1) <= n {
+        x += 1;
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for p in Preset::ALL {
+            assert_eq!(p.name().parse::<Preset>().unwrap(), p);
+        }
+        assert!("linux-4.0".parse::<Preset>().is_err());
+    }
+
+    #[test]
+    fn thresholds() {
+        let p = Preset::Linux6_8.policy();
+        assert_eq!(p.threshold_pages(96), 64 * 96);
+        assert_eq!(Preset::Linux5_15.policy().threshold_pages(96), 32 * 96);
+        let s = Policy {
+            threshold_size: ThresholdSize::BatchSqrtShards,
+            ..p
+        };
+        assert_eq!(s.threshold_pages(1024), 64 * 32);
+        let m = Policy {
+            early_break: EarlyBreak::Margin,
+            ..p
+        };
+        assert_eq!(m.break_above(4), 256 + 4 * 63);
+    }
+}

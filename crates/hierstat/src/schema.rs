@@ -1,0 +1,366 @@
+//! The schema: which statistics every group carries.
+//!
+//! Three kinds of item, as in memcg:
+//! * **state** items are signed gauges (`anon` bytes, `nr_active_file`
+//!   pages); aggregates may be transiently negative and read as 0;
+//! * **event** items are monotonic counts (`pgfault`);
+//! * **per-node state** items are state items kept once per NUMA node plus a
+//!   total (the lruvec statistics); an update to node `n` updates both.
+//!
+//! Each item has a [`Unit`], so that flush thresholds count update
+//! *magnitude in pages*: a byte-sized update of less than a page counts as 1,
+//! as the kernel's `memcg_state_val_in_pages()` does.
+//!
+//! Internally every item maps to dense *slots* (one per state/event item,
+//! `1 + nodes` per per-node item); a slot is one 8-byte counter per shard.
+
+use crate::error::Error;
+use std::collections::HashMap;
+
+/// Bytes per page for [`Unit::Bytes`] magnitude normalization.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Unit of an item's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// Values are pages; magnitude is `|v|`.
+    Pages,
+    /// Values are bytes; magnitude is `|v|` in pages rounded up. (The kernel
+    /// rounds down, with a minimum of 1; rounding up keeps
+    /// `magnitude × PAGE_SIZE ≥ |v|`, so error bounds hold in bytes too.)
+    Bytes,
+    /// Values are plain counts; magnitude is `|v|`.
+    Count,
+}
+
+impl Unit {
+    /// Magnitude of an update of `delta` in pages, the threshold currency;
+    /// a non-zero sub-page update counts as 1.
+    #[inline]
+    pub fn pages(self, delta: i64) -> u64 {
+        let m = delta.unsigned_abs();
+        match self {
+            Unit::Pages | Unit::Count => m,
+            Unit::Bytes => m.div_ceil(PAGE_SIZE),
+        }
+    }
+
+    /// Converts a magnitude in pages back into this unit (for error bounds).
+    pub fn from_pages(self, pages: u64) -> u64 {
+        match self {
+            Unit::Pages | Unit::Count => pages,
+            Unit::Bytes => pages.saturating_mul(PAGE_SIZE),
+        }
+    }
+
+    /// Short name (`pages`, `bytes`, `count`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Pages => "pages",
+            Unit::Bytes => "bytes",
+            Unit::Count => "count",
+        }
+    }
+}
+
+/// Kind of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    /// Signed gauge.
+    State,
+    /// Monotonic event count.
+    Event,
+    /// Signed gauge kept per NUMA node (plus a total).
+    NodeState,
+}
+
+impl ItemKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ItemKind::State => "state",
+            ItemKind::Event => "event",
+            ItemKind::NodeState => "per-node state",
+        }
+    }
+}
+
+/// Handle of a state or event item (cheap to copy; valid for the schema that
+/// issued it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemId(pub(crate) u16);
+
+/// Handle of a per-node state item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeItemId(pub(crate) u16);
+
+impl ItemId {
+    /// Dense index of the item in its schema.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl NodeItemId {
+    /// Dense index of the item in its schema.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Description of one item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemInfo {
+    /// Name, unique in the schema.
+    pub name: String,
+    /// Kind.
+    pub kind: ItemKind,
+    /// Unit.
+    pub unit: Unit,
+    /// First counter slot of the item (the total, for per-node items).
+    pub(crate) slot: u32,
+}
+
+/// The set of items every group of a tree carries. Build one with
+/// [`Schema::builder`].
+#[derive(Debug, Clone)]
+pub struct Schema {
+    items: Vec<ItemInfo>,
+    nodes: usize,
+    slots: usize,
+    by_name: HashMap<String, u16>,
+    /// Unit of each slot, for threshold magnitudes.
+    slot_units: Vec<Unit>,
+}
+
+/// Builder for a [`Schema`].
+#[derive(Debug, Default)]
+pub struct SchemaBuilder {
+    items: Vec<(String, ItemKind, Unit)>,
+    nodes: usize,
+}
+
+impl SchemaBuilder {
+    fn push(&mut self, name: &str, kind: ItemKind, unit: Unit) -> u16 {
+        self.items.push((name.to_string(), kind, unit));
+        (self.items.len() - 1) as u16
+    }
+
+    /// Adds a signed state item.
+    pub fn state(&mut self, name: &str, unit: Unit) -> ItemId {
+        ItemId(self.push(name, ItemKind::State, unit))
+    }
+
+    /// Adds a monotonic event item.
+    pub fn event(&mut self, name: &str, unit: Unit) -> ItemId {
+        ItemId(self.push(name, ItemKind::Event, unit))
+    }
+
+    /// Adds a per-node state item.
+    pub fn node_state(&mut self, name: &str, unit: Unit) -> NodeItemId {
+        NodeItemId(self.push(name, ItemKind::NodeState, unit))
+    }
+
+    /// Sets the number of NUMA nodes for per-node items (default 1).
+    pub fn nodes(&mut self, nodes: usize) -> &mut Self {
+        self.nodes = nodes;
+        self
+    }
+
+    /// Validates and builds the schema.
+    ///
+    /// # Errors
+    /// [`Error::DuplicateItem`] if two items share a name,
+    /// [`Error::InvalidConfig`] for more than 65535 items or 0/too many nodes.
+    pub fn build(&self) -> Result<Schema, Error> {
+        let nodes = if self.nodes == 0 { 1 } else { self.nodes };
+        if nodes > 1024 {
+            return Err(Error::InvalidConfig(format!("{nodes} nodes (max 1024)")));
+        }
+        if self.items.len() > u16::MAX as usize {
+            return Err(Error::InvalidConfig("more than 65535 items".into()));
+        }
+        let mut by_name = HashMap::new();
+        let mut items = Vec::with_capacity(self.items.len());
+        let mut slot_units = Vec::new();
+        for (i, (name, kind, unit)) in self.items.iter().enumerate() {
+            if by_name.insert(name.clone(), i as u16).is_some() {
+                return Err(Error::DuplicateItem(name.clone()));
+            }
+            let width = match kind {
+                ItemKind::NodeState => 1 + nodes,
+                _ => 1,
+            };
+            items.push(ItemInfo {
+                name: name.clone(),
+                kind: *kind,
+                unit: *unit,
+                slot: slot_units.len() as u32,
+            });
+            slot_units.extend(std::iter::repeat_n(*unit, width));
+        }
+        Ok(Schema {
+            slots: slot_units.len(),
+            items,
+            nodes,
+            by_name,
+            slot_units,
+        })
+    }
+}
+
+impl Schema {
+    /// Starts a schema.
+    pub fn builder() -> SchemaBuilder {
+        SchemaBuilder::default()
+    }
+
+    /// Looks up a state or event item by name.
+    ///
+    /// # Errors
+    /// [`Error::UnknownItem`], or [`Error::WrongItemKind`] for a per-node item.
+    pub fn item(&self, name: &str) -> Result<ItemId, Error> {
+        let i = self.index_of(name)?;
+        match self.items[i as usize].kind {
+            ItemKind::NodeState => Err(self.wrong_kind(i, "state or event")),
+            _ => Ok(ItemId(i)),
+        }
+    }
+
+    /// Looks up a per-node state item by name.
+    ///
+    /// # Errors
+    /// [`Error::UnknownItem`], or [`Error::WrongItemKind`] for other kinds.
+    pub fn node_item(&self, name: &str) -> Result<NodeItemId, Error> {
+        let i = self.index_of(name)?;
+        match self.items[i as usize].kind {
+            ItemKind::NodeState => Ok(NodeItemId(i)),
+            _ => Err(self.wrong_kind(i, "per-node state")),
+        }
+    }
+
+    fn index_of(&self, name: &str) -> Result<u16, Error> {
+        self.by_name
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::UnknownItem(name.to_string()))
+    }
+
+    fn wrong_kind(&self, i: u16, expected: &'static str) -> Error {
+        let info = &self.items[i as usize];
+        Error::WrongItemKind {
+            item: info.name.clone(),
+            expected,
+            actual: info.kind.name(),
+        }
+    }
+
+    /// All items, in definition order.
+    pub fn items(&self) -> &[ItemInfo] {
+        &self.items
+    }
+
+    /// Description of a state/event item.
+    pub fn info(&self, item: ItemId) -> &ItemInfo {
+        &self.items[item.index()]
+    }
+
+    /// Description of a per-node item.
+    pub fn node_info(&self, item: NodeItemId) -> &ItemInfo {
+        &self.items[item.index()]
+    }
+
+    /// Number of NUMA nodes of per-node items.
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// Number of 8-byte counters per (group, shard).
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Unit of a counter slot.
+    #[inline]
+    pub(crate) fn slot_unit(&self, slot: usize) -> Unit {
+        self.slot_units[slot]
+    }
+
+    /// Slot of a state/event item, checking the handle belongs here.
+    #[inline]
+    pub(crate) fn slot_of(&self, item: ItemId) -> Result<usize, Error> {
+        match self.items.get(item.index()) {
+            Some(info) if info.kind != ItemKind::NodeState => Ok(info.slot as usize),
+            Some(_) => Err(self.wrong_kind(item.0, "state or event")),
+            None => Err(Error::UnknownItem(format!("#{}", item.0))),
+        }
+    }
+
+    /// (total slot, node slot) of a per-node item on `node`.
+    #[inline]
+    pub(crate) fn node_slots(
+        &self,
+        item: NodeItemId,
+        node: usize,
+    ) -> Result<(usize, usize), Error> {
+        let info = match self.items.get(item.index()) {
+            Some(info) if info.kind == ItemKind::NodeState => info,
+            Some(_) => return Err(self.wrong_kind(item.0, "per-node state")),
+            None => return Err(Error::UnknownItem(format!("#{}", item.0))),
+        };
+        if node >= self.nodes {
+            return Err(Error::NodeOutOfRange {
+                node,
+                nodes: self.nodes,
+            });
+        }
+        let total = info.slot as usize;
+        Ok((total, total + 1 + node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_page_byte_updates_count_as_one_page() {
+        assert_eq!(Unit::Bytes.pages(512), 1);
+        assert_eq!(Unit::Bytes.pages(-512), 1);
+        assert_eq!(Unit::Bytes.pages(0), 0);
+        assert_eq!(Unit::Bytes.pages(3 * 4096 + 5), 4);
+        assert_eq!(Unit::Bytes.pages(3 * 4096), 3);
+        assert_eq!(Unit::Pages.pages(-7), 7);
+        assert_eq!(Unit::Count.pages(3), 3);
+    }
+
+    #[test]
+    fn slots_are_dense_and_node_items_are_wide() {
+        let mut b = Schema::builder();
+        let a = b.state("anon", Unit::Bytes);
+        let n = b.node_state("active_file", Unit::Pages);
+        let e = b.event("pgfault", Unit::Count);
+        let s = b.nodes(2).build().unwrap();
+        assert_eq!(s.slots(), 1 + 3 + 1);
+        assert_eq!(s.slot_of(a).unwrap(), 0);
+        assert_eq!(s.node_slots(n, 1).unwrap(), (1, 3));
+        assert_eq!(s.slot_of(e).unwrap(), 4);
+        assert!(matches!(
+            s.node_slots(n, 2),
+            Err(Error::NodeOutOfRange { .. })
+        ));
+        assert_eq!(s.item("pgfault").unwrap(), e);
+        assert!(matches!(
+            s.item("active_file"),
+            Err(Error::WrongItemKind { .. })
+        ));
+        assert!(matches!(s.item("nope"), Err(Error::UnknownItem(_))));
+    }
+
+    #[test]
+    fn duplicate_names_are_rejected() {
+        let mut b = Schema::builder();
+        b.state("anon", Unit::Bytes);
+        b.event("anon", Unit::Count);
+        assert_eq!(b.build().unwrap_err(), Error::DuplicateItem("anon".into()));
+    }
+}

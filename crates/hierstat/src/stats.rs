@@ -1,0 +1,194 @@
+//! [`HierStats`]: the tree, its shards and the shared core.
+
+use crate::clock::Clock;
+use crate::config::{Config, MAX_SHARDS};
+use crate::error::Error;
+use crate::node::{CachePadded, Node};
+use crate::policy::Policy;
+use crate::schema::Schema;
+use crate::slab::Slab;
+use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, RwLock};
+use crate::tree::Structure;
+use crate::updated::{ListHead, ShardTree};
+use std::collections::BTreeMap;
+
+/// Hierarchical per-shard statistics for a tree of groups.
+///
+/// Updates write the caller's shard of the group and, at most once per
+/// flush, queue the group on that shard's lock-free update list. Reads return
+/// the last flushed hierarchical (or local) aggregate. Flushes visit only the
+/// (group, shard) pairs updated since the last flush, children before
+/// parents, under the configured [`Policy`].
+///
+/// ```
+/// use hierstat::{Config, HierStats, Preset, Schema, Unit};
+///
+/// let mut b = Schema::builder();
+/// let anon = b.state("anon", Unit::Bytes);
+/// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(4))?;
+/// let web = stats.create(&stats.root(), "web")?;
+/// let api = stats.create(&web, "api")?;
+/// stats.add(&api, anon, 8192)?;
+/// stats.flush_forced(&web);
+/// assert_eq!(stats.read(&web, anon)?, 8192);
+/// assert_eq!(stats.read_local(&web, anon)?, 0);
+/// # Ok::<(), hierstat::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct HierStats {
+    pub(crate) core: Arc<Core>,
+}
+
+/// State shared by every handle, the flushers and the background thread.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) schema: Schema,
+    pub(crate) policy: Policy,
+    pub(crate) shards: usize,
+    /// Threshold `T` in pages.
+    pub(crate) threshold: u64,
+    /// Per-group walk stops above this (see `EarlyBreak`).
+    pub(crate) break_above: u64,
+    pub(crate) batch: u64,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) root: Arc<Node>,
+    /// Per-shard lock-free update lists.
+    pub(crate) lists: Box<[ListHead]>,
+    /// Per-shard persistent updated trees.
+    pub(crate) trees: Box<[Mutex<ShardTree>]>,
+    pub(crate) structure: RwLock<Structure>,
+    /// The tree-wide flush lock (Serialize / Skip).
+    pub(crate) flush_lock: Mutex<()>,
+    /// Roots of running flushes (DisjointParallel).
+    pub(crate) active: Mutex<Vec<Arc<Node>>>,
+    pub(crate) active_cv: Condvar,
+    /// Tree-wide magnitude counter (`ThresholdRule::Global`). ORDERING:
+    /// Relaxed; it only decides when to flush.
+    pub(crate) global_updates: CachePadded<AtomicU64>,
+    /// Clock time of the last root flush start. ORDERING: Relaxed; a timestamp.
+    pub(crate) last_root_flush: AtomicU64,
+    /// An async flush was requested and not yet served.
+    pub(crate) async_requested: AtomicBool,
+    /// Wakes the background flusher (async requests, stop).
+    pub(crate) wake: Mutex<u64>,
+    pub(crate) wake_cv: Condvar,
+    /// Counters of flush outcomes, for observability.
+    pub(crate) flush_stats: FlushStatCounters,
+}
+
+/// Atomic counters of flush outcomes. ORDERING: Relaxed; statistics only.
+#[derive(Debug, Default)]
+pub(crate) struct FlushStatCounters {
+    pub(crate) flushes: AtomicU64,
+    pub(crate) root_flushes: AtomicU64,
+    pub(crate) skipped: AtomicU64,
+    pub(crate) not_needed: AtomicU64,
+    pub(crate) ratelimited: AtomicU64,
+    pub(crate) async_requests: AtomicU64,
+}
+
+impl HierStats {
+    /// Creates a tree holding only its root.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for 0 or more than 1024 shards, a batch of 0,
+    /// or a batch that does not fit the residue field.
+    pub fn new(schema: Schema, config: Config) -> Result<Self, Error> {
+        let Config {
+            shards,
+            policy,
+            clock,
+        } = config;
+        if shards == 0 || shards > MAX_SHARDS {
+            return Err(Error::InvalidConfig(format!(
+                "{shards} shards (must be 1..={MAX_SHARDS})"
+            )));
+        }
+        if policy.batch == 0 || policy.batch > 1 << 20 {
+            return Err(Error::InvalidConfig(format!(
+                "batch {} (must be 1..=2^20)",
+                policy.batch
+            )));
+        }
+        let mut slab = Slab::new(shards, schema.slots());
+        let (row, rows) = slab.alloc().expect("an empty slab has room for the root");
+        let root = Arc::new(Node::new(row, rows, None, schema.slots(), String::new()));
+        let structure = Structure {
+            nodes: vec![Some(root.clone())],
+            children: vec![BTreeMap::new()],
+            zombies: Vec::new(),
+            slab,
+            live: 0,
+            reaped: Default::default(),
+        };
+        let now = clock.now_ns();
+        let core = Core {
+            threshold: policy.threshold_pages(shards),
+            break_above: policy.break_above(shards),
+            batch: policy.batch as u64,
+            schema,
+            policy,
+            shards,
+            clock,
+            root,
+            lists: (0..shards).map(|_| ListHead::default()).collect(),
+            trees: (0..shards)
+                .map(|_| Mutex::new(ShardTree::default()))
+                .collect(),
+            structure: RwLock::new(structure),
+            flush_lock: Mutex::new(()),
+            active: Mutex::new(Vec::new()),
+            active_cv: Condvar::new(),
+            global_updates: CachePadded(AtomicU64::new(0)),
+            last_root_flush: AtomicU64::new(now),
+            async_requested: AtomicBool::new(false),
+            wake: Mutex::new(0),
+            wake_cv: Condvar::new(),
+            flush_stats: FlushStatCounters::default(),
+        };
+        Ok(HierStats {
+            core: Arc::new(core),
+        })
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.core.schema
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.core.policy
+    }
+
+    /// Number of shards.
+    pub fn shards(&self) -> usize {
+        self.core.shards
+    }
+
+    /// The flush threshold `T` in pages of update magnitude.
+    pub fn threshold_pages(&self) -> u64 {
+        self.core.threshold
+    }
+
+    /// The clock's current time in ns.
+    pub fn now_ns(&self) -> u64 {
+        self.core.clock.now_ns()
+    }
+}
+
+impl Core {
+    pub(crate) fn read_structure(&self) -> crate::sync::RwLockReadGuard<'_, Structure> {
+        match self.structure.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    pub(crate) fn write_structure(&self) -> crate::sync::RwLockWriteGuard<'_, Structure> {
+        match self.structure.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! Updated tracking: which (group, shard) pairs have unflushed updates.
+//!
+//! Two structures per shard, as in Linux 6.17:
+//!
+//! * a lock-free multi-producer **update list** (a Treiber stack of rows,
+//!   linked through the `next` field of each row's header word). An updater
+//!   whose `QUEUED` claim succeeds pushes the row; the flusher, holding the
+//!   shard's tree lock and hence the only consumer, takes the whole list with
+//!   one `swap` and clears each row's claim. Pushers never race with a pop of
+//!   a single element, so there is no ABA problem: a pusher's CAS on the head
+//!   succeeds only if the head is unchanged, and whatever it links to is a
+//!   valid list at that instant.
+//! * a persistent **updated tree** ([`ShardTree`]), owned by flushers: a
+//!   group on the tree has all its ancestors on the tree. Draining the list
+//!   inserts each popped row and climbs until an ancestor already on the
+//!   tree. A subtree flush extracts exactly the subtree of its root, children
+//!   before parents, and leaves unrelated dirty groups in place for later.
+
+use crate::slab::{NEXT_MASK, NEXT_SHIFT, QUEUED};
+use crate::sync::{AtomicU64, Ordering};
+use crate::work::{Work, WorkSink};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Marks "no row" in tree links.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Head of one shard's update list: row + 1 of the first element, 0 if empty.
+#[derive(Debug, Default)]
+#[repr(C, align(128))]
+pub(crate) struct ListHead {
+    head: AtomicU64,
+}
+
+impl ListHead {
+    /// Pushes `row`, whose header on this shard is `hdr` and whose claim the
+    /// caller won.
+    pub(crate) fn push<W: WorkSink>(&self, row: u32, hdr: &AtomicU64, work: &mut W) {
+        let me = row as u64 + 1;
+        // ORDERING: Relaxed; the CAS below re-checks the value.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            set_next(hdr, head, work);
+            // ORDERING: Release publishes the `next` field written above to
+            // the flusher's Acquire swap in `take_all`.
+            match self
+                .head
+                .compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
+        }
+        work.count(Work::Atomic, 2);
+    }
+
+    /// Current head (row + 1, 0 if empty), without taking it.
+    pub(crate) fn take_all_peek(&self) -> u64 {
+        // ORDERING: Relaxed; a diagnostic read.
+        self.head.load(Ordering::Relaxed)
+    }
+
+    /// Takes the whole list; returns the first row + 1 (0 if empty). Follow
+    /// it with [`drain_next`] on each row.
+    pub(crate) fn take_all(&self) -> u64 {
+        // ORDERING: Acquire pairs with the Release CAS in `push`, making each
+        // pushed row's `next` field visible.
+        self.head.swap(0, Ordering::Acquire)
+    }
+}
+
+/// Writes the `next` field of a header, keeping its other bits (an updater
+/// may be adding to the residue concurrently).
+fn set_next<W: WorkSink>(hdr: &AtomicU64, next: u64, work: &mut W) {
+    // ORDERING: Relaxed; published by the Release CAS on the list head.
+    let mut old = hdr.load(Ordering::Relaxed);
+    loop {
+        let new = (old & !NEXT_MASK) | (next << NEXT_SHIFT);
+        match hdr.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break,
+            Err(v) => old = v,
+        }
+        work.count(Work::Atomic, 1);
+    }
+}
+
+/// Clears the claim and link of a popped row; returns the next row + 1.
+///
+/// ORDERING: Acquire. This RMW and every updater's residue `fetch_add`
+/// (Release) modify the same word, so they are totally ordered: an update
+/// ordered before this clear has its counter write visible to the flusher's
+/// later counter reads; one ordered after it sees `QUEUED` clear and queues
+/// the row again. No update is ever left both unqueued and unflushed.
+pub(crate) fn drain_next<W: WorkSink>(hdr: &AtomicU64, work: &mut W) -> u64 {
+    let old = hdr.fetch_and(!(QUEUED | NEXT_MASK), Ordering::Acquire);
+    work.count(Work::Atomic, 1);
+    work.count(Work::ListPop, 1);
+    (old & NEXT_MASK) >> NEXT_SHIFT
+}
+
+/// Links of a group on a shard's updated tree.
+#[derive(Debug, Clone, Default)]
+struct Links {
+    /// Updated children on this shard.
+    children: Vec<u32>,
+}
+
+/// FxHash-style hasher for dense `u32` row keys.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct RowHasher(u64);
+
+impl Hasher for RowHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Row-keyed map with a cheap hasher.
+pub(crate) type RowMap<V> = HashMap<u32, V, BuildHasherDefault<RowHasher>>;
+
+/// One shard's persistent updated tree. Invariant: a row on the tree has its
+/// parent on the tree (the root is the top).
+#[derive(Debug, Default)]
+pub(crate) struct ShardTree {
+    nodes: RowMap<Links>,
+}
+
+impl ShardTree {
+    /// Number of rows on the tree.
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether `row` is on the tree.
+    pub(crate) fn contains(&self, row: u32) -> bool {
+        self.nodes.contains_key(&row)
+    }
+
+    /// Inserts `row` and climbs `parent_of` until an ancestor already on the
+    /// tree (or the root).
+    pub(crate) fn insert(&mut self, row: u32, parent_of: impl Fn(u32) -> u32) {
+        let mut child = NONE;
+        let mut cur = row;
+        loop {
+            if let Some(l) = self.nodes.get_mut(&cur) {
+                if child != NONE {
+                    l.children.push(child);
+                }
+                return;
+            }
+            let mut l = Links::default();
+            if child != NONE {
+                l.children.push(child);
+            }
+            self.nodes.insert(cur, l);
+            let p = parent_of(cur);
+            if p == NONE {
+                return;
+            }
+            child = cur;
+            cur = p;
+        }
+    }
+
+    /// Removes the subtree of `root` from the tree and appends its rows to
+    /// `out`, every child before its parent. `parent` is the parent row of
+    /// `root` (`NONE` for the tree's root).
+    pub(crate) fn extract(&mut self, root: u32, parent: u32, out: &mut Vec<u32>) {
+        let Some(links) = self.nodes.remove(&root) else {
+            return;
+        };
+        if parent != NONE {
+            if let Some(p) = self.nodes.get_mut(&parent) {
+                if let Some(i) = p.children.iter().position(|&c| c == root) {
+                    p.children.swap_remove(i);
+                }
+            }
+        }
+        // Pre-order (parent first) with an explicit stack, then reversed:
+        // every child ends up before its parent.
+        let start = out.len();
+        out.push(root);
+        let mut stack = links.children;
+        while let Some(r) = stack.pop() {
+            out.push(r);
+            if let Some(l) = self.nodes.remove(&r) {
+                stack.extend(l.children);
+            }
+        }
+        out[start..].reverse();
+    }
+
+    /// Checks the tree-shape invariant; returns the first violation.
+    pub(crate) fn check_shape(&self, parent_of: impl Fn(u32) -> u32) -> Result<(), String> {
+        for (&row, links) in &self.nodes {
+            let p = parent_of(row);
+            if p != NONE {
+                match self.nodes.get(&p) {
+                    None => return Err(format!("row {row} on tree without its parent {p}")),
+                    Some(pl) if !pl.children.contains(&row) => {
+                        return Err(format!("row {row} missing from its parent's child list"))
+                    }
+                    _ => {}
+                }
+            }
+            for &c in &links.children {
+                if parent_of(c) != row {
+                    return Err(format!("row {c} linked under {row}, not its parent"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A tree 0 <- 1 <- {2, 3}; 0 <- 4.
+    fn parent(r: u32) -> u32 {
+        match r {
+            0 => NONE,
+            1 | 4 => 0,
+            2 | 3 => 1,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn insert_climbs_and_extract_is_child_before_parent() {
+        let mut t = ShardTree::default();
+        t.insert(2, parent);
+        t.insert(3, parent);
+        t.insert(4, parent);
+        assert_eq!(t.len(), 5);
+        t.check_shape(parent).unwrap();
+        let mut out = Vec::new();
+        t.extract(1, 0, &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!(*out.last().unwrap(), 1);
+        // 0 and 4 stay: unrelated dirty groups are left for later.
+        assert!(t.contains(0) && t.contains(4) && !t.contains(2));
+        t.check_shape(parent).unwrap();
+        out.clear();
+        t.extract(0, NONE, &mut out);
+        let pos = |r| out.iter().position(|&x| x == r).unwrap();
+        assert!(pos(4) < pos(0));
+        assert_eq!(t.len(), 0);
+    }
+}

@@ -1,0 +1,280 @@
+use crate::{tree, Items};
+use hierstat::{
+    Config, Error, FlushKind, FlushOutcome, HierStats, ManualClock, Preset, Schema, Shard, Unit,
+    WorkCounters,
+};
+
+#[test]
+fn exact_after_forced_flush_for_every_preset() {
+    for p in Preset::ALL {
+        let (
+            t,
+            Items {
+                anon, pgfault, lru, ..
+            },
+        ) = tree(p, 4);
+        let a = t.create(&t.root(), "a").unwrap();
+        let b = t.create(&a, "b").unwrap();
+        t.add_with(Shard(1), &b, anon, 3 * 4096, &mut ()).unwrap();
+        t.add_with(Shard(3), &a, anon, 4096, &mut ()).unwrap();
+        t.add_with(Shard(0), &b, pgfault, 7, &mut ()).unwrap();
+        t.add_node_with(Shard(2), &b, lru, 1, 5, &mut ()).unwrap();
+        t.flush_forced(&t.root());
+        assert_eq!(t.read(&a, anon).unwrap(), 4 * 4096, "{p}");
+        assert_eq!(t.read_local(&a, anon).unwrap(), 4096, "{p}");
+        assert_eq!(t.read(&t.root(), pgfault).unwrap(), 7, "{p}");
+        assert_eq!(t.read_node(&a, lru, Some(1)).unwrap(), 5, "{p}");
+        assert_eq!(t.read_node(&a, lru, Some(0)).unwrap(), 0, "{p}");
+        assert_eq!(t.read_node(&a, lru, None).unwrap(), 5, "{p}");
+        t.verify().unwrap();
+        t.verify_clean().unwrap();
+    }
+}
+
+#[test]
+fn subtree_flush_leaves_delta_in_parent_pending_and_others_queued() {
+    let (t, Items { file, .. }) = tree(Preset::Linux6_8, 2);
+    let a = t.create(&t.root(), "a").unwrap();
+    let b = t.create(&t.root(), "b").unwrap();
+    t.add_with(Shard(0), &a, file, 10, &mut ()).unwrap();
+    t.add_with(Shard(1), &b, file, 20, &mut ()).unwrap();
+    t.flush_forced(&a);
+    assert_eq!(t.read(&a, file).unwrap(), 10);
+    assert_eq!(
+        t.read(&b, file).unwrap(),
+        0,
+        "b was not in the flushed subtree"
+    );
+    assert_eq!(
+        t.read(&t.root(), file).unwrap(),
+        0,
+        "a's delta waits in root's pending"
+    );
+    t.verify().unwrap();
+    t.flush_forced(&t.root());
+    assert_eq!(t.read(&t.root(), file).unwrap(), 30);
+    t.verify_clean().unwrap();
+}
+
+#[test]
+fn transient_negative_reads_as_zero() {
+    let (t, Items { file, .. }) = tree(Preset::Hierstat, 2);
+    let a = t.create(&t.root(), "a").unwrap();
+    // +1 on shard 0 (then flushed), -1 on shard 1 flushed first: the
+    // aggregate is transiently -1.
+    t.add_with(Shard(1), &a, file, -1, &mut ()).unwrap();
+    t.flush_forced(&a);
+    assert_eq!(t.read_signed(&a, file).unwrap(), -1);
+    assert_eq!(t.read(&a, file).unwrap(), 0);
+    t.add_with(Shard(0), &a, file, 1, &mut ()).unwrap();
+    t.flush_forced(&a);
+    assert_eq!(t.read_signed(&a, file).unwrap(), 0);
+}
+
+#[test]
+fn user_mistakes_are_errors() {
+    let (t, Items { anon, lru, .. }) = tree(Preset::Hierstat, 2);
+    let root = t.root();
+    let a = t.create(&root, "a").unwrap();
+    assert!(matches!(
+        t.create(&root, "a"),
+        Err(Error::DuplicateName { .. })
+    ));
+    assert!(matches!(t.create(&root, "x/y"), Err(Error::InvalidName(_))));
+    assert!(matches!(t.create(&root, ""), Err(Error::InvalidName(_))));
+    assert!(matches!(t.lookup("/nope"), Err(Error::UnknownGroup(_))));
+    assert!(matches!(t.lookup("a"), Err(Error::InvalidName(_))));
+    assert!(matches!(t.remove(root.clone()), Err(Error::RemoveRoot)));
+    let _b = t.create(&a, "b").unwrap();
+    assert!(matches!(t.remove(a.clone()), Err(Error::NotEmpty(_))));
+    assert!(matches!(
+        t.add_with(Shard(2), &a, anon, 1, &mut ()),
+        Err(Error::ShardOutOfRange {
+            shard: 2,
+            shards: 2
+        })
+    ));
+    assert!(matches!(
+        t.add_node_with(Shard(0), &a, lru, 5, 1, &mut ()),
+        Err(Error::NodeOutOfRange { node: 5, nodes: 2 })
+    ));
+    assert!(t.schema().item("lru").is_err());
+    let bad = HierStats::new(
+        Schema::builder().build().unwrap(),
+        Config::default().shards(0),
+    );
+    assert!(matches!(bad, Err(Error::InvalidConfig(_))));
+    let bad = HierStats::new(
+        Schema::builder().build().unwrap(),
+        Config::default().shards(1025),
+    );
+    assert!(matches!(bad, Err(Error::InvalidConfig(_))));
+}
+
+#[test]
+fn lookup_and_iteration() {
+    let (t, _) = tree(Preset::Hierstat, 1);
+    let s = t.create(&t.root(), "system.slice").unwrap();
+    let n = t.create(&s, "nginx.service").unwrap();
+    t.create(&s, "cron.service").unwrap();
+    assert!(t.lookup("/system.slice/nginx.service").unwrap().same(&n));
+    assert!(t.lookup("/").unwrap().same(&t.root()));
+    assert_eq!(n.path(), "/system.slice/nginx.service");
+    let paths: Vec<_> = t.groups().iter().map(|g| g.path().to_string()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/",
+            "/system.slice",
+            "/system.slice/cron.service",
+            "/system.slice/nginx.service"
+        ]
+    );
+    assert_eq!(t.children(&s).len(), 2);
+    assert_eq!(t.len(), 4);
+}
+
+#[test]
+fn removal_folds_deltas_into_ancestors_and_late_updates_still_count() {
+    let (t, Items { file, .. }) = tree(Preset::Linux6_17, 3);
+    let a = t.create(&t.root(), "a").unwrap();
+    let b = t.create(&a, "b").unwrap();
+    t.add_with(Shard(2), &b, file, 42, &mut ()).unwrap();
+    let late = b.clone();
+    t.remove(b).unwrap();
+    assert!(late.is_removed());
+    assert!(t.lookup("/a/b").is_err());
+    // A late update through a surviving handle is not lost either.
+    t.add_with(Shard(0), &late, file, 8, &mut ()).unwrap();
+    t.flush_forced(&t.root());
+    assert_eq!(t.read(&a, file).unwrap(), 50);
+    assert_eq!(t.zombies(), 1, "a handle is alive: the row is not recycled");
+    drop(late);
+    t.flush_forced(&t.root());
+    assert_eq!(t.zombies(), 0);
+    t.verify().unwrap();
+    // The recycled row starts from zero.
+    let c = t.create(&a, "c").unwrap();
+    t.flush_forced(&t.root());
+    assert_eq!(t.read(&c, file).unwrap(), 0);
+    assert_eq!(t.read(&a, file).unwrap(), 50);
+}
+
+#[test]
+fn thresholds_guard_read_flushes() {
+    // 2 shards x batch 64: T = 128 pages.
+    let (t, Items { file, .. }) = tree(Preset::Linux6_8, 2);
+    let a = t.create(&t.root(), "a").unwrap();
+    t.add_with(Shard(0), &a, file, 100, &mut ()).unwrap();
+    assert_eq!(t.flush(&a), FlushOutcome::NotNeeded);
+    let b = t.read_bounded(&a, file).unwrap();
+    assert_eq!(b.value, 0);
+    let bound = b.bound.unwrap();
+    assert!(
+        bound >= 100,
+        "the bound {bound} must cover the unflushed 100 pages"
+    );
+    t.add_with(Shard(1), &a, file, 100, &mut ()).unwrap();
+    assert!(t.needs_flush(&a));
+    assert_eq!(t.flush(&a), FlushOutcome::Flushed { root: false });
+    assert_eq!(t.read(&a, file).unwrap(), 200);
+    assert!(!t.needs_flush(&a));
+}
+
+#[test]
+fn global_threshold_flushes_root() {
+    let (t, Items { file, .. }) = tree(Preset::Linux5_15, 2);
+    let a = t.create(&t.root(), "a").unwrap();
+    t.add_with(Shard(0), &a, file, 1000, &mut ()).unwrap();
+    assert_eq!(t.flush(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(t.read(&t.root(), file).unwrap(), 1000);
+}
+
+#[test]
+fn ratelimited_flush_waits_two_periods() {
+    let clock = ManualClock::new(0);
+    let (s, Items { file, .. }) = crate::schema();
+    let t = HierStats::new(
+        s,
+        Config::preset(Preset::Linux5_15Ratelimited)
+            .shards(2)
+            .clock(clock.clone()),
+    )
+    .unwrap();
+    let a = t.create(&t.root(), "a").unwrap();
+    t.add_with(Shard(0), &a, file, 10_000, &mut ()).unwrap();
+    clock.set(4_000_000_000);
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Ratelimited);
+    clock.set(4_000_000_001);
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(t.last_root_flush_ns(), 4_000_000_001);
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Ratelimited);
+}
+
+#[test]
+fn hot_path_rules_follow_the_preset() {
+    let (t, Items { file, .. }) = tree(Preset::Linux5_13, 1);
+    let a = t.create(&t.root(), "a").unwrap();
+    t.add(&a, file, 1).unwrap();
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::NoFlush);
+    let (t, _) = tree(Preset::Linux5_15Async, 1);
+    assert_eq!(t.flush_hot_path(&t.root()), FlushOutcome::AsyncRequested);
+    assert_eq!(t.flush_stats().async_requests, 1);
+}
+
+#[test]
+fn work_counters_report_flush_work() {
+    let (t, Items { file, .. }) = tree(Preset::Hierstat, 4);
+    let a = t.create(&t.root(), "a").unwrap();
+    let mut w = WorkCounters::default();
+    t.add_with(Shard(1), &a, file, 1, &mut w).unwrap();
+    assert!(w.atomics >= 3, "counter add, header add, claim: {w:?}");
+    let mut f = WorkCounters::default();
+    t.flush_with(&t.root(), FlushKind::Forced, &mut f);
+    assert_eq!(f.shards_scanned, 4);
+    assert_eq!(f.groups_visited, 2, "a and root on shard 1 only: {f:?}");
+    assert_eq!(f.list_pops, 1);
+    let slots = t.schema().slots() as u64;
+    assert_eq!(f.counters_aggregated, 2 * slots);
+}
+
+#[test]
+fn background_flusher_publishes_and_stops() {
+    let (s, Items { file, .. }) = crate::schema();
+    let t = HierStats::new(s, Config::preset(Preset::Hierstat).shards(2)).unwrap();
+    let a = t.create(&t.root(), "a").unwrap();
+    t.add(&a, file, 5).unwrap();
+    let f = t
+        .start_flusher(std::time::Duration::from_millis(10))
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while t.read(&t.root(), file).unwrap() != 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "periodic flush never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    t.request_async_flush();
+    let stats = f.stop();
+    assert!(stats.periodic_flushes + stats.async_flushes >= 1);
+    assert!(stats.max_lag_ns >= stats.last_lag_ns);
+}
+
+#[test]
+fn memory_per_group_is_dense() {
+    let mut b = Schema::builder();
+    for i in 0..32 {
+        b.state(&format!("s{i}"), Unit::Pages);
+    }
+    let t = HierStats::new(b.build().unwrap(), Config::default().shards(16)).unwrap();
+    let root = t.root();
+    for i in 0..1000 {
+        t.create(&root, &format!("g{i}")).unwrap();
+    }
+    let per_group = t.counter_bytes() as f64 / 1001.0;
+    // 8 B per counter per shard plus an 8-byte header, within the bucket's
+    // growth slack (< 2x).
+    let dense = (33 * 8 * 16) as f64;
+    assert!(per_group < 2.0 * dense, "{per_group} B/group");
+}

@@ -1,0 +1,51 @@
+//! hierstat integration tests (one binary).
+
+mod basics;
+mod invariants;
+mod selftests;
+mod stress;
+
+use hierstat::{Config, HierStats, ItemId, NodeItemId, Policy, Preset, Schema, Unit};
+
+/// A small schema: a byte gauge, a page gauge, an event, a per-node gauge.
+#[derive(Debug)]
+pub struct Items {
+    pub anon: ItemId,
+    pub file: ItemId,
+    pub pgfault: ItemId,
+    pub lru: NodeItemId,
+}
+
+pub fn schema() -> (Schema, Items) {
+    let mut b = Schema::builder();
+    let anon = b.state("anon", Unit::Bytes);
+    let file = b.state("file", Unit::Pages);
+    let pgfault = b.event("pgfault", Unit::Count);
+    let lru = b.node_state("lru", Unit::Pages);
+    let s = b.nodes(2).build().unwrap();
+    (
+        s,
+        Items {
+            anon,
+            file,
+            pgfault,
+            lru,
+        },
+    )
+}
+
+pub fn tree(preset: Preset, shards: usize) -> (HierStats, Items) {
+    let (s, items) = schema();
+    (
+        HierStats::new(s, Config::preset(preset).shards(shards)).unwrap(),
+        items,
+    )
+}
+
+pub fn tree_with(policy: Policy, shards: usize) -> (HierStats, Items) {
+    let (s, items) = schema();
+    (
+        HierStats::new(s, Config::with_policy(policy).shards(shards)).unwrap(),
+        items,
+    )
+}

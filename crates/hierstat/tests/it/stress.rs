@@ -1,0 +1,108 @@
+//! Multi-thread stress: exact totals after concurrent updates, creates,
+//! removes and flushes.
+
+use crate::{tree, Items};
+use hierstat::{FlushKind, Preset};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn stress(preset: Preset) {
+    let (t, Items { file, pgfault, .. }) = tree(preset, 3);
+    let top: Vec<_> = (0..4)
+        .map(|i| t.create(&t.root(), &format!("t{i}")).unwrap())
+        .collect();
+    let leaves: Vec<_> = top
+        .iter()
+        .flat_map(|p| {
+            (0..4)
+                .map(|i| t.create(p, &format!("l{i}")).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let updaters = 4;
+    let per_thread: usize = if cfg!(debug_assertions) {
+        300_000
+    } else {
+        1_000_000
+    };
+    let stop = AtomicBool::new(false);
+    let churned = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        // Flusher threads on overlapping subtrees.
+        for f in 0..2 {
+            let (t, top, stop) = (&t, &top, &stop);
+            sc.spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let kind = if i % 3 == 0 {
+                        FlushKind::Forced
+                    } else {
+                        FlushKind::Read
+                    };
+                    let g = if i % 5 == 0 {
+                        t.root()
+                    } else {
+                        top[(i + f) % top.len()].clone()
+                    };
+                    t.flush_with(&g, kind, &mut ());
+                    i += 1;
+                }
+            });
+        }
+        // Churn: create a group, update it, remove it.
+        {
+            let (t, top, stop, churned) = (&t, &top, &stop, &churned);
+            sc.spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let p = &top[(i % 4) as usize];
+                    let g = t.create(p, &format!("churn{i}")).unwrap();
+                    t.add(&g, file, 3).unwrap();
+                    churned.fetch_add(3, Ordering::Relaxed);
+                    t.remove(g).unwrap();
+                    i += 1;
+                }
+            });
+        }
+        std::thread::scope(|inner| {
+            for th in 0..updaters {
+                let (t, leaves) = (&t, &leaves);
+                inner.spawn(move || {
+                    for i in 0..per_thread {
+                        let g = &leaves[(i * 7 + th) % leaves.len()];
+                        t.add(g, file, 1).unwrap();
+                        if i % 16 == 0 {
+                            t.add(g, pgfault, 2).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        stop.store(true, Ordering::Relaxed);
+    });
+    t.flush_forced(&t.root());
+    let total = (updaters * per_thread) as u64 + churned.load(Ordering::Relaxed);
+    assert_eq!(t.read(&t.root(), file).unwrap(), total, "{preset}");
+    let events: u64 = (0..updaters)
+        .map(|_| per_thread.div_ceil(16) as u64 * 2)
+        .sum();
+    assert_eq!(t.read(&t.root(), pgfault).unwrap(), events, "{preset}");
+    let sum_top: u64 = top.iter().map(|g| t.read(g, file).unwrap()).sum();
+    assert_eq!(sum_top, total);
+    t.verify().unwrap();
+    t.verify_clean().unwrap();
+}
+
+#[test]
+fn stress_hierstat() {
+    stress(Preset::Hierstat);
+}
+
+#[test]
+fn stress_linux_5_15_skip() {
+    stress(Preset::Linux5_15);
+}
+
+#[test]
+fn stress_linux_6_17_per_shard_lock() {
+    stress(Preset::Linux6_17);
+}
