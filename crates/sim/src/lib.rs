@@ -1,5 +1,40 @@
-//! sim: deterministic virtual-time and real-thread runners for hierstat workloads.
+//! sim: deterministic virtual-time and real-thread runners for hierstat
+//! workloads.
+//!
+//! Two ways to run the same workload:
+//!
+//! * **Simulated mode** ([`runner::sim`]): N logical CPUs (1–1024) in
+//!   deterministic virtual time. Every engine call runs for real against a
+//!   hierstat tree with N shards; its virtual duration is the work it
+//!   reports times per-unit costs ([`cost::CostModel`], calibrated on the
+//!   host by `mmlab calibrate`). Flush locks ([`lock::FlushLock`]) and
+//!   contended cache lines are resources in virtual time, so waiting and
+//!   serialization show up as latency. Events ([`event::Event`]) are
+//!   delivered in `(time, seq)` order and the only randomness is one seeded
+//!   [`rng::SimRng`] per run: the same seed gives byte-identical results.
+//! * **Real mode** ([`runner::real`]): real threads on real cores,
+//!   wall-clock timing, hdrhistogram latencies.
+//!
+//! Scenarios are TOML files ([`scenario`]); [`run_scenario`] dispatches a
+//! parsed scenario to its runner and returns the shared results model
+//! ([`report::RunReport`]).
 
 #![warn(missing_docs)]
 
+pub mod backend;
+pub mod baselines;
+pub mod cost;
+pub mod cpu;
+pub mod engine;
+pub mod error;
+pub mod event;
+pub mod lock;
 pub mod report;
+pub mod rng;
+pub mod runner;
+pub mod scenario;
+pub mod scenarios;
+pub mod time;
+pub mod workload;
+
+pub use error::{ScenarioError, SimError};

@@ -1,1 +1,0 @@
-//! html (work in progress).

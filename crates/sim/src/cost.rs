@@ -1,0 +1,182 @@
+//! The cost model: virtual duration of an engine call from its work counters.
+//!
+//! Every engine call in simulated mode runs for real and reports the work it
+//! did ([`Work`]); its virtual duration is `Σ count × per-unit cost`. Costs
+//! are kept as integer picoseconds so that the sum is exact and the same on
+//! every platform; the duration in ns is the sum rounded up.
+//!
+//! Contended shared cache lines are not a per-call constant: the simulator
+//! models each shared line as a resource (see `runner::sim`), and charges
+//! [`CostModel::line_transfer_ns`] when a line moves between CPUs.
+
+use crate::error::SimError;
+use serde::{Deserialize, Serialize};
+
+/// The default costs shipped with the crate (TOML).
+pub const DEFAULT_COSTS_TOML: &str = include_str!("cost_defaults.toml");
+
+/// Work done by one engine call, as counted by the engine (and the
+/// baselines).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Engine API calls (each pays a fixed entry cost).
+    pub calls: u64,
+    /// Atomic read-modify-writes on lines owned by the caller's shard.
+    pub atomics: u64,
+    /// Per-shard structures scanned by a flush.
+    pub shards_scanned: u64,
+    /// Groups visited by a flush (or an eager propagation).
+    pub groups_visited: u64,
+    /// Counters aggregated (delta/prev/pending steps).
+    pub counters_aggregated: u64,
+    /// Lock acquisitions.
+    pub locks: u64,
+    /// Items read from aggregated counters.
+    pub items_read: u64,
+}
+
+impl Work {
+    /// Adds every counter of `other` into `self`.
+    pub fn merge(&mut self, other: &Work) {
+        self.calls += other.calls;
+        self.atomics += other.atomics;
+        self.shards_scanned += other.shards_scanned;
+        self.groups_visited += other.groups_visited;
+        self.counters_aggregated += other.counters_aggregated;
+        self.locks += other.locks;
+        self.items_read += other.items_read;
+    }
+}
+
+/// Per-unit costs in nanoseconds (fractions allowed), as stored in TOML.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostModel {
+    /// Fixed cost of entering an engine call.
+    pub call_ns: f64,
+    /// One uncontended atomic RMW.
+    pub atomic_ns: f64,
+    /// One per-shard structure scanned by a flush.
+    pub shard_scanned_ns: f64,
+    /// One group visited.
+    pub group_visited_ns: f64,
+    /// One counter aggregated.
+    pub counter_aggregated_ns: f64,
+    /// One uncontended lock acquisition and release.
+    pub lock_ns: f64,
+    /// One item read.
+    pub item_read_ns: f64,
+    /// Moving a contended cache line from one CPU to another.
+    pub line_transfer_ns: f64,
+}
+
+fn to_ps(ns: f64) -> u64 {
+    (ns * 1000.0).round().max(0.0) as u64
+}
+
+impl CostModel {
+    /// The costs shipped in [`DEFAULT_COSTS_TOML`].
+    pub fn defaults() -> Self {
+        Self::from_toml(DEFAULT_COSTS_TOML).expect("shipped cost defaults parse")
+    }
+
+    /// Parses a cost file.
+    pub fn from_toml(text: &str) -> Result<Self, SimError> {
+        let m: CostModel = toml::from_str(text).map_err(|e| SimError::Cost(e.to_string()))?;
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// Serializes to TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("cost model serializes")
+    }
+
+    fn validate(&self) -> Result<(), SimError> {
+        let all = [
+            ("call_ns", self.call_ns),
+            ("atomic_ns", self.atomic_ns),
+            ("shard_scanned_ns", self.shard_scanned_ns),
+            ("group_visited_ns", self.group_visited_ns),
+            ("counter_aggregated_ns", self.counter_aggregated_ns),
+            ("lock_ns", self.lock_ns),
+            ("item_read_ns", self.item_read_ns),
+            ("line_transfer_ns", self.line_transfer_ns),
+        ];
+        for (name, v) in all {
+            if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+                return Err(SimError::Cost(format!(
+                    "{name} = {v} is not a cost in ns (0 to 1e9)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Picoseconds of `work` (exact integer sum).
+    pub fn cost_ps(&self, w: &Work) -> u64 {
+        w.calls * to_ps(self.call_ns)
+            + w.atomics * to_ps(self.atomic_ns)
+            + w.shards_scanned * to_ps(self.shard_scanned_ns)
+            + w.groups_visited * to_ps(self.group_visited_ns)
+            + w.counters_aggregated * to_ps(self.counter_aggregated_ns)
+            + w.locks * to_ps(self.lock_ns)
+            + w.items_read * to_ps(self.item_read_ns)
+    }
+
+    /// Virtual duration of `work` in ns (rounded up).
+    pub fn cost_ns(&self, w: &Work) -> u64 {
+        self.cost_ps(w).div_ceil(1000)
+    }
+
+    /// One cache-line transfer in ns (rounded up, at least 1).
+    pub fn line_transfer(&self) -> u64 {
+        to_ps(self.line_transfer_ns).div_ceil(1000).max(1)
+    }
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        Self::defaults()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_and_round_trip() {
+        let m = CostModel::defaults();
+        let back = CostModel::from_toml(&m.to_toml()).unwrap();
+        assert_eq!(m, back);
+    }
+
+    #[test]
+    fn cost_is_the_dot_product() {
+        let m = CostModel::from_toml(
+            "call_ns = 1.5\natomic_ns = 2\nshard_scanned_ns = 3\ngroup_visited_ns = 4\n\
+             counter_aggregated_ns = 0.5\nlock_ns = 10\nitem_read_ns = 1\nline_transfer_ns = 40\n",
+        )
+        .unwrap();
+        let w = Work {
+            calls: 2,
+            atomics: 3,
+            shards_scanned: 4,
+            groups_visited: 5,
+            counters_aggregated: 3,
+            locks: 1,
+            items_read: 7,
+        };
+        // 3 + 6 + 12 + 20 + 1.5 + 10 + 7 = 59.5 -> 60
+        assert_eq!(m.cost_ps(&w), 59_500);
+        assert_eq!(m.cost_ns(&w), 60);
+    }
+
+    #[test]
+    fn bad_costs_are_rejected() {
+        let t = DEFAULT_COSTS_TOML.replace("atomic_ns = 2.0", "atomic_ns = -1.0");
+        assert!(CostModel::from_toml(&t).is_err());
+        assert!(CostModel::from_toml("call_ns = 1").is_err());
+    }
+}

@@ -1,0 +1,188 @@
+//! The hierstat engine as a [`StatsBackend`], under one preset.
+//!
+//! Groups are created in the workload's preorder, so a [`GroupIdx`] indexes
+//! the engine's [`Group`] handles directly. Items are page-unit state items
+//! named like `memory.stat` entries. In simulated mode the engine reads a
+//! [`ManualClock`] that the runner sets to virtual time before each call
+//! (the ratelimit and periodic rules then run in virtual time).
+
+use crate::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend};
+use crate::cost::Work;
+use crate::error::SimError;
+use crate::lock::LockMode;
+use crate::workload::{item_names, GroupIdx, TreeShape};
+use hierstat::{
+    Concurrency, Config, FlushKind, Group, HierStats, ItemId, ManualClock, Preset, Schema, Shard,
+    ThresholdRule, Unit, WorkCounters,
+};
+
+/// hierstat under a preset, with the workload's tree built in it.
+#[derive(Debug)]
+pub struct EngineBackend {
+    name: String,
+    stats: HierStats,
+    groups: Vec<Group>,
+    items: Vec<ItemId>,
+    clock: ManualClock,
+    rules: FlushRules,
+    fallback_bound: u64,
+}
+
+impl EngineBackend {
+    /// Builds `shape` with `items` page-unit state items on `shards` shards
+    /// under `preset`.
+    pub fn new(
+        preset: Preset,
+        shape: &TreeShape,
+        items: usize,
+        shards: usize,
+    ) -> Result<Self, SimError> {
+        let mut b = Schema::builder();
+        let ids: Vec<ItemId> = item_names(items)
+            .iter()
+            .map(|n| b.state(n, Unit::Pages))
+            .collect();
+        let schema = b.build().map_err(engine_err)?;
+        let clock = ManualClock::new(0);
+        let stats = HierStats::new(
+            schema,
+            Config::preset(preset).shards(shards).clock(clock.clone()),
+        )
+        .map_err(engine_err)?;
+        let mut groups: Vec<Group> = Vec::with_capacity(shape.len());
+        groups.push(stats.root());
+        for g in &shape.groups()[1..] {
+            let parent = &groups[g.parent.expect("non-root has a parent") as usize];
+            let h = stats.create(parent, &g.name).map_err(engine_err)?;
+            groups.push(h);
+        }
+        let p = *stats.policy();
+        let rules = FlushRules {
+            lock: match p.concurrency {
+                Concurrency::Skip => LockMode::Skip,
+                Concurrency::Serialize => LockMode::Serialize,
+                Concurrency::DisjointParallel => LockMode::DisjointParallel,
+            },
+            scope: match p.scope {
+                hierstat::FlushScope::Root => FlushScope::Root,
+                hierstat::FlushScope::Subtree => FlushScope::Subtree,
+            },
+            periodic: p.threshold != ThresholdRule::None,
+        };
+        // The documented worst case when the engine reports no bound: the
+        // threshold plus every shard's unfolded residue.
+        let fallback_bound =
+            stats.threshold_pages() + shards as u64 * u64::from(p.batch.saturating_sub(1));
+        Ok(EngineBackend {
+            name: preset.name().to_string(),
+            stats,
+            groups,
+            items: ids,
+            clock,
+            rules,
+            fallback_bound,
+        })
+    }
+
+    /// The engine itself.
+    pub fn stats(&self) -> &HierStats {
+        &self.stats
+    }
+
+    /// The bound used to judge reads for which the engine reports none:
+    /// the policy's documented `T + shards × (batch − 1)` pages.
+    pub fn fallback_bound(&self) -> u64 {
+        self.fallback_bound
+    }
+}
+
+fn engine_err(e: hierstat::Error) -> SimError {
+    SimError::Engine(e.to_string())
+}
+
+fn convert(wc: &WorkCounters, work: &mut Work) {
+    work.shards_scanned += wc.shards_scanned;
+    work.groups_visited += wc.groups_visited;
+    work.counters_aggregated += wc.counters_aggregated;
+    work.atomics += wc.atomics + wc.list_pops;
+    work.locks += wc.lock_acquisitions;
+}
+
+impl StatsBackend for EngineBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn rules(&self) -> FlushRules {
+        self.rules
+    }
+
+    #[inline]
+    fn add(&self, group: GroupIdx, item: usize, delta: i64) {
+        let r = self
+            .stats
+            .add(&self.groups[group as usize], self.items[item], delta);
+        debug_assert!(r.is_ok(), "workload items belong to the schema");
+    }
+
+    fn add_counted(
+        &self,
+        shard: usize,
+        group: GroupIdx,
+        item: usize,
+        delta: i64,
+        work: &mut Work,
+        _lines: &mut Vec<LineId>,
+    ) {
+        let mut wc = WorkCounters::default();
+        let r = self.stats.add_with(
+            Shard(shard),
+            &self.groups[group as usize],
+            self.items[item],
+            delta,
+            &mut wc,
+        );
+        debug_assert!(r.is_ok(), "workload shards and items are in range");
+        work.calls += 1;
+        convert(&wc, work);
+    }
+
+    fn needs_flush(&self, group: GroupIdx, reason: FlushReason) -> bool {
+        match reason {
+            FlushReason::Read => self.stats.needs_flush(&self.groups[group as usize]),
+            FlushReason::Periodic => true,
+        }
+    }
+
+    fn flush(&self, group: GroupIdx, reason: FlushReason, work: &mut Work) {
+        let mut wc = WorkCounters::default();
+        let (g, kind) = match reason {
+            FlushReason::Read => (&self.groups[group as usize], FlushKind::Read),
+            FlushReason::Periodic => (&self.groups[0], FlushKind::Periodic),
+        };
+        self.stats.flush_with(g, kind, &mut wc);
+        work.calls += 1;
+        convert(&wc, work);
+    }
+
+    fn set_time(&self, ns: u64) {
+        self.clock.set(ns);
+    }
+
+    fn read(&self, group: GroupIdx, item: usize, work: &mut Work) -> ReadValue {
+        work.items_read += 1;
+        match self
+            .stats
+            .read_bounded(&self.groups[group as usize], self.items[item])
+        {
+            Ok(b) => ReadValue {
+                value: b.value,
+                bound: Some(b.bound.unwrap_or(self.fallback_bound)),
+            },
+            Err(_) => ReadValue {
+                value: 0,
+                bound: None,
+            },
+        }
+    }
+}

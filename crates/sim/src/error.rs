@@ -1,0 +1,48 @@
+//! The crate's error type.
+
+use thiserror::Error;
+
+/// A problem in a scenario file: which file, where, which field, and what.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{file}{}: {}{message}", line.map(|l| format!(":{l}")).unwrap_or_default(), if field.is_empty() { String::new() } else { format!("field `{field}`: ") })]
+pub struct ScenarioError {
+    /// The file name (or `<builtin NAME>` for embedded scenarios).
+    pub file: String,
+    /// 1-based line of the problem, when known.
+    pub line: Option<usize>,
+    /// Dotted path of the offending field (`readers.period_ms`), or empty.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Errors of the simulator.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// A scenario file is malformed or inconsistent.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A cost-model file is malformed.
+    #[error("cost model: {0}")]
+    Cost(String),
+    /// The engine refused an operation (a bug in the workload or the engine).
+    #[error("engine: {0}")]
+    Engine(String),
+    /// A policy name that no runner knows.
+    #[error("unknown policy `{name}` for scenario `{scenario}` (known: {known})")]
+    UnknownPolicy {
+        /// The policy asked for.
+        name: String,
+        /// The scenario.
+        scenario: String,
+        /// The names that are accepted.
+        known: String,
+    },
+    /// A configuration that the runner cannot execute.
+    #[error("{0}")]
+    Config(String),
+    /// The run was cancelled through its progress callback.
+    #[error("cancelled")]
+    Cancelled,
+}

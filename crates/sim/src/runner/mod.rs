@@ -1,0 +1,4 @@
+//! The two runners: simulated (virtual time) and real (threads).
+
+pub mod real;
+pub mod sim;

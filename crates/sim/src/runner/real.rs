@@ -1,0 +1,275 @@
+//! The real-mode runner: real threads on real cores, wall-clock timing.
+//!
+//! The same workloads as the simulator, without virtual time: writer
+//! threads call the backend's hot path (`add` on the current thread's
+//! shard), reader threads flush (with the engine's own locking) and read,
+//! and latencies are wall-clock `Instant` differences recorded in an
+//! hdrhistogram. An exact oracle (shared atomic sums, updated by the writers
+//! after each engine update) judges reads: a read is stale when its value
+//! lies outside `[min(before, after) − bound, max(before, after) + bound]`,
+//! with `before`/`after` the oracle's values around the read.
+
+use crate::backend::{FlushReason, StatsBackend};
+use crate::cost::Work;
+use crate::rng::SimRng;
+use crate::scenario::{ReadersSpec, WritersSpec};
+use crate::workload::{GroupIdx, TreeShape};
+use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Result of an update-throughput run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateOutcome {
+    /// Updates done by all threads.
+    pub ops: u64,
+    /// Wall-clock time from the start barrier to the stop.
+    pub elapsed: Duration,
+}
+
+impl UpdateOutcome {
+    /// Updates per second.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Updates between two checks of the stop flag.
+const CHUNK: u64 = 256;
+
+/// `threads` threads update `group` (round robin over `items` items,
+/// `pages` each) back to back for `duration`.
+pub fn run_updates<B: StatsBackend + ?Sized>(
+    backend: &B,
+    group: GroupIdx,
+    items: usize,
+    pages: i64,
+    threads: usize,
+    duration: Duration,
+) -> UpdateOutcome {
+    // ORDERING: Relaxed for `stop` and `ops`: the flag only ends the loops
+    // and the counts are read after the scope joins the threads (join
+    // synchronizes).
+    let stop = AtomicBool::new(false);
+    let ops = AtomicU64::new(0);
+    let barrier = Barrier::new(threads + 1);
+    let items = items.max(1);
+    let mut elapsed = Duration::ZERO;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (stop, ops, barrier) = (&stop, &ops, &barrier);
+            s.spawn(move || {
+                let mut item = t % items;
+                let mut n = 0u64;
+                barrier.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..CHUNK {
+                        backend.add(group, item, pages);
+                        item += 1;
+                        if item == items {
+                            item = 0;
+                        }
+                    }
+                    n += CHUNK;
+                }
+                ops.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        elapsed = start.elapsed();
+    });
+    UpdateOutcome {
+        ops: ops.load(Ordering::Relaxed),
+        elapsed,
+    }
+}
+
+/// Setup of a real readers run.
+#[derive(Debug, Clone)]
+pub struct ReadersSetup {
+    /// Writer threads.
+    pub writers: usize,
+    /// Writers' update mix.
+    pub writer_spec: WritersSpec,
+    /// Readers.
+    pub readers: ReadersSpec,
+    /// Items in the schema.
+    pub items: usize,
+    /// Measured duration.
+    pub duration: Duration,
+    /// Seed of the writers' and reader's choices.
+    pub seed: u64,
+}
+
+/// Result of a real readers run.
+#[derive(Debug, Clone)]
+pub struct ReadersOutcome {
+    /// Read latencies in ns.
+    pub latency: Histogram<u64>,
+    /// Every read latency in ns, in order.
+    pub latencies: Vec<u64>,
+    /// Reads outside the bound.
+    pub stale_reads: u64,
+    /// Updates done.
+    pub updates: u64,
+    /// Wall-clock duration.
+    pub elapsed: Duration,
+}
+
+/// Writers update the target groups back to back while one reader thread
+/// performs `readers.count` reads per `readers.period_ms`, each a
+/// threshold-guarded flush (per the policy) and a read of the items.
+pub fn run_readers<B: StatsBackend + ?Sized>(
+    backend: &B,
+    shape: &TreeShape,
+    setup: &ReadersSetup,
+) -> ReadersOutcome {
+    let items = setup.items;
+    let parents: Vec<Option<GroupIdx>> = shape.groups().iter().map(|g| g.parent).collect();
+    // ORDERING: the oracle cells are Relaxed statistics; the reader only
+    // needs each cell's own modification order (before/after brackets).
+    let exact: Vec<AtomicI64> = (0..shape.len() * items).map(|_| AtomicI64::new(0)).collect();
+    let mut targets = shape.targets(setup.writer_spec.targets);
+    let mut rng = SimRng::new(setup.seed);
+    if setup.writer_spec.hot_fraction < 1.0 {
+        let keep = ((targets.len() as f64 * setup.writer_spec.hot_fraction).ceil() as usize).max(1);
+        for i in 0..keep.min(targets.len()) {
+            let j = i + rng.below((targets.len() - i) as u64) as usize;
+            targets.swap(i, j);
+        }
+        targets.truncate(keep);
+    }
+    let read_targets = shape.targets(setup.readers.targets);
+    let n_read = setup.readers.items.map(|n| n as usize).unwrap_or(items).min(items);
+    // ORDERING: Relaxed, see `run_updates`.
+    let stop = AtomicBool::new(false);
+    let updates = AtomicU64::new(0);
+    let barrier = Barrier::new(setup.writers + 2);
+    let mut out = ReadersOutcome {
+        latency: Histogram::new(3).expect("3 significant figures is valid"),
+        latencies: Vec::new(),
+        stale_reads: 0,
+        updates: 0,
+        elapsed: Duration::ZERO,
+    };
+    std::thread::scope(|s| {
+        for t in 0..setup.writers {
+            let (stop, updates, barrier, exact, targets, parents) =
+                (&stop, &updates, &barrier, &exact, &targets, &parents);
+            let w = &setup.writer_spec;
+            let seed = setup.seed.wrapping_add(1 + t as u64);
+            s.spawn(move || {
+                let mut rng = SimRng::new(seed);
+                let mut n = 0u64;
+                barrier.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        let g = targets[rng.below(targets.len() as u64) as usize];
+                        let item = rng.below(u64::from(w.items).min(items as u64)) as usize;
+                        let mut pages = if w.thp_fraction > 0.0 && rng.chance(w.thp_fraction) {
+                            512
+                        } else {
+                            rng.range_inclusive(w.pages[0], w.pages[1])
+                        } as i64;
+                        let cell = g as usize * items + item;
+                        if w.uncharge_fraction > 0.0
+                            && rng.chance(w.uncharge_fraction)
+                            && exact[cell].load(Ordering::Relaxed) >= pages
+                        {
+                            pages = -pages;
+                        }
+                        backend.add(g, item, pages);
+                        let mut cur = Some(g);
+                        while let Some(c) = cur {
+                            exact[c as usize * items + item].fetch_add(pages, Ordering::Relaxed);
+                            cur = parents[c as usize];
+                        }
+                    }
+                    n += 64;
+                }
+                updates.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        // The reader thread.
+        let (stop_r, barrier_r, exact_r) = (&stop, &barrier, &exact);
+        let readers = &setup.readers;
+        let duration = setup.duration;
+        let seed = setup.seed;
+        let reader = s.spawn(move || {
+            let mut rng = SimRng::new(seed ^ 0x5EAD);
+            let mut hist = Histogram::<u64>::new(3).expect("valid");
+            let mut lat = Vec::new();
+            let mut stale = 0u64;
+            let period = Duration::from_secs_f64(readers.period_ms / 1000.0);
+            let gap = period / readers.count.max(1);
+            barrier_r.wait();
+            let start = Instant::now();
+            let mut due = start;
+            while !stop_r.load(Ordering::Relaxed) && start.elapsed() < duration {
+                let now = Instant::now();
+                if now < due {
+                    std::thread::sleep(due - now);
+                }
+                due += gap;
+                let g = read_targets[rng.below(read_targets.len() as u64) as usize];
+                let before: Vec<i64> = (0..n_read)
+                    .map(|i| exact_r[g as usize * items + i].load(Ordering::Relaxed))
+                    .collect();
+                let t0 = Instant::now();
+                let mut work = Work::default();
+                if backend.needs_flush(g, FlushReason::Read) {
+                    backend.flush(g, FlushReason::Read, &mut work);
+                }
+                let vals: Vec<_> = (0..n_read).map(|i| backend.read(g, i, &mut work)).collect();
+                let ns = t0.elapsed().as_nanos() as u64;
+                let mut is_stale = false;
+                for (i, rv) in vals.iter().enumerate() {
+                    let after = exact_r[g as usize * items + i].load(Ordering::Relaxed);
+                    let lo = before[i].min(after).max(0) as u64;
+                    let hi = before[i].max(after).max(0) as u64;
+                    if let Some(b) = rv.bound {
+                        if rv.value + b < lo || rv.value > hi + b {
+                            is_stale = true;
+                        }
+                    }
+                }
+                stale += u64::from(is_stale);
+                hist.record(ns.max(1)).ok();
+                lat.push(ns);
+            }
+            (hist, lat, stale)
+        });
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(setup.duration);
+        stop.store(true, Ordering::Relaxed);
+        out.elapsed = start.elapsed();
+        let (hist, lat, stale) = reader.join().expect("reader thread does not panic");
+        out.latency = hist;
+        out.latencies = lat;
+        out.stale_reads = stale;
+    });
+    out.updates = updates.load(Ordering::Relaxed);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baselines::EagerTree;
+
+    #[test]
+    fn update_threads_count_their_ops() {
+        let shape = TreeShape::chain(2);
+        let b = EagerTree::new(&shape, 2);
+        let o = run_updates(&b, 2, 2, 1, 2, Duration::from_millis(20));
+        assert!(o.ops > 0);
+        let mut w = Work::default();
+        let total = b.read(0, 0, &mut w).value + b.read(0, 1, &mut w).value;
+        assert_eq!(total, o.ops, "every counted op reached the root");
+    }
+}

@@ -1,0 +1,566 @@
+//! The simulated-mode runner: writers, readers, a periodic flusher and
+//! spikes on N logical CPUs in deterministic virtual time.
+//!
+//! Every engine call runs for real (on the shard of its logical CPU), and
+//! its virtual duration is its [`Work`] priced by the [`CostModel`]. Three
+//! resources make time interact:
+//!
+//! * **CPUs**: a writer's bursts run back to back on its CPU;
+//! * **the flush lock** ([`FlushLock`]): read-side and periodic flushes hold
+//!   it for their duration; per the policy a flusher that finds it held
+//!   waits (its wait is part of its latency), skips, or runs in parallel
+//!   on a disjoint subtree;
+//! * **shared cache lines**: an atomic RMW on a line last written by another
+//!   CPU waits until the line is free and pays a line transfer; on the line
+//!   its owner last wrote it pays one uncontended atomic.
+//!
+//! An exact oracle (hierarchical sums of every update, kept alongside the
+//! engine) judges every read: a read is *stale* when its value is further
+//! from the exact value than the bound the engine reported. A spike read
+//! *misses* the spike when it lacks more than half of it, and a parent read
+//! that follows a child read is a *child > parent* inconsistency when the
+//! parent's value is below the child's while the exact values were not.
+//!
+//! A flush's effect is applied when it is granted (the engine call runs at
+//! that instant) and its lock is held for its virtual duration; a read's
+//! value is taken when its flush (or wait, or skip) is over. Readers that
+//! skip because a flush holds the lock thus still see the effect of that
+//! in-progress flush: the simulator is, if anything, kind to skipping
+//! policies.
+
+use crate::backend::{FlushReason, FlushScope, LineId, StatsBackend};
+use crate::cost::{CostModel, Work};
+use crate::cpu::Cpus;
+use crate::event::{Event, EventQueue};
+use crate::lock::{Acquire, FlushLock};
+use crate::rng::SimRng;
+use crate::scenario::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
+use crate::time::{SimTime, MILLIS, SECONDS};
+use crate::workload::{GroupIdx, TreeShape};
+use std::collections::HashMap;
+
+/// Everything a simulated run needs besides the backend.
+#[derive(Debug, Clone)]
+pub struct SimSetup {
+    /// Logical CPUs (= engine shards).
+    pub cpus: usize,
+    /// Measured duration.
+    pub duration: SimTime,
+    /// The run's seed.
+    pub seed: u64,
+    /// Per-unit costs.
+    pub costs: CostModel,
+    /// Stat items in the schema.
+    pub items: usize,
+    /// Writers.
+    pub writers: WritersSpec,
+    /// Readers (none when `None`).
+    pub readers: Option<ReadersSpec>,
+    /// Periodic flusher period (none when `None` or the policy has none).
+    pub flush_period: Option<SimTime>,
+    /// Spikes followed by reads (none when `None`).
+    pub spikes: Option<SpikeSpec>,
+}
+
+/// What one simulated run measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimOutcome {
+    /// Updates completed within the measured duration.
+    pub updates: u64,
+    /// The measured duration in ns.
+    pub duration: SimTime,
+    /// Latency of every completed `memory.stat` read, in completion order.
+    pub read_latencies: Vec<u64>,
+    /// Reads whose value was outside the reported bound.
+    pub stale_reads: u64,
+    /// Spike reads done.
+    pub spike_reads: u64,
+    /// Spike reads that missed more than half of the spike.
+    pub missed_spikes: u64,
+    /// Parent reads checked against the preceding child read.
+    pub parent_checks: u64,
+    /// Parent reads below the child read while the exact values were not.
+    pub child_gt_parent: u64,
+    /// Flushes executed (read-side and periodic).
+    pub flushes: u64,
+    /// Read-side flushes skipped because the lock was busy.
+    pub skipped_flushes: u64,
+    /// Total virtual time readers spent waiting for the flush lock.
+    pub lock_wait: SimTime,
+    /// Longest flush-lock hold.
+    pub max_hold: SimTime,
+    /// Events processed.
+    pub events: u64,
+    /// Engine calls made.
+    pub engine_calls: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Purpose {
+    /// A reader's periodic read.
+    Reader { reader: u32 },
+    /// The read of the leaf that took a spike.
+    SpikeChild { spike: u32 },
+    /// The read of that leaf's parent right after.
+    SpikeParent { spike: u32 },
+    /// The periodic background flush.
+    Periodic,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    purpose: Purpose,
+    group: GroupIdx,
+    started: SimTime,
+    free: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SpikeState {
+    group: GroupIdx,
+    pages: u64,
+    child_value: u64,
+    child_exact: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LineState {
+    owner: u32,
+    free_at: SimTime,
+}
+
+/// The simulation state of one run.
+struct StatsSim<'a, B: StatsBackend + ?Sized> {
+    backend: &'a B,
+    shape: &'a TreeShape,
+    setup: &'a SimSetup,
+    parents: Vec<Option<GroupIdx>>,
+    now: SimTime,
+    queue: EventQueue,
+    rng: SimRng,
+    cpus: Cpus,
+    lock: FlushLock,
+    lines: HashMap<LineId, LineState>,
+    line_buf: Vec<LineId>,
+    /// Exact hierarchical value per (group, item).
+    exact: Vec<i64>,
+    /// Exact local value per (group, item).
+    local: Vec<i64>,
+    writer_targets: Vec<GroupIdx>,
+    reader_targets: Vec<GroupIdx>,
+    spike_targets: Vec<GroupIdx>,
+    requests: Vec<Request>,
+    free_requests: Vec<u32>,
+    spikes: Vec<SpikeState>,
+    stopped: bool,
+    out: SimOutcome,
+}
+
+/// Runs one simulated run of the workload on `backend` over `shape`.
+pub fn run<B: StatsBackend + ?Sized>(backend: &B, shape: &TreeShape, setup: &SimSetup) -> SimOutcome {
+    let mut rng = SimRng::new(setup.seed);
+    let items = setup.items;
+    let mut writer_targets = shape.targets(setup.writers.targets);
+    // The hot set: a seeded sample of the targets.
+    if setup.writers.hot_fraction < 1.0 {
+        let keep = ((writer_targets.len() as f64 * setup.writers.hot_fraction).ceil() as usize).max(1);
+        for i in 0..keep.min(writer_targets.len()) {
+            let j = i + rng.below((writer_targets.len() - i) as u64) as usize;
+            writer_targets.swap(i, j);
+        }
+        writer_targets.truncate(keep);
+    }
+    let reader_targets = setup
+        .readers
+        .as_ref()
+        .map(|r| shape.targets(r.targets))
+        .unwrap_or_default();
+    let spike_targets = shape.targets(Targets::Leaves);
+    let mut sim = StatsSim {
+        backend,
+        shape,
+        setup,
+        parents: shape.groups().iter().map(|g| g.parent).collect(),
+        now: 0,
+        queue: EventQueue::new(),
+        rng,
+        cpus: Cpus::new(setup.cpus),
+        lock: FlushLock::new(backend.rules().lock),
+        lines: HashMap::new(),
+        line_buf: Vec::with_capacity(16),
+        exact: vec![0; shape.len() * items],
+        local: vec![0; shape.len() * items],
+        writer_targets,
+        reader_targets,
+        spike_targets,
+        requests: Vec::new(),
+        free_requests: Vec::new(),
+        spikes: Vec::new(),
+        stopped: false,
+        out: SimOutcome {
+            duration: setup.duration,
+            ..SimOutcome::default()
+        },
+    };
+    sim.start();
+    sim.run_loop();
+    sim.out
+}
+
+impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
+    fn start(&mut self) {
+        let writers = self.setup.writers.cpus.map(|c| c as usize).unwrap_or(self.setup.cpus);
+        let writers = writers.min(self.setup.cpus);
+        if !self.writer_targets.is_empty() {
+            for cpu in 0..writers {
+                // Stagger the first bursts so CPUs do not start in lockstep.
+                let t = self.rng.below(1000);
+                self.queue.push(t, Event::WriterBurst { cpu: cpu as u32 });
+            }
+        }
+        if let Some(r) = &self.setup.readers {
+            let period = period_ns(r.period_ms);
+            if !self.reader_targets.is_empty() {
+                for reader in 0..r.count {
+                    let t = self.rng.below(period);
+                    self.queue.push(t, Event::ReaderWake { reader });
+                }
+            }
+        }
+        if let Some(p) = self.setup.flush_period {
+            if self.backend.rules().periodic {
+                self.queue.push(p, Event::PeriodicFlush);
+            }
+        }
+        if let Some(s) = &self.setup.spikes {
+            if !self.spike_targets.is_empty() {
+                let t = self.rng.exp_ns(period_ns(s.every_ms));
+                self.queue.push(t, Event::Spike { spike: 0 });
+            }
+        }
+        self.queue.push(self.setup.duration, Event::Stop);
+    }
+
+    fn run_loop(&mut self) {
+        while let Some(s) = self.queue.pop() {
+            self.now = s.time;
+            self.out.events += 1;
+            match s.event {
+                Event::WriterBurst { cpu } => self.writer_burst(cpu),
+                Event::ReaderWake { reader } => self.reader_wake(reader),
+                Event::LockRelease { request } => self.lock_release(request),
+                Event::ReadDone { request } => self.read_done(request),
+                Event::PeriodicFlush => self.periodic(),
+                Event::Spike { spike } => self.spike(spike),
+                Event::SpikeRead { spike } => {
+                    let g = self.spikes[spike as usize].group;
+                    self.start_read(Purpose::SpikeChild { spike }, g);
+                }
+                Event::Stop => self.stopped = true,
+            }
+        }
+    }
+
+    // ---- writers -------------------------------------------------------
+
+    fn writer_burst(&mut self, cpu: u32) {
+        if self.stopped {
+            return;
+        }
+        let w = &self.setup.writers;
+        let items = self.setup.items;
+        let start = self.cpus.start_time(cpu as usize, self.now);
+        let mut t = start;
+        let mut arrivals = self.now;
+        let mean_gap = if w.rate_per_cpu > 0.0 {
+            Some((SECONDS as f64 / w.rate_per_cpu).max(1.0) as u64)
+        } else {
+            None
+        };
+        for _ in 0..w.burst {
+            let g = self.writer_targets[self.rng.below(self.writer_targets.len() as u64) as usize];
+            let item = self.rng.below(w.items.min(items as u32) as u64) as usize;
+            let mut pages = if w.thp_fraction > 0.0 && self.rng.chance(w.thp_fraction) {
+                512
+            } else {
+                self.rng.range_inclusive(w.pages[0], w.pages[1])
+            } as i64;
+            if w.uncharge_fraction > 0.0
+                && self.rng.chance(w.uncharge_fraction)
+                && self.local[g as usize * items + item] >= pages
+            {
+                pages = -pages;
+            }
+            t = self.update(cpu, t, g, item, pages);
+            if t <= self.setup.duration {
+                self.out.updates += 1;
+            }
+            if let Some(gap) = mean_gap {
+                arrivals += self.rng.exp_ns(gap);
+            }
+        }
+        self.cpus.occupy(cpu as usize, start, t - start);
+        let next = match mean_gap {
+            Some(_) => arrivals.max(t),
+            None => t,
+        };
+        self.queue.push(next, Event::WriterBurst { cpu });
+    }
+
+    /// One engine update at virtual time `t` on `cpu`; returns its end.
+    fn update(&mut self, cpu: u32, t: SimTime, g: GroupIdx, item: usize, delta: i64) -> SimTime {
+        let mut work = Work::default();
+        self.line_buf.clear();
+        let mut lines = std::mem::take(&mut self.line_buf);
+        self.backend.set_time(t);
+        self.backend
+            .add_counted(cpu as usize, g, item, delta, &mut work, &mut lines);
+        self.out.engine_calls += 1;
+        let mut t = t + self.setup.costs.cost_ns(&work);
+        let transfer = self.setup.costs.line_transfer();
+        let atomic = self.setup.costs.cost_ns(&Work {
+            atomics: 1,
+            ..Work::default()
+        });
+        for &l in &lines {
+            match self.lines.get_mut(&l) {
+                Some(st) if st.owner == cpu => {
+                    t = t.max(st.free_at) + atomic;
+                    st.free_at = t;
+                }
+                Some(st) => {
+                    t = t.max(st.free_at) + transfer;
+                    st.free_at = t;
+                    st.owner = cpu;
+                }
+                None => {
+                    t += atomic;
+                    self.lines.insert(l, LineState { owner: cpu, free_at: t });
+                }
+            }
+        }
+        self.line_buf = lines;
+        let items = self.setup.items;
+        self.local[g as usize * items + item] += delta;
+        let mut cur = Some(g);
+        while let Some(c) = cur {
+            self.exact[c as usize * items + item] += delta;
+            cur = self.parents[c as usize];
+        }
+        t
+    }
+
+    // ---- readers and flushes --------------------------------------------
+
+    fn alloc_request(&mut self, purpose: Purpose, group: GroupIdx) -> u32 {
+        let r = Request {
+            purpose,
+            group,
+            started: self.now,
+            free: false,
+        };
+        if let Some(id) = self.free_requests.pop() {
+            self.requests[id as usize] = r;
+            id
+        } else {
+            self.requests.push(r);
+            (self.requests.len() - 1) as u32
+        }
+    }
+
+    fn reader_wake(&mut self, reader: u32) {
+        if self.stopped {
+            return;
+        }
+        let g = self.reader_targets[self.rng.below(self.reader_targets.len() as u64) as usize];
+        self.start_read(Purpose::Reader { reader }, g);
+    }
+
+    fn flush_scope_group(&self, g: GroupIdx) -> GroupIdx {
+        match self.backend.rules().scope {
+            FlushScope::Root => 0,
+            FlushScope::Subtree => g,
+        }
+    }
+
+    fn start_read(&mut self, purpose: Purpose, g: GroupIdx) {
+        let id = self.alloc_request(purpose, g);
+        self.backend.set_time(self.now);
+        if !self.backend.needs_flush(g, FlushReason::Read) {
+            self.queue.push(self.now, Event::ReadDone { request: id });
+            return;
+        }
+        let scope = self.shape.scope(self.flush_scope_group(g));
+        match self.lock.request(self.now, id, scope) {
+            Acquire::Granted => self.run_flush(id, FlushReason::Read),
+            Acquire::Queued => {}
+            Acquire::Skipped => {
+                self.out.skipped_flushes += 1;
+                // The failed trylock costs one lock attempt.
+                let d = self.setup.costs.cost_ns(&Work {
+                    locks: 1,
+                    ..Work::default()
+                });
+                self.queue.push(self.now + d, Event::ReadDone { request: id });
+            }
+        }
+    }
+
+    /// Runs the flush of granted request `id` now; schedules its release
+    /// and, for reads, its completion.
+    fn run_flush(&mut self, id: u32, reason: FlushReason) {
+        let g = self.requests[id as usize].group;
+        let mut work = Work {
+            locks: 1,
+            ..Work::default()
+        };
+        self.backend.set_time(self.now);
+        self.backend.flush(g, reason, &mut work);
+        self.out.engine_calls += 1;
+        self.out.flushes += 1;
+        let d = self.setup.costs.cost_ns(&work);
+        self.out.max_hold = self.out.max_hold.max(d);
+        let end = self.now + d;
+        self.lock.set_until(id, end);
+        self.queue.push(end, Event::LockRelease { request: id });
+        if !matches!(self.requests[id as usize].purpose, Purpose::Periodic) {
+            self.queue.push(end, Event::ReadDone { request: id });
+        }
+    }
+
+    fn lock_release(&mut self, id: u32) {
+        let grants = self.lock.release(id, self.now);
+        if matches!(self.requests[id as usize].purpose, Purpose::Periodic) {
+            self.free(id);
+        }
+        for gr in grants {
+            self.out.lock_wait += self.now - gr.since;
+            let reason = match self.requests[gr.request as usize].purpose {
+                Purpose::Periodic => FlushReason::Periodic,
+                _ => FlushReason::Read,
+            };
+            self.run_flush(gr.request, reason);
+        }
+    }
+
+    fn free(&mut self, id: u32) {
+        let r = &mut self.requests[id as usize];
+        if !r.free {
+            r.free = true;
+            self.free_requests.push(id);
+        }
+    }
+
+    fn read_done(&mut self, id: u32) {
+        let req = self.requests[id as usize];
+        let items = self.setup.items;
+        let n_read = match req.purpose {
+            Purpose::Reader { .. } => self
+                .setup
+                .readers
+                .as_ref()
+                .and_then(|r| r.items)
+                .map(|n| n as usize)
+                .unwrap_or(items)
+                .min(items),
+            _ => 1,
+        };
+        let mut work = Work {
+            calls: 1,
+            ..Work::default()
+        };
+        let mut stale = false;
+        let mut first = 0u64;
+        self.backend.set_time(self.now);
+        for item in 0..n_read {
+            let rv = self.backend.read(req.group, item, &mut work);
+            let exact = self.exact[req.group as usize * items + item].max(0) as u64;
+            if item == 0 {
+                first = rv.value;
+            }
+            if let Some(b) = rv.bound {
+                if rv.value.abs_diff(exact) > b {
+                    stale = true;
+                }
+            }
+        }
+        self.out.engine_calls += 1;
+        let end = self.now + self.setup.costs.cost_ns(&work);
+        if stale {
+            self.out.stale_reads += 1;
+        }
+        self.free(id);
+        match req.purpose {
+            Purpose::Reader { reader } => {
+                self.out.read_latencies.push(end - req.started);
+                if !self.stopped {
+                    let period = period_ns(self.setup.readers.as_ref().map(|r| r.period_ms).unwrap_or(100.0));
+                    let next = (req.started + period).max(end);
+                    self.queue.push(next, Event::ReaderWake { reader });
+                }
+            }
+            Purpose::SpikeChild { spike } => {
+                self.out.spike_reads += 1;
+                let exact = self.exact[req.group as usize * items];
+                let s = &mut self.spikes[spike as usize];
+                if (exact.max(0) as u64).saturating_sub(first) > s.pages / 2 {
+                    self.out.missed_spikes += 1;
+                }
+                s.child_value = first;
+                s.child_exact = exact;
+                if let Some(p) = self.parents[req.group as usize] {
+                    self.start_read(Purpose::SpikeParent { spike }, p);
+                }
+            }
+            Purpose::SpikeParent { spike } => {
+                self.out.parent_checks += 1;
+                let s = self.spikes[spike as usize];
+                let parent_exact = self.exact[req.group as usize * items];
+                if first < s.child_value && parent_exact >= s.child_exact {
+                    self.out.child_gt_parent += 1;
+                }
+                // The spike is reclaimed once observed.
+                let cpu = self.rng.below(self.setup.cpus as u64) as u32;
+                self.update(cpu, self.now, s.group, 0, -(s.pages as i64));
+            }
+            Purpose::Periodic => {}
+        }
+    }
+
+    fn periodic(&mut self) {
+        if self.stopped {
+            return;
+        }
+        let id = self.alloc_request(Purpose::Periodic, 0);
+        match self.lock.request(self.now, id, self.shape.scope(0)) {
+            Acquire::Granted => self.run_flush(id, FlushReason::Periodic),
+            Acquire::Queued => {}
+            Acquire::Skipped => self.free(id),
+        }
+        if let Some(p) = self.setup.flush_period {
+            self.queue.push(self.now + p, Event::PeriodicFlush);
+        }
+    }
+
+    fn spike(&mut self, k: u32) {
+        if self.stopped {
+            return;
+        }
+        let s = self.setup.spikes.clone().expect("spikes configured");
+        let g = self.spike_targets[self.rng.below(self.spike_targets.len() as u64) as usize];
+        let cpu = self.rng.below(self.setup.cpus as u64) as u32;
+        let end = self.update(cpu, self.now, g, 0, s.pages as i64);
+        self.spikes.push(SpikeState {
+            group: g,
+            pages: s.pages,
+            ..SpikeState::default()
+        });
+        self.queue.push(end + s.read_after_us * 1000, Event::SpikeRead { spike: k });
+        let next = self.now + self.rng.exp_ns(period_ns(s.every_ms));
+        self.queue.push(next, Event::Spike { spike: k + 1 });
+    }
+}
+
+fn period_ns(ms: f64) -> SimTime {
+    ((ms * MILLIS as f64) as SimTime).max(1)
+}

@@ -1,0 +1,269 @@
+//! The scenarios: each turns a parsed [`Scenario`] into a [`RunReport`].
+//!
+//! Runs are interleaved (run 1 of every policy, then run 2 ...) so that a
+//! drift of the host during a real-mode scenario affects every policy alike.
+
+pub mod false_sharing;
+pub mod stale_read;
+pub mod stat_readers;
+pub mod update_path;
+
+use crate::backend::StatsBackend;
+use crate::baselines::EagerTree;
+use crate::cost::CostModel;
+use crate::engine::EngineBackend;
+use crate::error::SimError;
+use crate::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
+use crate::scenario::{Kind, Scenario, Workload};
+use crate::workload::TreeShape;
+use hierstat::Preset;
+use std::collections::BTreeMap;
+
+/// Options of a scenario run that do not come from the file.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Per-unit costs for simulated mode.
+    pub costs: CostModel,
+}
+
+/// Progress notifications for a front end (progress bars).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// The number of steps of the whole scenario.
+    Total(u64),
+    /// One step is done; the label says which.
+    Step(String),
+}
+
+/// A policy a stats scenario can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyChoice {
+    /// The hierstat engine under a preset.
+    Engine(Preset),
+    /// The pre-rstat eager-atomic baseline.
+    PreRstat,
+}
+
+impl PolicyChoice {
+    /// Parses a policy name.
+    pub fn parse(name: &str) -> Option<Self> {
+        if name == EagerTree::NAME {
+            return Some(PolicyChoice::PreRstat);
+        }
+        name.parse::<Preset>().ok().map(PolicyChoice::Engine)
+    }
+}
+
+/// The policy names a workload accepts.
+pub fn known_policies(workload: Workload) -> Vec<String> {
+    match workload {
+        Workload::FalseSharing => false_sharing::LAYOUTS.iter().map(|s| s.to_string()).collect(),
+        _ => Preset::ALL
+            .iter()
+            .map(|p| p.name().to_string())
+            .chain(std::iter::once(EagerTree::NAME.to_string()))
+            .collect(),
+    }
+}
+
+/// A backend of either kind, dispatched without dynamic calls on hot loops.
+#[derive(Debug)]
+pub enum AnyBackend {
+    /// hierstat under a preset.
+    Engine(Box<EngineBackend>),
+    /// The eager-atomic baseline.
+    Eager(EagerTree),
+}
+
+impl AnyBackend {
+    /// Builds `choice` over `shape`.
+    pub fn build(
+        choice: PolicyChoice,
+        shape: &TreeShape,
+        items: usize,
+        shards: usize,
+    ) -> Result<Self, SimError> {
+        Ok(match choice {
+            PolicyChoice::Engine(p) => {
+                AnyBackend::Engine(Box::new(EngineBackend::new(p, shape, items, shards)?))
+            }
+            PolicyChoice::PreRstat => AnyBackend::Eager(EagerTree::new(shape, items)),
+        })
+    }
+}
+
+/// Calls `$body` with `$b` bound to the concrete backend inside `$any`.
+#[macro_export]
+macro_rules! with_backend {
+    ($any:expr, $b:ident => $body:expr) => {
+        match $any {
+            $crate::scenarios::AnyBackend::Engine(e) => {
+                let $b: &$crate::engine::EngineBackend = e;
+                $body
+            }
+            $crate::scenarios::AnyBackend::Eager(e) => {
+                let $b: &$crate::baselines::EagerTree = e;
+                $body
+            }
+        }
+    };
+}
+
+/// Checks the scenario's policies against the workload's names.
+pub fn check_policies(sc: &Scenario, workload: Workload) -> Result<(), SimError> {
+    let known = known_policies(workload);
+    for p in &sc.policies {
+        if !known.iter().any(|k| k == p) {
+            return Err(SimError::UnknownPolicy {
+                name: p.clone(),
+                scenario: sc.name.clone(),
+                known: known.join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs a stats scenario (the `kind = "stats"` runner).
+pub fn run_scenario(
+    sc: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, SimError> {
+    if sc.kind != Kind::Stats {
+        return Err(SimError::Config(format!(
+            "scenario `{}` is of kind {:?}, not a stats scenario",
+            sc.name, sc.kind
+        )));
+    }
+    let workload = sc
+        .workload
+        .ok_or_else(|| SimError::Config(format!("scenario `{}` has no workload", sc.name)))?;
+    check_policies(sc, workload)?;
+    let policies = match workload {
+        Workload::UpdatePath => update_path::run(sc, opts, progress)?,
+        Workload::StatReaders => stat_readers::run(sc, opts, progress)?,
+        Workload::StaleRead => stale_read::run(sc, opts, progress)?,
+        Workload::FalseSharing => false_sharing_run(sc, progress)?,
+    };
+    Ok(RunReport {
+        scenario: sc.name.clone(),
+        mode: sc.mode,
+        runs: sc.runs,
+        seed: sc.seed,
+        scenario_toml: toml::to_string(sc).unwrap_or_default(),
+        policy_order: sc.policies.clone(),
+        policies,
+    })
+}
+
+fn false_sharing_run(
+    sc: &Scenario,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BTreeMap<String, PolicyResult>, SimError> {
+    let threads = sc.threads.unwrap_or(2) as usize;
+    let duration = std::time::Duration::from_millis(sc.duration_ms);
+    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
+    progress(Progress::Total(u64::from(sc.runs) * sc.policies.len() as u64));
+    for run in 0..sc.runs {
+        for p in &sc.policies {
+            let o = false_sharing::run_named(p, threads, duration)
+                .ok_or_else(|| SimError::Config(format!("unknown layout {p}")))?;
+            let r = out.entry(p.clone()).or_default();
+            push(r, "ops_per_sec", "ops/s", o.ops_per_sec(), true);
+            progress(Progress::Step(format!("{p} run {}", run + 1)));
+        }
+    }
+    Ok(out)
+}
+
+/// Appends one run's value of a metric.
+pub fn push(r: &mut PolicyResult, name: &str, unit: &str, value: f64, higher_is_better: bool) {
+    let m = r.metrics.entry(name.to_string()).or_insert_with(|| MetricSamples {
+        unit: unit.to_string(),
+        higher_is_better,
+        ..MetricSamples::default()
+    });
+    m.values.push(value);
+}
+
+/// Appends one run's latency distribution: mean as the value, p50/p99/
+/// p999/max as percentiles, and the samples into the merged histogram.
+pub fn push_latency(r: &mut PolicyResult, name: &str, samples: &[u64]) {
+    let m = r.metrics.entry(name.to_string()).or_insert_with(|| MetricSamples {
+        unit: "ns".to_string(),
+        higher_is_better: false,
+        ..MetricSamples::default()
+    });
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let mean = if sorted.is_empty() {
+        0.0
+    } else {
+        sorted.iter().map(|&v| v as f64).sum::<f64>() / sorted.len() as f64
+    };
+    m.values.push(mean);
+    for (k, q) in [("p50", 0.50), ("p99", 0.99), ("p999", 0.999)] {
+        m.percentiles
+            .entry(k.to_string())
+            .or_default()
+            .push(quantile(&sorted, q) as f64);
+    }
+    m.percentiles
+        .entry("max".to_string())
+        .or_default()
+        .push(sorted.last().copied().unwrap_or(0) as f64);
+    let h = m.histogram.get_or_insert_with(Log2Histogram::default);
+    for &v in samples {
+        h.record(v);
+    }
+}
+
+/// The `q` quantile of sorted samples (nearest rank); 0 when empty.
+pub fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Items in the schema of a workload.
+pub(crate) fn schema_items(sc: &Scenario) -> usize {
+    let w = sc.writers.as_ref().map(|w| w.items).unwrap_or(1);
+    let r = sc.readers.as_ref().and_then(|r| r.items).unwrap_or(w);
+    let u = sc.update.as_ref().map(|u| u.items).unwrap_or(1);
+    w.max(r).max(u).max(1) as usize
+}
+
+/// The backend as a trait object, for code off the hot path.
+pub fn as_dyn(b: &AnyBackend) -> &dyn StatsBackend {
+    match b {
+        AnyBackend::Engine(e) => e.as_ref(),
+        AnyBackend::Eager(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=1000).collect();
+        assert_eq!(quantile(&v, 0.5), 500);
+        assert_eq!(quantile(&v, 0.99), 990);
+        assert_eq!(quantile(&v, 0.999), 999);
+        assert_eq!(quantile(&[], 0.5), 0);
+    }
+
+    #[test]
+    fn policy_names_parse() {
+        assert_eq!(PolicyChoice::parse("pre-rstat"), Some(PolicyChoice::PreRstat));
+        assert_eq!(
+            PolicyChoice::parse("linux-6.8"),
+            Some(PolicyChoice::Engine(Preset::Linux6_8))
+        );
+        assert_eq!(PolicyChoice::parse("linux-9"), None);
+    }
+}

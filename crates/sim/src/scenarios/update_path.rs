@@ -1,0 +1,110 @@
+//! `update-path`: threads updating a group 2 and 4 levels deep.
+//!
+//! Seeds 000 (patch 3/5) and 001: per-memcg thresholds made the update path
+//! walk the ancestors; netperf in a level-2 cgroup lost 3.9%, in a level-4
+//! cgroup ~5%. Here every policy's update path is measured at each depth,
+//! with the pre-rstat eager-atomic tree as the baseline of the old design:
+//! real threads (`mode = "real"`) or a simulated machine (`mode = "sim"`,
+//! where shared cache lines are contended resources).
+
+use super::{push, schema_items, AnyBackend, PolicyChoice, Progress, RunOptions};
+use crate::error::SimError;
+use crate::report::{Mode, PolicyResult, Series};
+use crate::runner::{real, sim};
+use crate::scenario::{Scenario, Targets, WritersSpec};
+use crate::time::MILLIS;
+use crate::workload::TreeShape;
+use crate::with_backend;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Metric name of the throughput at `depth`.
+pub fn metric_name(depth: u32) -> String {
+    format!("update_ops_per_sec_depth{depth}")
+}
+
+/// Runs the update-path workload.
+pub fn run(
+    sc: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BTreeMap<String, PolicyResult>, SimError> {
+    let u = sc.update.as_ref().expect("validated: update table");
+    let items = schema_items(sc);
+    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
+    progress(Progress::Total(
+        u64::from(sc.runs) * sc.policies.len() as u64 * u.depths.len() as u64,
+    ));
+    for run in 0..sc.runs {
+        for p in &sc.policies {
+            let choice = PolicyChoice::parse(p).expect("checked policies");
+            for &depth in &u.depths {
+                let shape = TreeShape::chain(depth);
+                let ops = match sc.mode {
+                    Mode::Real => {
+                        let threads = sc.threads.unwrap_or(2) as usize;
+                        let b = AnyBackend::build(choice, &shape, items, threads.max(1))?;
+                        with_backend!(&b, be => real::run_updates(
+                            be,
+                            depth,
+                            u.items as usize,
+                            u.pages as i64,
+                            threads,
+                            Duration::from_millis(sc.duration_ms),
+                        ))
+                        .ops_per_sec()
+                    }
+                    Mode::Sim => {
+                        let cpus = sc.cpus.unwrap_or(1) as usize;
+                        let b = AnyBackend::build(choice, &shape, items, cpus)?;
+                        let setup = sim::SimSetup {
+                            cpus,
+                            duration: sc.duration_ms * MILLIS,
+                            seed: sc.seed.wrapping_add(u64::from(run)),
+                            costs: opts.costs,
+                            items,
+                            writers: WritersSpec {
+                                cpus: None,
+                                rate_per_cpu: 0.0,
+                                targets: Targets::Leaves,
+                                hot_fraction: 1.0,
+                                pages: [u.pages, u.pages],
+                                thp_fraction: 0.0,
+                                items: u.items,
+                                uncharge_fraction: 0.0,
+                                burst: 16,
+                            },
+                            readers: None,
+                            flush_period: None,
+                            spikes: None,
+                        };
+                        let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
+                        o.updates as f64 / (o.duration as f64 / 1e9)
+                    }
+                };
+                let r = out.entry(p.clone()).or_default();
+                push(r, &metric_name(depth), "ops/s", ops, true);
+                progress(Progress::Step(format!("{p} depth {depth} run {}", run + 1)));
+            }
+        }
+    }
+    // Throughput vs depth, mean over runs.
+    for r in out.values_mut() {
+        let mut points = Vec::new();
+        for &depth in &u.depths {
+            if let Some(m) = r.metrics.get(&metric_name(depth)) {
+                let mean = m.values.iter().sum::<f64>() / m.values.len().max(1) as f64;
+                points.push((f64::from(depth), mean));
+            }
+        }
+        r.series.insert(
+            "throughput_vs_depth".into(),
+            Series {
+                x_label: "depth".into(),
+                y_label: "updates/s".into(),
+                points,
+            },
+        );
+    }
+    Ok(out)
+}
