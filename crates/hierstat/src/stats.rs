@@ -50,7 +50,7 @@ pub(crate) struct Core {
     /// Per-group walk stops above this (see `EarlyBreak`).
     pub(crate) break_above: u64,
     pub(crate) batch: u64,
-    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) clock: std::sync::Arc<dyn Clock>,
     pub(crate) root: Arc<Node>,
     /// Per-shard lock-free update lists.
     pub(crate) lists: Box<[ListHead]>,

@@ -1,0 +1,172 @@
+//! Model checking of the update/flush races with loom.
+//!
+//! Run with: `RUSTFLAGS="--cfg loom" cargo test -p hierstat --test loom --release`
+//! (`LOOM_MAX_PREEMPTIONS` defaults to 2 below; 3 multiplies the run time by
+//! about 20 for no new interleaving class in these small models).
+//!
+//! Two kinds of model:
+//! * a **protocol model** of the claim handshake alone, in three variants:
+//!   the kernel's (a racy "already queued?" load, no fences) must lose an
+//!   update in some interleaving — kept as a negative test — while the
+//!   kernel's with `smp_mb()` on both sides, and ours (one RMW word for the
+//!   residue and the claim), never do;
+//! * the **real engine** under loom's atomics and locks: update vs flush on
+//!   the same (group, shard), two updaters racing to claim, and two flushers
+//!   of overlapping subtrees.
+
+#![cfg(loom)]
+
+use loom::sync::atomic::{fence, AtomicU64, Ordering::*};
+use loom::sync::Arc;
+use loom::thread;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    b.check(f);
+}
+
+/// The protocol variants. `counter` is the per-(group, shard) stat,
+/// `flag` the claim (1 = queued), `queue` counts pushes not yet drained.
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    KernelNoFence,
+    KernelFenced,
+    CombinedRmw,
+}
+
+/// One update racing one flush of a row that is already queued. Afterwards
+/// the update must be either flushed by that flush or queued again.
+fn protocol(v: Variant) {
+    model(move || {
+        let counter = Arc::new(AtomicU64::new(0));
+        let flag = Arc::new(AtomicU64::new(1)); // queued by an earlier update
+        let requeued = Arc::new(AtomicU64::new(0));
+        let (c2, f2, r2) = (counter.clone(), flag.clone(), requeued.clone());
+        let updater = thread::spawn(move || {
+            c2.fetch_add(1, Relaxed);
+            let queued = match v {
+                Variant::KernelNoFence => f2.load(Relaxed) == 1,
+                Variant::KernelFenced => {
+                    fence(SeqCst);
+                    f2.load(Relaxed) == 1
+                }
+                // Ours: the residue add is an RMW on the claim word.
+                Variant::CombinedRmw => f2.fetch_add(0, Release) == 1,
+            };
+            if !queued && f2.swap(1, Relaxed) == 0 {
+                r2.store(1, Relaxed);
+            }
+        });
+        // The flusher pops the row: clear the claim, then read the counter.
+        let flushed = match v {
+            Variant::KernelNoFence => {
+                flag.store(0, Relaxed);
+                counter.swap(0, Relaxed)
+            }
+            Variant::KernelFenced => {
+                flag.store(0, Relaxed);
+                fence(SeqCst);
+                counter.swap(0, Relaxed)
+            }
+            Variant::CombinedRmw => {
+                flag.fetch_and(0, Acquire);
+                counter.swap(0, Relaxed)
+            }
+        };
+        updater.join().unwrap();
+        let left = counter.load(Relaxed);
+        assert!(
+            flushed == 1 || (left == 1 && requeued.load(Relaxed) == 1),
+            "update neither flushed nor queued (flushed {flushed}, left {left})"
+        );
+    });
+}
+
+#[test]
+#[should_panic(expected = "update neither flushed nor queued")]
+fn kernel_protocol_without_fences_loses_an_update() {
+    protocol(Variant::KernelNoFence);
+}
+
+#[test]
+fn kernel_protocol_with_fences_on_both_sides_is_safe() {
+    protocol(Variant::KernelFenced);
+}
+
+#[test]
+fn combined_rmw_protocol_is_safe() {
+    protocol(Variant::CombinedRmw);
+}
+
+mod engine {
+    use super::model;
+    use hierstat::{Config, HierStats, ItemId, Preset, Schema, Shard, Unit};
+    use loom::thread;
+
+    fn tree(preset: Preset) -> (HierStats, ItemId) {
+        let mut b = Schema::builder();
+        let x = b.event("x", Unit::Count);
+        (HierStats::new(b.build().unwrap(), Config::preset(preset).shards(1)).unwrap(), x)
+    }
+
+    #[test]
+    fn update_vs_flush_same_group_and_shard() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            // Queue g once, so the racing update may see it queued.
+            t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            t.flush_forced(&t.root());
+            u.join().unwrap();
+            // Whatever the interleaving, one more flush finds everything:
+            // no update was left both unqueued and unflushed.
+            t.flush_forced(&t.root());
+            assert_eq!(t.read(&t.root(), x).unwrap(), 2);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    #[test]
+    fn two_updaters_race_to_claim() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
+            u.join().unwrap();
+            let mut w = hierstat::WorkCounters::default();
+            t.flush_with(&t.root(), hierstat::FlushKind::Forced, &mut w);
+            assert_eq!(w.list_pops, 1, "the row was pushed exactly once");
+            assert_eq!(t.read(&g, x).unwrap(), 2);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    #[test]
+    fn two_flushers_of_overlapping_subtrees() {
+        for preset in [Preset::Hierstat, Preset::Linux6_17] {
+            model(move || {
+                let (t, x) = tree(preset);
+                let a = t.create(&t.root(), "a").unwrap();
+                let b = t.create(&a, "b").unwrap();
+                t.add_with(Shard(0), &b, x, 1, &mut ()).unwrap();
+                t.add_with(Shard(0), &a, x, 1, &mut ()).unwrap();
+                let (t2, a2) = (t.clone(), a.clone());
+                let f = thread::spawn(move || {
+                    t2.flush_forced(&a2);
+                });
+                t.flush_forced(&b);
+                f.join().unwrap();
+                // a's flush covered b; whichever ran first, a is exact now.
+                assert_eq!(t.read(&a, x).unwrap(), 2);
+                t.verify().unwrap();
+            });
+        }
+    }
+}
