@@ -1,1 +1,179 @@
-//! numab model (work in progress).
+//! NUMA-balancing VMA scanner simulator (seed 004).
+//!
+//! A deterministic discrete-event model of automatic NUMA balancing as the
+//! Linux scheduler runs it: `task_tick_numa()` on CPU time,
+//! `task_numa_work()` with its 256 MB window over the mm's VMAs, the
+//! per-VMA access-PID windows (`hash_32(pid, 6)`), PROT_NONE marking of
+//! page-table units, NUMA hint faults with the two-reference migration
+//! filter, `task_numa_fault()`, placement toward the preferred node and
+//! scan-period adaptation. Scanner behaviour is selected by
+//! [`ScannerVersion`]: v6.5, RFC V1 2/6, v6.7, v6.8, v6.12 and mmlab's own.
+//!
+//! Model choices (see `research/numa-workingset.md`, "Simulator
+//! specification"):
+//! * **Time** is integer virtual nanoseconds; each thread owns one logical
+//!   CPU and advances in steps of one page-table unit; all events sit in one
+//!   heap ordered by (time, sequence number). One seeded PCG32 stream drives
+//!   the CPU permutation, THP backing and a ±5% per-step speed jitter.
+//! * **Units**: a PMD-mapped THP (counts 512 in `numa_pte_updates`, one
+//!   hint fault), or a run of 4 KiB PTEs inside one page-table page that the
+//!   sweeps always write together and the 2 MiB-aligned scan windows always
+//!   mark together, so they share one state (each PTE still counts as a PTE
+//!   update, a hint fault and a migrated page).
+//! * **Workloads** follow autonuma-benchmark: `fork()` then `malloc()`,
+//!   glibc thread stacks (8 MiB + guard page, created top-down below the
+//!   buffer, so the scanner meets them first), consecutive TIDs.
+//! * **Costs** ([`CostModel`]) turn local/remote writes into user time and
+//!   first touches, hint faults, PTE updates and migrations into system
+//!   time; a thread is delayed by its own system time.
+//! * **Simplified**: `task_numa_migrate()` takes an idle CPU on the
+//!   preferred node or swaps with a task there that prefers our node (no
+//!   SMALLIMP scoring); all threads of an mm share one numa group, joined on
+//!   the first shared fault; CPU fault statistics are not runtime-weighted.
+//!
+//! Entry points: [`run`] (one version, one seed), [`builtin_scenario`] /
+//! [`parse_scenario`] for the TOML files, [`bench_throughput`] for the
+//! simulator's own speed.
+
+mod cost;
+mod fault;
+mod model;
+mod pids;
+mod result;
+mod rng;
+mod scan;
+mod version;
+mod workload;
+
+pub use cost::{
+    autonuma_cost, group_scaled_period, nr_scan_windows, task_scan_max_ms, task_scan_min_ms,
+    CostModel, Sysctl, MAX_SCAN_WINDOW, NS_PER_MS,
+};
+pub use model::MAX_NODES;
+pub use pids::{
+    distinct_bits, hash_32, pid_bit, vma_scan_ratelimit, PidWindows, GOLDEN_RATIO_32, VMA_4M,
+    VMA_RATELIMIT_SCALEDOWN_F,
+};
+pub use result::{Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
+pub use rng::{splitmix64, Pcg32};
+pub use version::{Features, ScannerVersion};
+pub use workload::{
+    builtin_scenario, parse_scenario, NumabScenario, Op, Plan, ProcessPlan, ScenarioFile,
+    ThreadPlan, VmaKind, VmaPlan, WorkloadSpec, BUILTIN, FIRST_PID, HPAGE, PAGE,
+};
+
+use model::Sim;
+
+/// Errors for bad input.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NumabError {
+    /// A scanner version name that is not one of [`ScannerVersion::ALL`].
+    #[error("unknown scanner version {0:?} (known: v6.5, rfc-2of6, v6.7, v6.8, v6.12, mmlab)")]
+    UnknownVersion(String),
+    /// A scenario whose parameters the model cannot run.
+    #[error("bad numab scenario: {0}")]
+    BadScenario(String),
+    /// A scenario file that is not valid TOML for the schema.
+    #[error("cannot parse numab scenario: {0}")]
+    Parse(String),
+}
+
+/// Runs `scenario` under scanner `version` with `seed`.
+pub fn run(
+    scenario: &NumabScenario,
+    version: ScannerVersion,
+    seed: u64,
+) -> Result<NumabResult, NumabError> {
+    let plan = scenario.plan()?;
+    Ok(run_plan(scenario, &plan, version, seed))
+}
+
+/// Runs an explicit plan (built by [`NumabScenario::plan`] or by hand).
+pub fn run_plan(
+    scenario: &NumabScenario,
+    plan: &Plan,
+    version: ScannerVersion,
+    seed: u64,
+) -> NumabResult {
+    let mut sim = Sim::new(scenario, plan, version, seed);
+    let limit = scenario.max_virtual_s.saturating_mul(1_000_000_000);
+    let truncated = sim.run(limit);
+    collect(&sim, version, seed, truncated)
+}
+
+/// The simulator's own speed: page-table units processed per second of
+/// host time, for `mmlab bench`. Runs `scenario` once under `version`.
+pub fn bench_throughput(
+    scenario: &NumabScenario,
+    version: ScannerVersion,
+    seed: u64,
+) -> Result<(f64, NumabResult), NumabError> {
+    let plan = scenario.plan()?;
+    let t0 = std::time::Instant::now();
+    let r = run_plan(scenario, &plan, version, seed);
+    let secs = t0.elapsed().as_secs_f64().max(1e-9);
+    Ok((r.units_processed as f64 / secs, r))
+}
+
+fn collect(sim: &Sim, version: ScannerVersion, seed: u64, truncated: bool) -> NumabResult {
+    let elapsed = sim
+        .tasks
+        .iter()
+        .map(|t| t.finish_ns)
+        .max()
+        .unwrap_or(0)
+        .max(if truncated { sim.now } else { 0 });
+    let user: u64 = sim.tasks.iter().map(|t| t.user_ns).sum();
+    let sys: u64 = sim.tasks.iter().map(|t| t.sys_ns).sum();
+    let half = elapsed / 2;
+    let mut coverage = Vec::new();
+    for (pi, mm) in sim.mms.iter().enumerate() {
+        for (vi, v) in mm.vmas.iter().enumerate() {
+            if !v.exists || !v.scannable() {
+                continue;
+            }
+            let present: Vec<_> = v.units.iter().filter(|u| u.present).collect();
+            if present.is_empty() {
+                continue;
+            }
+            let seen = present.iter().filter(|u| u.last_visit > half).count();
+            coverage.push(VmaCoverage {
+                process: pi,
+                vma: vi,
+                name: v.name.clone(),
+                present_units: present.len() as u64,
+                fraction_scanned: seen as f64 / present.len() as f64,
+                complete_scans: v.complete_scans,
+            });
+        }
+    }
+    let starved = coverage.iter().filter(|c| c.fraction_scanned < 1.0).count() as u64;
+    let bucket_s = sim.sample_ns as f64 / 1e9;
+    let local_series = sim
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, total))| *total > 0)
+        .map(|(i, (l, t))| (i as f64 * bucket_s, *l as f64 / *t as f64))
+        .collect();
+    let (l, t) = sim
+        .series
+        .iter()
+        .fold((0u64, 0u64), |a, b| (a.0 + b.0, a.1 + b.1));
+    NumabResult {
+        version,
+        seed,
+        counters: sim.counters,
+        elapsed_ns: elapsed,
+        user_ns: user,
+        sys_ns: sys,
+        skips: sim.skips,
+        coverage,
+        starved_vmas: starved,
+        local_series,
+        local_fraction: if t == 0 { 0.0 } else { l as f64 / t as f64 },
+        units_processed: sim.units_processed,
+        scans: sim.scans.clone(),
+        truncated,
+    }
+}

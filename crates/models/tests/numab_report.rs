@@ -1,0 +1,66 @@
+//! Prints every built-in scenario under every scanner version (release
+//! build recommended): `cargo test -p models --release --test numab_report
+//! -- --ignored --nocapture`. Also usable with `NUMAB_SCENARIO=name`.
+
+use models::numab::{builtin_scenario, run, ScannerVersion, BUILTIN};
+
+#[test]
+#[ignore = "report, not a check; run in release with --nocapture"]
+fn report_all_versions() {
+    let only = std::env::var("NUMAB_SCENARIO").ok();
+    for (name, _) in BUILTIN {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let sc = builtin_scenario(name).expect("builtin");
+        println!("== {name}");
+        println!(
+            "{:<9} {:>12} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>6} {:>7}",
+            "version", "pte_upd", "hint", "hint_loc", "migrated", "elapsed", "sys", "local", "starved", "seqs", "host_s"
+        );
+        for v in ScannerVersion::ALL {
+            let t0 = std::time::Instant::now();
+            let r = run(&sc.numab, v, sc.seed).expect("run");
+            let c = r.counters;
+            println!(
+                "{:<9} {:>12} {:>10} {:>10} {:>10} {:>9.2} {:>9.2} {:>8.3} {:>7} {:>6} {:>7.2}",
+                v.to_string(),
+                c.numa_pte_updates,
+                c.numa_hint_faults,
+                c.numa_hint_faults_local,
+                c.numa_pages_migrated,
+                r.elapsed_s(),
+                r.sys_s(),
+                r.local_fraction,
+                r.starved_vmas,
+                c.scan_seq_advances,
+                t0.elapsed().as_secs_f64()
+            );
+            if std::env::var("NUMAB_VERBOSE").is_ok() {
+                println!("   skips {:?}", r.skips.entries());
+                for cv in r.coverage.iter().filter(|c| c.fraction_scanned < 1.0 || !c.name.starts_with("stack:")) {
+                    println!("   cov {} {:.2} scans={}", cv.name, cv.fraction_scanned, cv.complete_scans);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "trace, not a check"]
+fn trace_scans() {
+    let name = std::env::var("NUMAB_SCENARIO").unwrap_or_else(|_| "numa01-thread-alloc".into());
+    let v: ScannerVersion = std::env::var("NUMAB_VERSION")
+        .unwrap_or_else(|_| "v6.5".into())
+        .parse()
+        .expect("version");
+    let sc = builtin_scenario(&name).expect("builtin");
+    let r = run(&sc.numab, v, sc.seed).expect("run");
+    for s in r.scans.iter().filter(|s| s.process == 0) {
+        println!("{:>8.3} tid={} seq={} upd={}", s.t_ns as f64 / 1e9, s.tid, s.seq, s.updated);
+    }
+    for (t, f) in &r.local_series {
+        print!("{t:.0}:{f:.2} ");
+    }
+    println!();
+}
