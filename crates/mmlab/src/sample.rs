@@ -137,7 +137,7 @@ pub fn refault_storm(seed: u64) -> RunReport {
     let mut r = report("refault-storm", Mode::Sim, 5, seed, &order);
     // (median ns, sigma, slow fraction, slow ns, mismatch rate)
     let shape = [
-        (600.0, 0.9, 0.35, 2_600_000.0, 0.0),
+        (600.0, 0.9, 0.08, 2_600_000.0, 0.0),
         (900.0, 0.8, 0.002, 60_000.0, 0.118),
         (1_400.0, 0.7, 0.004, 40_000.0, 0.021),
         (700.0, 0.6, 0.0005, 12_000.0, 0.0),

@@ -1,0 +1,462 @@
+//! Hand-written SVG charts: line charts, bar charts and scatter plots with
+//! axes, ticks and grid lines, sized by `viewBox` so they scale to any
+//! screen. Colours come from the page's CSS classes (`s0` … `s7`), so the
+//! charts follow the page's light or dark scheme.
+
+use std::fmt::Write as _;
+
+/// Width of every chart's `viewBox`.
+pub const W: f64 = 480.0;
+/// Height of every chart's `viewBox`.
+pub const H: f64 = 300.0;
+const LEFT: f64 = 62.0;
+const RIGHT: f64 = 26.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 46.0;
+
+/// Number of series colours defined by the page CSS (`.s0` … `.s7`).
+pub const PALETTE: usize = 8;
+
+/// Escapes text for HTML and SVG content and attributes.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// How an axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScaleKind {
+    /// Linear, ticks at 1/2/5 × 10^k.
+    Linear,
+    /// Logarithmic base 10, ticks at decades.
+    Log10,
+    /// Logarithmic base 2, ticks at powers of two (latency buckets).
+    Log2,
+}
+
+/// How tick values are written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TickFormat {
+    /// Plain number with an SI suffix (`52M`, `1.5k`, `0.25`).
+    Number,
+    /// Nanoseconds in the largest fitting unit (`512ns`, `4µs`, `2ms`).
+    Nanos,
+    /// A fraction shown as a percentage (`25%`).
+    Percent,
+}
+
+/// One axis: its scale, label, tick format and data range.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// Scale kind.
+    pub kind: ScaleKind,
+    /// Label under (x) or beside (y) the axis.
+    pub label: String,
+    /// Tick label format.
+    pub format: TickFormat,
+    /// Smallest value shown.
+    pub lo: f64,
+    /// Largest value shown.
+    pub hi: f64,
+}
+
+impl Axis {
+    /// An axis covering `values` (finite ones; log scales skip values ≤ 0),
+    /// starting at zero for linear scales when `from_zero`.
+    pub fn fit(
+        kind: ScaleKind,
+        label: &str,
+        format: TickFormat,
+        values: impl IntoIterator<Item = f64>,
+        from_zero: bool,
+    ) -> Axis {
+        let ok = |v: &f64| v.is_finite() && (kind == ScaleKind::Linear || *v > 0.0);
+        let (mut lo, mut hi) = values
+            .into_iter()
+            .filter(ok)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        if !lo.is_finite() {
+            (lo, hi) = (if kind == ScaleKind::Linear { 0.0 } else { 1.0 }, 1.0);
+        }
+        match kind {
+            ScaleKind::Linear => {
+                if from_zero {
+                    lo = lo.min(0.0);
+                    hi = hi.max(0.0);
+                }
+                if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+                    let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.1 };
+                    (lo, hi) = (lo - pad, hi + pad);
+                }
+                let step = nice_step((hi - lo) / 5.0);
+                lo = (lo / step).floor() * step;
+                hi = (hi / step).ceil() * step;
+            }
+            ScaleKind::Log10 => {
+                lo = 10f64.powf(lo.log10().floor());
+                hi = 10f64.powf(hi.log10().ceil().max(lo.log10() + 1.0));
+            }
+            ScaleKind::Log2 => {
+                lo = 2f64.powf(lo.log2().floor());
+                hi = 2f64.powf(hi.log2().ceil().max(lo.log2() + 1.0));
+            }
+        }
+        Axis {
+            kind,
+            label: label.to_string(),
+            format,
+            lo,
+            hi,
+        }
+    }
+
+    fn t(&self, v: f64) -> f64 {
+        match self.kind {
+            ScaleKind::Linear => (v - self.lo) / (self.hi - self.lo),
+            ScaleKind::Log10 => (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
+            ScaleKind::Log2 => (v.log2() - self.lo.log2()) / (self.hi.log2() - self.lo.log2()),
+        }
+    }
+
+    /// Tick values, at most about eight.
+    pub fn ticks(&self) -> Vec<f64> {
+        match self.kind {
+            ScaleKind::Linear => {
+                let step = nice_step((self.hi - self.lo) / 5.0);
+                let n = ((self.hi - self.lo) / step).round() as i64;
+                (0..=n).map(|i| self.lo + i as f64 * step).collect()
+            }
+            ScaleKind::Log10 | ScaleKind::Log2 => {
+                let base: f64 = if self.kind == ScaleKind::Log10 {
+                    10.0
+                } else {
+                    2.0
+                };
+                let (a, b) = (
+                    self.lo.log(base).round() as i64,
+                    self.hi.log(base).round() as i64,
+                );
+                let every = ((b - a) as f64 / 7.0).ceil().max(1.0) as i64;
+                (a..=b)
+                    .filter(|e| (e - a) % every == 0)
+                    .map(|e| base.powi(e as i32))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// 1, 2 or 5 × 10^k, the smallest not below `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw.is_nan() || raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+/// Formats a tick or value label.
+pub fn fmt_value(v: f64, f: TickFormat) -> String {
+    match f {
+        TickFormat::Percent => {
+            let p = v * 100.0;
+            if (p - p.round()).abs() < 1e-9 {
+                format!("{p:.0}%")
+            } else {
+                format!("{p:.1}%")
+            }
+        }
+        TickFormat::Nanos => {
+            let units = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
+            let (d, u) = units
+                .iter()
+                .copied()
+                .find(|(d, _)| v.abs() >= *d)
+                .unwrap_or((1.0, "ns"));
+            format!("{}{u}", trim_num(v / d))
+        }
+        TickFormat::Number => {
+            let units = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+            match units.iter().find(|(d, _)| v.abs() >= *d) {
+                Some((d, u)) => format!("{}{u}", trim_num(v / d)),
+                None => trim_num(v),
+            }
+        }
+    }
+}
+
+/// Up to three significant digits, trailing zeros removed.
+fn trim_num(v: f64) -> String {
+    let a = v.abs();
+    let s = if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A chart under construction: axes and the SVG body drawn so far.
+#[derive(Debug)]
+pub struct Chart {
+    kind: String,
+    title: String,
+    x: Axis,
+    y: Axis,
+    body: String,
+}
+
+/// One named series of points with its palette index.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// Legend name.
+    pub name: String,
+    /// Palette index (`s0` … `s7`).
+    pub color: usize,
+    /// Points in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Chart {
+    /// A chart of `kind` (the `data-plot` attribute) with a title (the SVG
+    /// `<title>`, for screen readers and tooltips) and two axes.
+    pub fn new(kind: &str, title: &str, x: Axis, y: Axis) -> Chart {
+        Chart {
+            kind: kind.to_string(),
+            title: title.to_string(),
+            x,
+            y,
+            body: String::new(),
+        }
+    }
+
+    fn px(&self, v: f64) -> f64 {
+        LEFT + self.x.t(v) * (W - LEFT - RIGHT)
+    }
+
+    fn py(&self, v: f64) -> f64 {
+        H - BOTTOM - self.y.t(v) * (H - TOP - BOTTOM)
+    }
+
+    fn visible(&self, x: f64, y: f64) -> bool {
+        let ok = |a: &Axis, v: f64| {
+            v.is_finite() && (a.kind == ScaleKind::Linear || v > 0.0) && v >= a.lo && v <= a.hi
+        };
+        ok(&self.x, x) && ok(&self.y, y)
+    }
+
+    /// Draws lines (with point markers when `markers`).
+    pub fn lines(&mut self, lines: &[Line], markers: bool) {
+        for l in lines {
+            let pts: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .copied()
+                .filter(|(x, y)| self.visible(*x, *y))
+                .map(|(x, y)| (self.px(x), self.py(y)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let c = l.color % PALETTE;
+            let d: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+            let _ = write!(
+                self.body,
+                r#"<polyline class="line s{c}" points="{}"><title>{}</title></polyline>"#,
+                d.join(" "),
+                esc(&l.name)
+            );
+            if markers || pts.len() == 1 {
+                for (x, y) in &pts {
+                    let _ = write!(
+                        self.body,
+                        r#"<circle class="dot s{c}" cx="{x:.1}" cy="{y:.1}" r="3"/>"#
+                    );
+                }
+            }
+        }
+    }
+
+    /// Draws vertical bars, one per `(x, value)`, centred on `x` with
+    /// `width` in data units of a linear x axis or a factor on a log one.
+    pub fn bars(&mut self, bars: &[(f64, f64, String)], color: usize) {
+        let n = bars.len().max(1) as f64;
+        let slot = (W - LEFT - RIGHT) / n;
+        let base = self.py(self.y.lo.max(if self.y.kind == ScaleKind::Linear {
+            0.0
+        } else {
+            self.y.lo
+        }));
+        for (i, (_, v, tip)) in bars.iter().enumerate() {
+            let x = LEFT + i as f64 * slot + slot * 0.1;
+            let top = if v.is_finite() && *v > 0.0 {
+                self.py(v.min(self.y.hi))
+            } else {
+                base
+            };
+            let _ = write!(
+                self.body,
+                r#"<rect class="bar s{}" x="{x:.1}" y="{top:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
+                color % PALETTE,
+                slot * 0.8,
+                (base - top).max(0.0),
+                esc(tip)
+            );
+        }
+    }
+
+    /// Draws labelled points.
+    pub fn scatter(&mut self, points: &[(String, usize, f64, f64)]) {
+        for (name, c, x, y) in points {
+            if !self.visible(*x, *y) {
+                continue;
+            }
+            let (px, py) = (self.px(*x), self.py(*y));
+            let anchor = if px > W * 0.7 { "end" } else { "start" };
+            let dx = if anchor == "end" { -8.0 } else { 8.0 };
+            let _ = write!(
+                self.body,
+                r#"<circle class="dot big s{}" cx="{px:.1}" cy="{py:.1}" r="6"><title>{}</title></circle><text class="ptlabel" x="{:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+                c % PALETTE,
+                esc(name),
+                px + dx,
+                py - 8.0,
+                esc(name)
+            );
+        }
+    }
+
+    /// Finishes the SVG with grid, axes, ticks and labels. With
+    /// `category_ticks`, the x axis is labelled by those strings, one per
+    /// equal slot (bar charts), instead of by value.
+    pub fn finish(self, category_ticks: Option<&[String]>) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r#"<svg class="plot" data-plot="{}" viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{}"><title>{}</title>"#,
+            esc(&self.kind),
+            esc(&self.title),
+            esc(&self.title)
+        );
+        let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
+        // Horizontal grid and y ticks.
+        for v in self.y.ticks() {
+            let y = self.py(v);
+            let _ = write!(
+                s,
+                r#"<line class="grid" x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                x0 - 6.0,
+                y + 4.0,
+                esc(&fmt_value(v, self.y.format))
+            );
+        }
+        // x ticks.
+        match category_ticks {
+            Some(labels) => {
+                let n = labels.len().max(1);
+                let slot = (x1 - x0) / n as f64;
+                let every = n.div_ceil(8);
+                for (i, l) in labels.iter().enumerate().filter(|(i, _)| i % every == 0) {
+                    let x = x0 + (i as f64 + 0.5) * slot;
+                    let _ = write!(
+                        s,
+                        r#"<text class="tick" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                        y1 + 16.0,
+                        esc(l)
+                    );
+                }
+            }
+            None => {
+                for v in self.x.ticks() {
+                    let x = self.px(v);
+                    let _ = write!(
+                        s,
+                        r#"<line class="grid" x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{y1}"/><text class="tick" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                        y1 + 16.0,
+                        esc(&fmt_value(v, self.x.format))
+                    );
+                }
+            }
+        }
+        s.push_str(&self.body);
+        let _ = write!(
+            s,
+            r#"<path class="axis" d="M{x0},{y0} V{y1} H{x1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text></svg>"#,
+            (x0 + x1) / 2.0,
+            H - 8.0,
+            esc(&self.x.label),
+            (y0 + y1) / 2.0,
+            esc(&self.y.label)
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_and_formats() {
+        let a = Axis::fit(
+            ScaleKind::Linear,
+            "x",
+            TickFormat::Number,
+            [3.0, 47.0],
+            true,
+        );
+        assert_eq!((a.lo, a.hi), (0.0, 50.0));
+        assert_eq!(a.ticks(), [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
+        let l = Axis::fit(
+            ScaleKind::Log2,
+            "ns",
+            TickFormat::Nanos,
+            [300.0, 5000.0],
+            false,
+        );
+        assert_eq!((l.lo, l.hi), (256.0, 8192.0));
+        assert_eq!(fmt_value(1024.0, TickFormat::Nanos), "1.02µs");
+        assert_eq!(fmt_value(2_000_000.0, TickFormat::Nanos), "2ms");
+        assert_eq!(fmt_value(52.0e6, TickFormat::Number), "52M");
+        assert_eq!(fmt_value(0.25, TickFormat::Percent), "25%");
+        assert_eq!(esc("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+        let c = Axis::fit(
+            ScaleKind::Linear,
+            "x",
+            TickFormat::Number,
+            [5.0, 5.0],
+            false,
+        );
+        assert!(c.lo < 5.0 && c.hi > 5.0);
+    }
+}

@@ -1,0 +1,186 @@
+//! HTML report structure: plots present exactly when their data is,
+//! self-contained output, escaping, determinism.
+
+use mmlab::html::plots::{bucket_label, cdf_points, plots};
+use mmlab::html::{render_html, table_html};
+use mmlab::sample;
+use mmlab::table::ComparisonTable;
+use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
+use std::collections::BTreeMap;
+
+fn kinds(r: &RunReport) -> Vec<&'static str> {
+    plots(r).into_iter().map(|p| p.kind).collect()
+}
+
+fn bare(policies: &[(&str, PolicyResult)]) -> RunReport {
+    RunReport {
+        scenario: "x".into(),
+        mode: Mode::Sim,
+        runs: 1,
+        seed: 0,
+        scenario_toml: String::new(),
+        policy_order: policies.iter().map(|(p, _)| p.to_string()).collect(),
+        policies: policies
+            .iter()
+            .map(|(p, r)| (p.to_string(), r.clone()))
+            .collect(),
+    }
+}
+
+#[test]
+fn plots_follow_the_data() {
+    assert_eq!(
+        kinds(&sample::refault_storm(1)),
+        [
+            "latency-histogram",
+            "latency-histogram",
+            "latency-histogram",
+            "latency-histogram",
+            "latency-cdf",
+            "refault-vs-mismatch"
+        ]
+    );
+    assert_eq!(
+        kinds(&sample::stat_readers(1)),
+        [
+            "latency-histogram",
+            "latency-histogram",
+            "latency-histogram",
+            "latency-cdf"
+        ]
+    );
+    assert_eq!(kinds(&sample::update_path(1)), ["throughput-vs-depth"]);
+    assert_eq!(
+        kinds(&sample::numa01(1)),
+        ["local-fraction", "vma-coverage"]
+    );
+}
+
+#[test]
+fn absent_data_draws_no_plot() {
+    let mut scalar = PolicyResult::default();
+    scalar.metrics.insert(
+        "stale_reads".into(),
+        MetricSamples {
+            unit: "count".into(),
+            values: vec![1.0],
+            ..Default::default()
+        },
+    );
+    // An empty histogram and an empty series are absent data too.
+    scalar.metrics.insert(
+        "read_latency_ns".into(),
+        MetricSamples {
+            unit: "ns".into(),
+            values: vec![1.0],
+            histogram: Some(Log2Histogram::default()),
+            ..Default::default()
+        },
+    );
+    scalar
+        .series
+        .insert("local_fraction".into(), Default::default());
+    let r = bare(&[("a", scalar)]);
+    assert!(plots(&r).is_empty());
+    let html = render_html(&[r]);
+    assert!(!html.contains("class=\"plot\""));
+    assert!(!html.contains("<h3>Plots</h3>"));
+    assert!(
+        html.contains("stale_<wbr>reads"),
+        "the table is still there"
+    );
+}
+
+#[test]
+fn throughput_from_depth_metrics_without_series() {
+    let mut p = PolicyResult::default();
+    for (d, v) in [(4, 80.0), (2, 100.0)] {
+        p.metrics.insert(
+            format!("update_ops_per_sec_depth{d}"),
+            MetricSamples {
+                unit: "ops/s".into(),
+                values: vec![v, v],
+                higher_is_better: true,
+                ..Default::default()
+            },
+        );
+    }
+    let r = bare(&[("hierstat", p)]);
+    let pl = plots(&r);
+    assert_eq!(pl.len(), 1);
+    assert_eq!(pl[0].kind, "throughput-vs-depth");
+    assert_eq!(
+        pl[0].svg.matches("<circle").count(),
+        2,
+        "one marker per depth"
+    );
+}
+
+#[test]
+fn page_is_self_contained_and_escaped() {
+    let mut reports = sample::all(3);
+    reports[0].scenario = "<script>alert(1)</script>".into();
+    let html = render_html(&reports);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<meta name=\"viewport\""));
+    assert!(
+        !html.contains("<script"),
+        "no script, and names are escaped"
+    );
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    for bad in ["<link", " src=", "url(", "@import", "https://"] {
+        assert!(!html.contains(bad), "no external resource ({bad})");
+    }
+    // The only URL is the SVG namespace, which is never fetched.
+    assert_eq!(
+        html.matches("http://").count(),
+        html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+    assert_eq!(html, render_html(&reports), "deterministic");
+    let n = reports.iter().map(|r| plots(r).len()).sum::<usize>();
+    assert_eq!(html.matches("<svg class=\"plot\" data-plot=").count(), n);
+}
+
+#[test]
+fn cdf_and_bucket_labels() {
+    let mut h = Log2Histogram::default();
+    h.record_n(300, 1); // bucket 8: 256..511
+    h.record_n(1000, 3); // bucket 9: 512..1023
+    assert_eq!(cdf_points(&h), [(256.0, 0.0), (511.0, 0.25), (1023.0, 1.0)]);
+    assert!(cdf_points(&Log2Histogram::default()).is_empty());
+    assert_eq!(bucket_label(9, "ns"), "512ns");
+    assert_eq!(bucket_label(10, "ns"), "1µs");
+    assert_eq!(bucket_label(21, "ns"), "2ms");
+    assert_eq!(bucket_label(31, "ns"), "2s");
+}
+
+#[test]
+fn html_table_colours_significant_changes_by_direction() {
+    let m = |v: &[f64], hib: bool| MetricSamples {
+        unit: "ops/s".into(),
+        values: v.to_vec(),
+        higher_is_better: hib,
+        ..Default::default()
+    };
+    let mk = |a: &[f64], b: &[f64]| {
+        let mut x = PolicyResult {
+            metrics: BTreeMap::new(),
+            series: BTreeMap::new(),
+        };
+        x.metrics.insert("tput".into(), m(a, true));
+        x.metrics.insert("lat".into(), m(b, false));
+        x
+    };
+    let base = mk(&[100.0, 101.0, 99.0], &[10.0, 10.5, 9.5]);
+    let new = mk(&[80.0, 81.0, 79.0], &[5.0, 5.2, 4.8]);
+    let html = table_html(&ComparisonTable::build(&[("base", &base), ("new", &new)]));
+    // Throughput fell (bad), latency fell (good).
+    assert!(
+        html.contains(r#"<span class="chg bad">-20.0%</span>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<span class="chg good">-50.0%</span>"#),
+        "{html}"
+    );
+}
