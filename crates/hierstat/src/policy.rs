@@ -8,7 +8,7 @@
 //! | `linux-5.15-ratelimited` | global | root | skip | flush only if the periodic flush is > 2 periods late |
 //! | `linux-6.8` | per group, shards × 64 | subtree | serialize | ratelimited subtree flush |
 //! | `linux-6.17` | per group, early break | subtree, lock dropped per shard | serialize | ratelimited |
-//! | `hierstat` | per group, folded (O(1) update), margin-safe early break | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
+//! | `hierstat` | per group, folded with reservations (O(1) update, error ≤ T), batch × isqrt(shards + 2) | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
 
 use std::fmt;
 use std::str::FromStr;
@@ -33,10 +33,16 @@ pub enum ThresholdScheme {
     /// residue into that group's atomic at `batch` (6.8 `memcg_rstat_updated`).
     /// O(depth) atomics per update. Unfolded error per group ≤ shards × (batch − 1).
     PerAncestor,
-    /// Ours: the update adds to the updated group's own per-shard residue only;
-    /// when it reaches `batch`, the folded magnitude is added to the group and
-    /// to each ancestor. O(1) atomics per update, O(depth) per `batch` pages.
-    /// Unfolded error of group g ≤ shards × (batch − 1) × |subtree(g)|.
+    /// Ours: the update adds to the updated group's own per-shard residue
+    /// only; when it reaches `batch`, the folded magnitude is added to the
+    /// group and to each ancestor. When a (group, shard) pair is first
+    /// queued after a flush, `batch − 1` (the most its residue can hold
+    /// unfolded) is *reserved* in the group and each ancestor. O(1) atomics
+    /// per update; O(depth) per `batch` pages and per queued pair. The
+    /// counter then never under-counts: the unflushed magnitude of a subtree
+    /// is at most its group's counter, so every threshold-guarded read is
+    /// within `T` of exact (tighter than the kernel's `T + shards × (batch − 1)`),
+    /// at the price of flushing wide, sparsely updated subtrees sooner.
     Folded,
 }
 
@@ -229,6 +235,7 @@ impl Preset {
             },
             Preset::Hierstat => Policy {
                 scheme: ThresholdScheme::Folded,
+                threshold_size: ThresholdSize::BatchSqrtShards,
                 early_break: EarlyBreak::Margin,
                 concurrency: Concurrency::DisjointParallel,
                 lock_per_shard: true,

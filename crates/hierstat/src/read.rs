@@ -103,7 +103,7 @@ impl HierStats {
     ///
     /// The bound, in pages of update magnitude converted to the item's unit:
     /// * per-group, kernel-exact accounting: `updates(g) + shards × (batch − 1)`;
-    /// * per-group, folded accounting: `updates(g) + shards × (batch − 1) × |subtree(g)|`;
+    /// * per-group, folded accounting with reservations: `updates(g)`;
     /// * global threshold: `global + shards × (batch − 1) × groups`;
     /// * none once the group (or the tree, for a global threshold) is above
     ///   the threshold `T`, since early-break and skipped flushes stop the
@@ -143,7 +143,7 @@ impl HierStats {
                 }
                 Some(match c.policy.scheme {
                     ThresholdScheme::PerAncestor => u + residue,
-                    ThresholdScheme::Folded => u + residue * n.subtree_size.load(Ordering::Relaxed),
+                    ThresholdScheme::Folded => u,
                 })
             }
         }

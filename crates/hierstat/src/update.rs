@@ -14,7 +14,9 @@
 //!    (cold, once per `batch` pages).
 //!
 //! With [`ThresholdScheme::Folded`] that is two atomic RMWs whatever the
-//! depth. With [`ThresholdScheme::PerAncestor`] (the kernel's exact
+//! depth; the O(depth) walks happen once per `batch` pages (fold) and once
+//! per (group, shard) per flush (claim, which reserves `batch − 1`: the most
+//! the pair's residue can hold unfolded). With [`ThresholdScheme::PerAncestor`] (the kernel's exact
 //! accounting) step 2 is repeated on every ancestor's header on shard `s`,
 //! until the early-break rule stops the walk.
 
@@ -186,6 +188,29 @@ impl Core {
         work.count(Work::Atomic, 1);
         if old & QUEUED == 0 {
             self.lists[s].push(node.hot.row, hdr, work);
+            if self.policy.threshold == ThresholdRule::PerGroup
+                && self.policy.scheme == ThresholdScheme::Folded
+            {
+                // Reserve the most this pair's residue can hold before it
+                // folds, so the threshold counters never under-count.
+                self.add_up(node, self.batch - 1, work);
+            }
+        }
+    }
+
+    /// Adds `m` to the threshold counters of `node` and its ancestors,
+    /// stopping at the first one above the break level (its ancestors are
+    /// above it too: every amount added below reached them as well).
+    fn add_up<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
+        let mut a = Some(node);
+        while let Some(n) = a {
+            // ORDERING: Relaxed; flush trigger only.
+            if n.updates.load(Ordering::Relaxed) > self.break_above {
+                break;
+            }
+            n.updates.fetch_add(m, Ordering::Relaxed);
+            work.count(Work::Atomic, 1);
+            a = n.hot.parent.as_deref();
         }
     }
 
@@ -230,16 +255,7 @@ impl Core {
                 ThresholdScheme::PerAncestor => self.take_residue_into(s, node, extra, work),
                 ThresholdScheme::Folded => {
                     let m = self.take_residue(s, node, work) + extra;
-                    let mut a = Some(node);
-                    while let Some(n) = a {
-                        // ORDERING: Relaxed; flush trigger only.
-                        if n.updates.load(Ordering::Relaxed) > self.break_above {
-                            break;
-                        }
-                        n.updates.fetch_add(m, Ordering::Relaxed);
-                        work.count(Work::Atomic, 1);
-                        a = n.hot.parent.as_deref();
-                    }
+                    self.add_up(node, m, work);
                 }
             },
         }

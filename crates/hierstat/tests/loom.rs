@@ -109,7 +109,10 @@ mod engine {
     fn tree(preset: Preset) -> (HierStats, ItemId) {
         let mut b = Schema::builder();
         let x = b.event("x", Unit::Count);
-        (HierStats::new(b.build().unwrap(), Config::preset(preset).shards(1)).unwrap(), x)
+        (
+            HierStats::new(b.build().unwrap(), Config::preset(preset).shards(1)).unwrap(),
+            x,
+        )
     }
 
     #[test]

@@ -199,7 +199,8 @@ fn run(preset: Preset, shards: usize, ops: Vec<Op>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, .. ProptestConfig::default() })]
+    // 40 cases in CI; PROPTEST_CASES=N for longer runs.
+    #![proptest_config(ProptestConfig { cases: cases(), .. ProptestConfig::default() })]
 
     #[test]
     fn oracle_hierstat(shards in 1usize..5, ops in proptest::collection::vec(op(4), 1..120)) {
@@ -212,6 +213,13 @@ proptest! {
         let ops = ops.into_iter().map(|o| clamp_shard(o, shards)).collect();
         run(Preset::ALL[p], shards, ops);
     }
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40)
 }
 
 fn clamp_shard(o: Op, shards: usize) -> Op {
