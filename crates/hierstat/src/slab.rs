@@ -8,8 +8,9 @@
 //! aligned and padded, so two shards never share a cache line (or an
 //! adjacent-line prefetch pair).
 //!
-//! Rows live in *buckets* of geometrically growing capacity (16, 32, 64, ...
-//! rows), so memory grows with the number of groups and a row never moves.
+//! Rows live in *buckets* of geometrically growing capacity (16, 32, ...,
+//! 256 rows, then 256 each), so memory grows with the number of groups
+//! (at most 255 rows of slack) and a row never moves.
 //! A group caches its bucket and offsets, so the hot path reaches its row
 //! without consulting any table.
 //!
@@ -43,6 +44,12 @@ pub(crate) const MAX_ROWS: usize = (1 << 31) - 2;
 
 /// Rows in the first bucket.
 const FIRST_BUCKET_ROWS: usize = 16;
+/// Buckets stop growing at this many rows.
+const MAX_BUCKET_ROWS: usize = 256;
+/// Index of the first bucket of `MAX_BUCKET_ROWS` rows (16 << 4 = 256).
+const LAST_GROWING: usize = 4;
+/// Rows in the growing buckets 0..=LAST_GROWING.
+const GROWING_ROWS: usize = FIRST_BUCKET_ROWS * ((1 << (LAST_GROWING + 1)) - 1);
 /// Shard sections are padded to this many words (128 bytes).
 const SECTION_ALIGN_WORDS: usize = 16;
 
@@ -135,7 +142,7 @@ impl Slab {
     }
 
     fn bucket_rows(b: usize) -> usize {
-        FIRST_BUCKET_ROWS << b
+        (FIRST_BUCKET_ROWS << b.min(LAST_GROWING)).min(MAX_BUCKET_ROWS)
     }
 
     fn section_words(&self, b: usize) -> usize {
@@ -145,6 +152,10 @@ impl Slab {
 
     /// (bucket, index in bucket) of `row`.
     fn locate(row: usize) -> (usize, usize) {
+        if row >= GROWING_ROWS {
+            let r = row - GROWING_ROWS;
+            return (LAST_GROWING + 1 + r / MAX_BUCKET_ROWS, r % MAX_BUCKET_ROWS);
+        }
         let q = row / FIRST_BUCKET_ROWS + 1;
         let b = (usize::BITS - 1 - q.leading_zeros()) as usize;
         let start = FIRST_BUCKET_ROWS * ((1 << b) - 1);
@@ -200,6 +211,11 @@ mod tests {
         assert_eq!(Slab::locate(16), (1, 0));
         assert_eq!(Slab::locate(47), (1, 31));
         assert_eq!(Slab::locate(48), (2, 0));
+        assert_eq!(Slab::locate(495), (4, 255));
+        assert_eq!(Slab::locate(496), (5, 0));
+        assert_eq!(Slab::locate(496 + 256), (6, 0));
+        assert_eq!(Slab::bucket_rows(4), 256);
+        assert_eq!(Slab::bucket_rows(9), 256);
     }
 
     #[test]

@@ -266,6 +266,23 @@ impl HierStats {
     pub fn counter_bytes(&self) -> usize {
         self.core.read_structure().slab.allocated_bytes()
     }
+
+    /// Total bytes the tree holds: counter rows, node structs, aggregate
+    /// arrays, names and tables (excluding allocator overhead).
+    pub fn memory_bytes(&self) -> usize {
+        let st = self.core.read_structure();
+        let slots = self.core.schema.slots();
+        let per_node = std::mem::size_of::<Node>() + 3 * slots * 8;
+        let nodes: usize = st
+            .nodes
+            .iter()
+            .flatten()
+            .map(|n| per_node + n.name.len() + n.path.len())
+            .sum();
+        let tables = st.nodes.len() * (std::mem::size_of::<Option<Arc<Node>>>() + 48)
+            + st.children.iter().map(|c| c.len() * 48).sum::<usize>();
+        st.slab.allocated_bytes() + nodes + tables
+    }
 }
 
 impl crate::stats::Core {
