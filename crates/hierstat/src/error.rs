@@ -20,6 +20,9 @@ pub enum Error {
         /// Kind the item has.
         actual: &'static str,
     },
+    /// An event item was given a negative delta (events only count up).
+    #[error("event item {0:?} cannot go down (delta {1})")]
+    NegativeEvent(String, i64),
     /// Two schema items share a name.
     #[error("duplicate stat item {0:?}")]
     DuplicateItem(String),

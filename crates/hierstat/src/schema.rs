@@ -295,6 +295,19 @@ impl Schema {
         }
     }
 
+    /// Slot of an item for an update of `delta`: events only count up.
+    #[inline]
+    pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<usize, Error> {
+        match self.items.get(item.index()) {
+            Some(info) if info.kind == ItemKind::State => Ok(info.slot as usize),
+            Some(info) if info.kind == ItemKind::Event && delta >= 0 => Ok(info.slot as usize),
+            Some(info) if info.kind == ItemKind::Event => {
+                Err(Error::NegativeEvent(info.name.clone(), delta))
+            }
+            _ => self.slot_of(item),
+        }
+    }
+
     /// (total slot, node slot) of a per-node item on `node`.
     #[inline]
     pub(crate) fn node_slots(

@@ -36,10 +36,10 @@ impl HierStats {
     ///
     /// # Errors
     /// [`Error::UnknownItem`] / [`Error::WrongItemKind`] for a handle of
-    /// another schema or a per-node item.
+    /// another schema or a per-node item, [`Error::NegativeEvent`].
     #[inline]
     pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
-        let slot = self.core.schema.slot_of(item)?;
+        let slot = self.core.schema.slot_for_update(item, delta)?;
         let s = shard::current(self.core.shards);
         self.core.update(s, &group.node, slot, delta, &mut ());
         Ok(())
@@ -59,7 +59,7 @@ impl HierStats {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error> {
-        let slot = self.core.schema.slot_of(item)?;
+        let slot = self.core.schema.slot_for_update(item, delta)?;
         let s = self.core.check_shard(shard)?;
         self.core.update(s, &group.node, slot, delta, work);
         Ok(())

@@ -99,6 +99,11 @@ fn user_mistakes_are_errors() {
         Err(Error::NodeOutOfRange { node: 5, nodes: 2 })
     ));
     assert!(t.schema().item("lru").is_err());
+    let pgfault = t.schema().item("pgfault").unwrap();
+    assert!(matches!(
+        t.add(&a, pgfault, -1),
+        Err(Error::NegativeEvent(..))
+    ));
     let bad = HierStats::new(
         Schema::builder().build().unwrap(),
         Config::default().shards(0),
