@@ -1,3 +1,41 @@
-fn main() {
-    println!("mmlab: work in progress");
+//! The `mmlab` command line. See `mmlab --help`.
+
+use anyhow::Result;
+use clap::Parser;
+use mmlab::cli::{Cli, Command, SuiteArgs};
+use std::io::Write;
+use std::process::ExitCode;
+
+fn run(cli: Cli) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match cli.command {
+        None => mmlab::suite::cmd_suite(&SuiteArgs::default(), &mut out)?,
+        Some(Command::Suite(a)) => mmlab::suite::cmd_suite(&a, &mut out)?,
+        Some(Command::Run(a)) => mmlab::run::cmd_run(&a, &mut out)?,
+        Some(Command::List) => mmlab::run::cmd_list(&mut out)?,
+        Some(Command::Bench(a)) => mmlab::bench::cmd_bench(&a, &mut out)?,
+        Some(Command::Calibrate(a)) => mmlab::calibrate::cmd_calibrate(&a, &mut out)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mmlab: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -29,6 +29,7 @@ pub mod engine;
 pub mod error;
 pub mod event;
 pub mod lock;
+pub mod refault;
 pub mod report;
 pub mod rng;
 pub mod runner;

@@ -155,6 +155,10 @@ pub struct ReadersSpec {
     /// Items read per `memory.stat` read (default: all items).
     #[serde(default)]
     pub items: Option<u32>,
+    /// All readers wake at the same instants (a herd of monitoring agents)
+    /// instead of at seeded random phases.
+    #[serde(default)]
+    pub aligned: bool,
 }
 
 /// The background flusher.

@@ -6,8 +6,11 @@
 //! and latencies are wall-clock `Instant` differences recorded in an
 //! hdrhistogram. An exact oracle (shared atomic sums, updated by the writers
 //! after each engine update) judges reads: a read is stale when its value
-//! lies outside `[min(before, after) − bound, max(before, after) + bound]`,
-//! with `before`/`after` the oracle's values around the read.
+//! lies outside `[min(before, after) − bound − slack, max(before, after) +
+//! bound + slack]`, with `before`/`after` the oracle's values around the
+//! read and `slack` the largest update times the number of writers (a
+//! writer may be preempted between its engine update and its oracle
+//! update, so the oracle lags the engine by at most one update per writer).
 
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
@@ -204,6 +207,8 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             let mut hist = Histogram::<u64>::new(3).expect("valid");
             let mut lat = Vec::new();
             let mut stale = 0u64;
+            let w = &setup.writer_spec;
+            let slack = setup.writers as u64 * w.pages[1].max(if w.thp_fraction > 0.0 { 512 } else { 0 });
             let period = Duration::from_secs_f64(readers.period_ms / 1000.0);
             let gap = period / readers.count.max(1);
             barrier_r.wait();
@@ -232,6 +237,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                     let lo = before[i].min(after).max(0) as u64;
                     let hi = before[i].max(after).max(0) as u64;
                     if let Some(b) = rv.bound {
+                        let b = b + slack;
                         if rv.value + b < lo || rv.value > hi + b {
                             is_stale = true;
                         }

@@ -89,10 +89,35 @@ pub struct SimOutcome {
     pub lock_wait: SimTime,
     /// Longest flush-lock hold.
     pub max_hold: SimTime,
+    /// Virtual duration of every flush (read-side and periodic).
+    pub flush_durations: Vec<u64>,
+    /// Work of all flushes together.
+    pub flush_work: Work,
     /// Events processed.
     pub events: u64,
     /// Engine calls made.
     pub engine_calls: u64,
+    /// The first few stale reads, for diagnosis.
+    pub stale_examples: Vec<StaleExample>,
+}
+
+/// A stale read, as observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleExample {
+    /// Virtual time of the read.
+    pub time: SimTime,
+    /// Group read.
+    pub group: GroupIdx,
+    /// Item read.
+    pub item: usize,
+    /// Value returned.
+    pub value: u64,
+    /// Exact value (clamped at 0).
+    pub exact: u64,
+    /// Bound reported.
+    pub bound: u64,
+    /// Whether this read flushed (or waited for a flush).
+    pub flushed: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -113,6 +138,7 @@ struct Request {
     group: GroupIdx,
     started: SimTime,
     free: bool,
+    flushed: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -150,6 +176,9 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     reader_targets: Vec<GroupIdx>,
     spike_targets: Vec<GroupIdx>,
     requests: Vec<Request>,
+    /// Exact values of the items a request reads, when its flush ran (or
+    /// when it started, if it did not flush).
+    snapshots: Vec<Vec<i64>>,
     free_requests: Vec<u32>,
     spikes: Vec<SpikeState>,
     stopped: bool,
@@ -194,6 +223,7 @@ pub fn run<B: StatsBackend + ?Sized>(backend: &B, shape: &TreeShape, setup: &Sim
         reader_targets,
         spike_targets,
         requests: Vec::new(),
+        snapshots: Vec::new(),
         free_requests: Vec::new(),
         spikes: Vec::new(),
         stopped: false,
@@ -222,7 +252,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             let period = period_ns(r.period_ms);
             if !self.reader_targets.is_empty() {
                 for reader in 0..r.count {
-                    let t = self.rng.below(period);
+                    let t = if r.aligned { 0 } else { self.rng.below(period) };
                     self.queue.push(t, Event::ReaderWake { reader });
                 }
             }
@@ -358,14 +388,46 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             group,
             started: self.now,
             free: false,
+            flushed: false,
         };
-        if let Some(id) = self.free_requests.pop() {
+        let id = if let Some(id) = self.free_requests.pop() {
             self.requests[id as usize] = r;
             id
         } else {
             self.requests.push(r);
+            self.snapshots.push(Vec::new());
             (self.requests.len() - 1) as u32
+        };
+        self.snapshot(id);
+        id
+    }
+
+    /// Items a request reads.
+    fn items_read(&self, purpose: Purpose) -> usize {
+        let items = self.setup.items;
+        match purpose {
+            Purpose::Reader { .. } => self
+                .setup
+                .readers
+                .as_ref()
+                .and_then(|r| r.items)
+                .map(|n| n as usize)
+                .unwrap_or(items)
+                .min(items),
+            Purpose::Periodic => 0,
+            _ => 1,
         }
+    }
+
+    /// Records the exact values the request `id` will be judged against.
+    fn snapshot(&mut self, id: u32) {
+        let req = self.requests[id as usize];
+        let n = self.items_read(req.purpose);
+        let items = self.setup.items;
+        let base = req.group as usize * items;
+        let snap = &mut self.snapshots[id as usize];
+        snap.clear();
+        snap.extend_from_slice(&self.exact[base..base + n]);
     }
 
     fn reader_wake(&mut self, reader: u32) {
@@ -410,6 +472,8 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     /// and, for reads, its completion.
     fn run_flush(&mut self, id: u32, reason: FlushReason) {
         let g = self.requests[id as usize].group;
+        self.requests[id as usize].flushed = true;
+        self.snapshot(id);
         let mut work = Work {
             locks: 1,
             ..Work::default()
@@ -420,6 +484,8 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.out.flushes += 1;
         let d = self.setup.costs.cost_ns(&work);
         self.out.max_hold = self.out.max_hold.max(d);
+        self.out.flush_durations.push(d);
+        self.out.flush_work.merge(&work);
         let end = self.now + d;
         self.lock.set_until(id, end);
         self.queue.push(end, Event::LockRelease { request: id });
@@ -454,17 +520,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     fn read_done(&mut self, id: u32) {
         let req = self.requests[id as usize];
         let items = self.setup.items;
-        let n_read = match req.purpose {
-            Purpose::Reader { .. } => self
-                .setup
-                .readers
-                .as_ref()
-                .and_then(|r| r.items)
-                .map(|n| n as usize)
-                .unwrap_or(items)
-                .min(items),
-            _ => 1,
-        };
+        let n_read = self.items_read(req.purpose);
         let mut work = Work {
             calls: 1,
             ..Work::default()
@@ -478,9 +534,25 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             if item == 0 {
                 first = rv.value;
             }
+            let at_flush = self.snapshots[id as usize][item].max(0) as u64;
             if let Some(b) = rv.bound {
-                if rv.value.abs_diff(exact) > b {
+                // Updates may land while the read is in progress: the value
+                // is judged against the exact value when its flush ran and
+                // when it returns, and is stale only if it is off by more
+                // than the bound at both.
+                if rv.value.abs_diff(exact) > b && rv.value.abs_diff(at_flush) > b {
                     stale = true;
+                    if self.out.stale_examples.len() < 8 {
+                        self.out.stale_examples.push(StaleExample {
+                            time: self.now,
+                            group: req.group,
+                            item,
+                            value: rv.value,
+                            exact,
+                            bound: b,
+                            flushed: req.flushed,
+                        });
+                    }
                 }
             }
         }

@@ -76,7 +76,10 @@ impl Header for SeparatedHeader {
 /// header of type `H` for `duration`; returns the updaters' operations.
 pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duration) -> UpdateOutcome {
     let header = H::default();
-    let slots: Vec<Padded<AtomicU64>> = (0..updaters.max(1)).map(|_| Padded::default()).collect();
+    // A power of two, so the slot index is a mask, not a division.
+    let n_slots = updaters.max(1).next_power_of_two();
+    let mask = n_slots - 1;
+    let slots: Vec<Padded<AtomicU64>> = (0..n_slots).map(|_| Padded::default()).collect();
     // ORDERING: Relaxed everywhere: the base never changes during the run
     // (it is read-mostly, as the kernel's pointer), counters are statistics,
     // and `stop`/`ops` only end loops and are read after the threads join.
@@ -94,7 +97,7 @@ pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duratio
                     for _ in 0..64 {
                         for _ in 0..UPDATES_PER_OP {
                             let base = header.base().load(Ordering::Relaxed);
-                            slots[(base + t) % slots.len()].0.fetch_add(1, Ordering::Relaxed);
+                            slots[(base + t) & mask].0.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     n += 64;

@@ -219,6 +219,30 @@ pub fn push_latency(r: &mut PolicyResult, name: &str, samples: &[u64]) {
     }
 }
 
+/// Appends one run's distribution summary (mean as the value, p50/p99/
+/// p999/max as percentiles) without a histogram.
+pub fn push_distribution(r: &mut PolicyResult, name: &str, unit: &str, samples: &[u64]) {
+    let m = r.metrics.entry(name.to_string()).or_insert_with(|| MetricSamples {
+        unit: unit.to_string(),
+        higher_is_better: false,
+        ..MetricSamples::default()
+    });
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let mean = if sorted.is_empty() {
+        0.0
+    } else {
+        sorted.iter().map(|&v| v as f64).sum::<f64>() / sorted.len() as f64
+    };
+    m.values.push(mean);
+    for (k, q) in [("p50", 0.50), ("p99", 0.99), ("p999", 0.999), ("max", 1.0)] {
+        m.percentiles
+            .entry(k.to_string())
+            .or_default()
+            .push(quantile(&sorted, q) as f64);
+    }
+}
+
 /// The `q` quantile of sorted samples (nearest rank); 0 when empty.
 pub fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
@@ -229,7 +253,7 @@ pub fn quantile(sorted: &[u64], q: f64) -> u64 {
 }
 
 /// Items in the schema of a workload.
-pub(crate) fn schema_items(sc: &Scenario) -> usize {
+pub fn schema_items(sc: &Scenario) -> usize {
     let w = sc.writers.as_ref().map(|w| w.items).unwrap_or(1);
     let r = sc.readers.as_ref().and_then(|r| r.items).unwrap_or(w);
     let u = sc.update.as_ref().map(|u| u.items).unwrap_or(1);

@@ -5,7 +5,7 @@
 //! CPUs, 99.9% of reads ≤ 50 µs and none over 100 ms with subtree flushes
 //! and per-memcg thresholds.
 
-use super::{push, push_latency, schema_items, AnyBackend, PolicyChoice, Progress, RunOptions};
+use super::{push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice, Progress, RunOptions};
 use crate::error::SimError;
 use crate::report::{Mode, PolicyResult};
 use crate::runner::{real, sim};
@@ -80,7 +80,7 @@ pub fn run(
 }
 
 /// The simulated setup of a readers scenario (also used by stale-read).
-pub(crate) fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
+pub fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
     sim::SimSetup {
         cpus: sc.cpus.unwrap_or(1) as usize,
         duration: sc.duration_ms * MILLIS,
@@ -95,7 +95,7 @@ pub(crate) fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u6
 }
 
 /// Records the read metrics of a simulated run.
-pub(crate) fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
+pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
     push_latency(r, "read_latency_ns", &o.read_latencies);
     let slow = o.read_latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
     let over_100ms = o.read_latencies.iter().filter(|&&l| l > 100 * MILLIS).count();
@@ -106,7 +106,11 @@ pub(crate) fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
     push(r, "flushes", "count", o.flushes as f64, false);
     push(r, "skipped_flushes", "count", o.skipped_flushes as f64, false);
     push(r, "lock_wait_ns", "ns", o.lock_wait as f64, false);
-    push(r, "max_lock_hold_ns", "ns", o.max_hold as f64, false);
+    push_distribution(r, "flush_ns", "ns", &o.flush_durations);
+    let per_flush = |v: u64| v as f64 / o.flushes.max(1) as f64;
+    push(r, "flush_shards_scanned", "count/flush", per_flush(o.flush_work.shards_scanned), false);
+    push(r, "flush_groups_visited", "count/flush", per_flush(o.flush_work.groups_visited), false);
+    push(r, "flush_counters_aggregated", "count/flush", per_flush(o.flush_work.counters_aggregated), false);
     push(
         r,
         "update_ops_per_sec",

@@ -1,0 +1,128 @@
+//! Command-line syntax (clap derive), converted once into validated
+//! requests by `main.rs`.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// mmlab: reproduce the Linux memcg statistics threads' experiments on the
+/// hierstat engine, under every flush policy, side by side.
+///
+/// With no command, runs the default suite (every scenario with the
+/// policies that tell its story) and prints a readable report.
+#[derive(Debug, Parser)]
+#[command(name = "mmlab", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do (default: the suite).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the default suite: every scenario, the policies that tell its
+    /// story, key figures against the seeds'.
+    Suite(SuiteArgs),
+    /// Run one scenario (a built-in name or a TOML file).
+    Run(RunArgs),
+    /// List the built-in scenarios and the policies.
+    List,
+    /// Engine ratios against the baselines, and the simulator's speed.
+    Bench(BenchArgs),
+    /// Measure the simulator's per-unit costs on this host and save them.
+    Calibrate(CalibrateArgs),
+}
+
+/// Options shared by the commands that run scenarios.
+#[derive(Debug, Args, Clone, Default)]
+pub struct CommonRunArgs {
+    /// Write the results as JSON to FILE (`-` for stdout, replacing the text).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+}
+
+/// `mmlab suite`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SuiteArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+    /// Reduced sizes and one run each (a smoke test, not the seeds' sizes).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// `mmlab run`.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// A built-in scenario name (see `mmlab list`) or a scenario TOML file.
+    pub scenario: String,
+    /// Policy to run (repeatable; replaces the scenario's list, the first
+    /// is the baseline of %change).
+    #[arg(long = "policy", short = 'p', value_name = "P")]
+    pub policies: Vec<String>,
+    /// Runs per policy.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: Option<u32>,
+    /// Base seed (run i uses seed + i).
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Measured duration per run in milliseconds (virtual in sim mode).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub duration_ms: Option<u64>,
+    /// Common options.
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+}
+
+/// `mmlab bench`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct BenchArgs {
+    /// Write `{"ns_per_op": .., "ratios": .., "rates": ..}` to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Shorter measurements (noisier).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// `mmlab calibrate`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct CalibrateArgs {
+    /// Where to save the costs.
+    #[arg(long, short, value_name = "FILE", default_value = "mmlab-costs.toml")]
+    pub out: PathBuf,
+    /// Shorter measurements (noisier).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_parses_repeated_policies() {
+        let c = Cli::try_parse_from([
+            "mmlab", "run", "stale-read", "-p", "linux-6.8", "--policy", "hierstat", "--runs", "2",
+        ])
+        .unwrap();
+        match c.command {
+            Some(Command::Run(r)) => {
+                assert_eq!(r.policies, vec!["linux-6.8", "hierstat"]);
+                assert_eq!(r.runs, Some(2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["mmlab", "run", "x", "--runs", "0"]).is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! The default suite: every scenario with the policies that tell its
+//! story, then every seed direction in one summary.
+
+use crate::cli::SuiteArgs;
+use crate::directions::{self, Check};
+use crate::json;
+use crate::run::{execute, load_costs, print_report, write_json};
+use anyhow::Result;
+use serde_json::{json, Value};
+use sim::scenario::Scenario;
+use std::io::Write;
+use std::time::Instant;
+
+/// The suite's scenarios, in order.
+pub const SUITE: [&str; 6] = [
+    "update-path",
+    "update-path-sim",
+    "stat-readers",
+    "stat-readers-real",
+    "stale-read",
+    "false-sharing",
+];
+
+/// Shrinks a scenario for `--quick`: one run, shorter, fewer readers.
+pub fn quick(sc: &mut Scenario) {
+    sc.runs = 1;
+    sc.duration_ms = (sc.duration_ms / 5).max(1);
+    if let Some(r) = &mut sc.readers {
+        r.count = (r.count / 5).max(1);
+    }
+}
+
+/// `mmlab` / `mmlab suite`.
+pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
+    let costs = load_costs(&args.common)?;
+    let started = Instant::now();
+    let mut reports = Vec::new();
+    let mut all_checks: Vec<Check> = Vec::new();
+    let json_to_stdout = args.common.json.as_deref() == Some(std::path::Path::new("-"));
+    for name in SUITE {
+        let mut sc = Scenario::builtin(name).expect("suite scenarios are built in")?;
+        if args.quick {
+            quick(&mut sc);
+        }
+        let t = Instant::now();
+        let report = execute(&sc, &costs)?;
+        if !json_to_stdout {
+            writeln!(out, "### {name}: {}", sc.description)?;
+            if !sc.reproduces.is_empty() {
+                writeln!(out, "### reproduces {}", sc.reproduces)?;
+            }
+            print_report(&report, &sc, out)?;
+            writeln!(out, "({name} took {:.1} s)\n", t.elapsed().as_secs_f64())?;
+        }
+        if let Some(w) = sc.workload {
+            all_checks.extend(directions::checks(&report, w));
+        }
+        reports.push(report);
+    }
+    if !json_to_stdout {
+        writeln!(out, "{}", "=".repeat(89))?;
+        writeln!(
+            out,
+            "summary: the seeds' directions, measured side by side ({} of {} shown, {:.1} s)\n",
+            all_checks.iter().filter(|c| c.pass).count(),
+            all_checks.len(),
+            started.elapsed().as_secs_f64()
+        )?;
+        let mut by_scenario: Vec<&str> = Vec::new();
+        for c in &all_checks {
+            if !by_scenario.contains(&c.scenario.as_str()) {
+                by_scenario.push(&c.scenario);
+            }
+        }
+        for s in by_scenario {
+            let cs: Vec<Check> = all_checks.iter().filter(|c| c.scenario == s).cloned().collect();
+            writeln!(out, "{s}:")?;
+            writeln!(out, "{}", directions::render_checks(&cs))?;
+        }
+    }
+    if let Some(p) = &args.common.json {
+        let v = json!({
+            "suite": reports.iter().map(json::report_json).collect::<Vec<Value>>(),
+            "checks": all_checks.iter().map(|c| json!({
+                "scenario": c.scenario, "claim": c.claim, "measured": c.measured,
+                "seed": c.seed, "pass": c.pass,
+            })).collect::<Vec<Value>>(),
+        });
+        write_json(p, &v, out)?;
+    }
+    Ok(())
+}
