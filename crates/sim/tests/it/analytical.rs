@@ -1,0 +1,157 @@
+//! Analytical checks: with a backend whose work per call is fixed, the
+//! simulated latencies must equal the cost model's sums exactly.
+
+use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend};
+use sim::cost::{CostModel, Work};
+use sim::lock::LockMode;
+use sim::runner::sim::{run, SimSetup};
+use sim::scenario::{ReadersSpec, Targets, WritersSpec};
+use sim::time::MILLIS;
+use sim::workload::{GroupIdx, TreeShape};
+
+/// Costs chosen so that every unit is distinguishable.
+const COSTS: &str = "call_ns = 1\natomic_ns = 2\nshard_scanned_ns = 3\ngroup_visited_ns = 5\n\
+counter_aggregated_ns = 7\nlock_ns = 11\nitem_read_ns = 13\nline_transfer_ns = 17\n";
+
+/// A backend whose calls do a fixed amount of work.
+struct Fixed {
+    lock: LockMode,
+}
+
+const FLUSH_WORK: Work = Work {
+    calls: 1,
+    atomics: 0,
+    shards_scanned: 3,
+    groups_visited: 2,
+    counters_aggregated: 5,
+    locks: 0,
+    items_read: 0,
+};
+
+impl StatsBackend for Fixed {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+    fn rules(&self) -> FlushRules {
+        FlushRules {
+            lock: self.lock,
+            scope: FlushScope::Subtree,
+            periodic: false,
+        }
+    }
+    fn add(&self, _: GroupIdx, _: usize, _: i64) {}
+    fn add_counted(&self, _: usize, _: GroupIdx, _: usize, _: i64, w: &mut Work, _: &mut Vec<LineId>) {
+        w.calls += 1;
+        w.atomics += 2;
+    }
+    fn needs_flush(&self, _: GroupIdx, _: FlushReason) -> bool {
+        true
+    }
+    fn flush(&self, _: GroupIdx, _: FlushReason, w: &mut Work) {
+        w.merge(&FLUSH_WORK);
+    }
+    fn read(&self, _: GroupIdx, _: usize, w: &mut Work) -> ReadValue {
+        w.items_read += 1;
+        ReadValue { value: 0, bound: Some(0) }
+    }
+}
+
+fn setup(cpus: usize, readers: u32, aligned: bool, writers: Option<u32>) -> SimSetup {
+    SimSetup {
+        cpus,
+        duration: 10 * MILLIS,
+        seed: 5,
+        costs: CostModel::from_toml(COSTS).unwrap(),
+        items: 1,
+        writers: WritersSpec {
+            cpus: writers,
+            rate_per_cpu: 0.0,
+            targets: Targets::Leaves,
+            hot_fraction: 1.0,
+            pages: [1, 1],
+            thp_fraction: 0.0,
+            items: 1,
+            uncharge_fraction: 0.0,
+            burst: 16,
+        },
+        readers: (readers > 0).then_some(ReadersSpec {
+            count: readers,
+            period_ms: 1.0,
+            targets: Targets::Leaves,
+            items: Some(1),
+            aligned,
+        }),
+        flush_period: None,
+        spikes: None,
+    }
+}
+
+/// Flush hold: the flush's work plus the lock acquisition the runner adds.
+/// 1 call + 3×3 + 2×5 + 5×7 + 1 lock × 11 = 1 + 9 + 10 + 35 + 11 = 66 ns.
+const HOLD: u64 = 66;
+/// A read: 1 call + 1 item × 13 = 14 ns.
+const READ: u64 = 14;
+
+#[test]
+fn one_cpu_no_contention_latency_is_the_cost_sum() {
+    let shape = TreeShape::chain(1);
+    let b = Fixed { lock: LockMode::Serialize };
+    let o = run(&b, &shape, &setup(1, 1, false, Some(0)));
+    assert_eq!(o.read_latencies.len(), 10, "one read per ms for 10 ms");
+    for &l in &o.read_latencies {
+        assert_eq!(l, HOLD + READ);
+    }
+    assert_eq!(o.lock_wait, 0);
+    assert_eq!(o.max_hold, HOLD);
+}
+
+#[test]
+fn second_flusher_waits_exactly_the_first_hold() {
+    let shape = TreeShape::chain(1);
+    let b = Fixed { lock: LockMode::Serialize };
+    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    assert_eq!(o.read_latencies.len(), 20);
+    for pair in o.read_latencies.chunks(2) {
+        assert_eq!(pair, [HOLD + READ, HOLD + HOLD + READ]);
+    }
+    assert_eq!(o.lock_wait, 10 * HOLD, "10 contended rounds, each waits one hold");
+}
+
+#[test]
+fn skip_policy_skips_instead_of_waiting() {
+    let shape = TreeShape::chain(1);
+    let b = Fixed { lock: LockMode::Skip };
+    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    for pair in o.read_latencies.chunks(2) {
+        // The skipper pays one lock attempt (11 ns) and its read.
+        assert_eq!(pair, [11 + READ, HOLD + READ]);
+    }
+    assert_eq!(o.skipped_flushes, 10);
+}
+
+#[test]
+fn disjoint_flushes_do_not_wait() {
+    let shape = TreeShape::from_spec(&sim::scenario::TreeSpec { fanout: vec![2], names: vec![] });
+    let b = Fixed { lock: LockMode::DisjointParallel };
+    let mut s = setup(2, 2, true, Some(0));
+    s.readers.as_mut().unwrap().targets = Targets::Leaves;
+    let o = run(&b, &shape, &s);
+    // Readers pick leaves at random: equal leaves wait, different ones not.
+    for pair in o.read_latencies.chunks(2) {
+        assert_eq!(pair[0], HOLD + READ);
+        assert!(pair[1] == HOLD + READ || pair[1] == 2 * HOLD + READ);
+    }
+    assert!(o.read_latencies.chunks(2).any(|p| p[1] == HOLD + READ));
+}
+
+#[test]
+fn back_to_back_updates_fill_the_duration() {
+    // Each update costs 1 call + 2 atomics = 5 ns; one CPU writes for 10 ms
+    // after a start offset below 1 µs.
+    let shape = TreeShape::chain(2);
+    let b = Fixed { lock: LockMode::Serialize };
+    let o = run(&b, &shape, &setup(1, 0, false, None));
+    let max = 10 * MILLIS / 5;
+    let min = (10 * MILLIS - 1_000) / 5;
+    assert!((min..=max).contains(&o.updates), "{} not in {min}..={max}", o.updates);
+}
