@@ -5,7 +5,7 @@
 //! Needs `/usr/bin/chromium` (`apt-get install -y chromium`; `.ci/run`
 //! installs it). `MMLAB_CHROMIUM` overrides the path. Set
 //! `MMLAB_REPORT_SCREENSHOT=PATH` to keep the desktop screenshot (this is
-//! how `docs/report.png` is made; `MMLAB_REPORT_SCREENSHOT_PHONE` keeps the
+//! how `docs/report-sample.png` is made; `MMLAB_REPORT_SCREENSHOT_PHONE` keeps the
 //! 400 px one) and `MMLAB_REPORT_HTML=PATH` to keep the page.
 
 use mmlab::compare::{compare_runs, ComparedRun};
@@ -160,7 +160,7 @@ fn report_renders_in_headless_chromium() {
         },
     ])
     .unwrap();
-    let html = render_html_with("mmlab report", &reports, &[cmp]);
+    let html = render_html_with("mmlab report (synthetic sample data)", &reports, &[cmp]);
     let expected: Vec<&str> = reports
         .iter()
         .flat_map(plots::plots)
@@ -197,7 +197,7 @@ fn report_renders_in_headless_chromium() {
     );
     let dom = out.stdout;
     assert!(
-        dom.contains("<h1>mmlab report</h1>"),
+        dom.contains("<h1>mmlab report (synthetic sample data)</h1>"),
         "page parsed: {}",
         &dom[..dom.len().min(500)]
     );

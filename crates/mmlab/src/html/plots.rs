@@ -15,6 +15,9 @@ use crate::stats;
 use crate::table::report_columns;
 use sim::report::{Log2Histogram, RunReport};
 
+/// Deepest percentile a CDF shows: 99.9999% (six nines).
+const MAX_NINES: f64 = 6.0;
+
 /// One rendered plot: its caption and legend entries beside the SVG.
 #[derive(Debug, Clone)]
 pub struct Plot {
@@ -131,7 +134,9 @@ fn latency_histograms(report: &RunReport) -> Vec<Plot> {
                 })
                 .collect();
             let labels: Vec<String> = (first..=last).map(|i| bucket_label(i, unit)).collect();
-            let ymax = bars.iter().map(|b| b.1).fold(0.0, f64::max);
+            let shares: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
+            let ymax = shares.iter().copied().fold(0.0, f64::max);
+            let ymin = shares.iter().copied().fold(f64::INFINITY, f64::min);
             let x = Axis::fit(
                 ScaleKind::Linear,
                 &format!("{name} (log2 buckets)"),
@@ -139,13 +144,25 @@ fn latency_histograms(report: &RunReport) -> Vec<Plot> {
                 [0.0, 1.0],
                 true,
             );
-            let y = Axis::fit(
-                ScaleKind::Linear,
-                "share of samples",
-                TickFormat::Percent,
-                [0.0, ymax],
-                true,
-            );
+            // Buckets 1000× smaller than the tallest would be invisible on a
+            // linear axis: switch to a log axis so the tail shows.
+            let y = if ymax / ymin > 1000.0 {
+                Axis::fit(
+                    ScaleKind::Log10,
+                    "share of samples (log)",
+                    TickFormat::Percent,
+                    shares.iter().copied(),
+                    false,
+                )
+            } else {
+                Axis::fit(
+                    ScaleKind::Linear,
+                    "share of samples",
+                    TickFormat::Percent,
+                    [0.0, ymax],
+                    true,
+                )
+            };
             let title = format!("{name}: {policy}");
             let mut chart = Chart::new("latency-histogram", &title, x, y);
             chart.bars(&bars, color);
@@ -193,10 +210,27 @@ fn latency_cdfs(report: &RunReport) -> Vec<Plot> {
                 continue;
             };
             unit = if m.unit == "ns" { "ns" } else { "" };
+            // Percentile ("nines") scale: the tail stays visible. A
+            // cumulative fraction of 1 is drawn at the histogram's
+            // resolution, log10(samples), at most MAX_NINES.
+            let cap = (h.count() as f64).log10().ceil().clamp(1.0, MAX_NINES);
+            let points = cdf_points(h)
+                .into_iter()
+                .map(|(x, f)| {
+                    (
+                        x,
+                        if f >= 1.0 {
+                            cap
+                        } else {
+                            (-(1.0 - f).log10()).min(cap)
+                        },
+                    )
+                })
+                .collect();
             lines.push(Line {
                 name: p.to_string(),
                 color: c,
-                points: cdf_points(h),
+                points,
             });
         }
         if lines.is_empty() {
@@ -214,11 +248,15 @@ fn latency_cdfs(report: &RunReport) -> Vec<Plot> {
             lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)),
             false,
         );
+        let top = lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(1.0, f64::max);
         let y = Axis::fit(
             ScaleKind::Linear,
-            "fraction of samples",
-            TickFormat::Percent,
-            [0.0, 1.0],
+            "samples ≤ value (percentile scale)",
+            TickFormat::Nines,
+            [0.0, top],
             true,
         );
         let title = format!("{name}: cumulative distribution");
@@ -274,7 +312,7 @@ fn throughput_vs_depth(report: &RunReport) -> Option<Plot> {
         return None;
     }
     let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let x = Axis::fit(ScaleKind::Linear, "depth", TickFormat::Number, xs, false);
+    let x = Axis::fit(ScaleKind::Linear, "depth", TickFormat::Number, xs, false).integers();
     let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
     let y = Axis::fit(ScaleKind::Linear, &y_label, TickFormat::Number, ys, true);
     let title = "Update throughput vs hierarchy depth".to_string();

@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 pub const W: f64 = 480.0;
 /// Height of every chart's `viewBox`.
 pub const H: f64 = 300.0;
-const LEFT: f64 = 62.0;
+const LEFT: f64 = 76.0;
 const RIGHT: f64 = 26.0;
-const TOP: f64 = 12.0;
+const TOP: f64 = 28.0;
 const BOTTOM: f64 = 46.0;
 
 /// Number of series colours defined by the page CSS (`.s0` … `.s7`).
@@ -53,6 +53,10 @@ pub enum TickFormat {
     Nanos,
     /// A fraction shown as a percentage (`25%`).
     Percent,
+    /// "Nines" of a cumulative fraction: the value `t` stands for the
+    /// fraction `1 - 10^-t`, so ticks read `0%`, `90%`, `99%`, `99.9%`…
+    /// (a percentile axis that keeps the tail visible). Ticks are integers.
+    Nines,
 }
 
 /// One axis: its scale, label, tick format and data range.
@@ -68,6 +72,8 @@ pub struct Axis {
     pub lo: f64,
     /// Largest value shown.
     pub hi: f64,
+    /// Ticks only at whole numbers (depths, indices).
+    pub integer: bool,
 }
 
 impl Axis {
@@ -119,7 +125,14 @@ impl Axis {
             format,
             lo,
             hi,
+            integer: false,
         }
+    }
+
+    /// The same axis with ticks at whole numbers only.
+    pub fn integers(mut self) -> Axis {
+        self.integer = true;
+        self
     }
 
     fn t(&self, v: f64) -> f64 {
@@ -134,7 +147,10 @@ impl Axis {
     pub fn ticks(&self) -> Vec<f64> {
         match self.kind {
             ScaleKind::Linear => {
-                let step = nice_step((self.hi - self.lo) / 5.0);
+                let mut step = nice_step((self.hi - self.lo) / 5.0);
+                if self.format == TickFormat::Nines || self.integer {
+                    step = step.max(1.0).round();
+                }
                 let n = ((self.hi - self.lo) / step).round() as i64;
                 (0..=n).map(|i| self.lo + i as f64 * step).collect()
             }
@@ -185,8 +201,13 @@ pub fn fmt_value(v: f64, f: TickFormat) -> String {
             if (p - p.round()).abs() < 1e-9 {
                 format!("{p:.0}%")
             } else {
-                format!("{p:.1}%")
+                format!("{}%", trim_num(p))
             }
+        }
+        TickFormat::Nines => {
+            let p = 100.0 * (1.0 - 10f64.powf(-v));
+            let digits = (v.round() as i64 - 2).max(0) as usize;
+            format!("{p:.digits$}%")
         }
         TickFormat::Nanos => {
             let units = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")];
@@ -217,7 +238,9 @@ fn trim_num(v: f64) -> String {
     } else if a >= 1.0 {
         format!("{v:.2}")
     } else {
-        format!("{v:.3}")
+        // Three significant digits however small.
+        let decimals = (2.0 - a.log10().floor()) as usize;
+        format!("{v:.decimals$}")
     };
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -411,11 +434,11 @@ impl Chart {
         s.push_str(&self.body);
         let _ = write!(
             s,
-            r#"<path class="axis" d="M{x0},{y0} V{y1} H{x1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text></svg>"#,
+            r#"<path class="axis" d="M{x0},{y0} V{y1} H{x1}"/><text class="label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="label" x="4" y="{:.1}" text-anchor="start">{}</text></svg>"#,
             (x0 + x1) / 2.0,
             H - 8.0,
             esc(&self.x.label),
-            (y0 + y1) / 2.0,
+            TOP - 12.0,
             esc(&self.y.label)
         );
         s
@@ -449,6 +472,13 @@ mod tests {
         assert_eq!(fmt_value(2_000_000.0, TickFormat::Nanos), "2ms");
         assert_eq!(fmt_value(52.0e6, TickFormat::Number), "52M");
         assert_eq!(fmt_value(0.25, TickFormat::Percent), "25%");
+        assert_eq!(fmt_value(1e-6, TickFormat::Percent), "0.0001%");
+        assert_eq!(fmt_value(0.00123, TickFormat::Number), "0.00123");
+        assert_eq!(fmt_value(0.0, TickFormat::Nines), "0%");
+        assert_eq!(fmt_value(1.0, TickFormat::Nines), "90%");
+        assert_eq!(fmt_value(2.0, TickFormat::Nines), "99%");
+        assert_eq!(fmt_value(3.0, TickFormat::Nines), "99.9%");
+        assert_eq!(fmt_value(5.0, TickFormat::Nines), "99.999%");
         assert_eq!(esc("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
         let c = Axis::fit(
             ScaleKind::Linear,
