@@ -202,28 +202,42 @@ fn make_row(
 
 /// Formats a value as the kernel test robot does: two decimals below 1000,
 /// an integer below 1e8, and four significant digits in exponent form
-/// above (`1.142e+09`, `1.7e+09`).
+/// above (`1.142e+09`, `1.7e+09`). One departure: a non-zero value below
+/// 0.01, which the robot prints as `0.00`, keeps three significant digits
+/// (`0.00423`; exponent form below 1e-4) so a small rate never reads as zero.
 pub fn robot_number(v: f64) -> String {
     if !v.is_finite() {
         return format!("{v}");
     }
     let a = v.abs();
-    if a < 1000.0 {
+    if a != 0.0 && a < 1e-4 {
+        exp_form(v)
+    } else if a != 0.0 && a < 0.01 {
+        // The robot would print 0.00; a non-zero rate must not read as zero.
+        let decimals = (2.0 - a.log10().floor()) as usize;
+        let s = format!("{v:.decimals$}");
+        s.trim_end_matches('0').to_string()
+    } else if a < 1000.0 {
         format!("{v:.2}")
     } else if a < 1e8 {
         format!("{v:.0}")
     } else {
-        let s = format!("{v:.3e}"); // e.g. 1.142e9
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let mant = if mant.contains('.') {
-            mant.trim_end_matches('0').trim_end_matches('.')
-        } else {
-            mant
-        };
-        let exp: i32 = exp.parse().unwrap_or(0);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mant}e{sign}{:02}", exp.abs())
+        exp_form(v)
     }
+}
+
+/// Four significant digits in C's `%g` exponent style: `1.142e+09`.
+fn exp_form(v: f64) -> String {
+    let s = format!("{v:.3e}"); // e.g. 1.142e9
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let mant = if mant.contains('.') {
+        mant.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        mant
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mant}e{sign}{:02}", exp.abs())
 }
 
 #[cfg(test)]
@@ -240,5 +254,10 @@ mod tests {
         assert_eq!(robot_number(1.7e9), "1.7e+09");
         assert_eq!(robot_number(8.437e8), "8.437e+08");
         assert_eq!(robot_number(-2.5e10), "-2.5e+10");
+        // Below 0.01 the robot's 0.00 would hide a non-zero value.
+        assert_eq!(robot_number(0.0142), "0.01");
+        assert_eq!(robot_number(0.00423), "0.00423");
+        assert_eq!(robot_number(0.004), "0.004");
+        assert_eq!(robot_number(1.234e-5), "1.234e-05");
     }
 }
