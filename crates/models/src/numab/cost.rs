@@ -90,33 +90,47 @@ pub fn group_scaled_period(period_ms: u32, refcount: u64, shared: u64, private: 
     p / (private + shared + 1)
 }
 
-/// The mmtests "AutoNUMA cost" (vmstat extractor): `(7 × numa_pte_updates
-/// + 5000 × numa_hint_faults + 19 × numa_pages_migrated) / 1e6`. The stray
-/// `;` in mmtests drops the page-copy term it meant to add; this reproduces
-/// what mmtests prints.
+/// The mmtests "AutoNUMA cost" (vmstat extractor):
+/// `(7 × numa_pte_updates + 5000 × numa_hint_faults + 19 ×
+/// numa_pages_migrated) / 1e6`. The stray `;` in mmtests drops the
+/// page-copy term it meant to add; this reproduces what mmtests prints.
 pub fn autonuma_cost(pte_updates: u64, hint_faults: u64, pages_migrated: u64) -> f64 {
     (7.0 * pte_updates as f64 + 5000.0 * hint_faults as f64 + 19.0 * pages_migrated as f64) / 1e6
 }
 
 /// Per-event costs in virtual nanoseconds. User time comes from accesses,
 /// system time from faults, scans and migrations. Defaults are calibrated
-/// against the seed's base run: a 2-node, 256-CPU Milan where every thread
-/// of numa01_THREAD_ALLOC writes about 26 GiB in 82.8 s with half of it
-/// remote (about 490 MB/s per thread locally, a remote write costing 2×).
+/// against the seed's base run (2-node, 256-CPU Milan, numa01_THREAD_ALLOC,
+/// 82.8 s elapsed, 58.5 s user per thread on average): the slowest thread
+/// is one whose slice stayed remote, the average one is half remote, which
+/// puts a saturated remote write at 2.5× a local one (4.2 µs per 4 KiB
+/// page locally, about 1 GB/s per thread with all 256 CPUs writing).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct CostModel {
-    /// Writing one local 4 KiB page (user time).
+    /// Writing one local 4 KiB page with every CPU writing (user time);
+    /// with fewer writers the price scales down with their share.
     pub local_page_ns: u64,
-    /// Writing one remote 4 KiB page (user time).
+    /// Writing one remote 4 KiB page with every CPU writing (user time).
     pub remote_page_ns: u64,
-    /// Relative per-step speed jitter in per mille (seeded); models the
-    /// contention that reshuffles which thread touches a page first.
+    /// Writing one local 4 KiB page alone on the machine: the floor of the
+    /// bandwidth-share scaling (remote keeps the remote/local ratio).
+    pub solo_page_ns: u64,
+    /// Relative per-step speed jitter in per mille (seeded).
     pub jitter_permille: u32,
+    /// Spread of the constant per-thread speed factor, per mille: each
+    /// thread's writes cost `1000 ± spread` per mille of the price (drawn
+    /// once per thread from the seed), so a pack of threads sweeping the
+    /// same buffer spreads out.
+    pub speed_spread_permille: u32,
     /// First-touch fault of a 4 KiB page (alloc + zero), system time.
     pub first_touch_4k_ns: u64,
     /// First-touch fault of a 2 MiB THP, system time.
     pub first_touch_2m_ns: u64,
+    /// Convoy write-sharing cost: per page (per PMD for a THP) and per
+    /// thread of the convoy, user time (every thread of numa01 zeroes the
+    /// same buffer at the same time first, so its stores contend).
+    pub convoy_fault_ns: u64,
     /// One NUMA hint fault on a 4 KiB PTE (trap, restore, bookkeeping).
     pub hint_fault_4k_ns: u64,
     /// One NUMA hint fault on a 2 MiB PMD.
@@ -140,14 +154,17 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            local_page_ns: 8_400,
-            remote_page_ns: 16_800,
+            local_page_ns: 2_800,
+            remote_page_ns: 7_000,
+            solo_page_ns: 1_000,
             jitter_permille: 50,
-            first_touch_4k_ns: 4_000,
+            speed_spread_permille: 100,
+            first_touch_4k_ns: 1_500,
             first_touch_2m_ns: 400_000,
+            convoy_fault_ns: 390,
             hint_fault_4k_ns: 20_000,
             hint_fault_2m_ns: 40_000,
-            migrate_fixed_ns: 60_000,
+            migrate_fixed_ns: 200_000,
             migrate_copy_page_ns: 1_000,
             scan_vma_ns: 150,
             scan_unit_ns: 20,

@@ -3,7 +3,6 @@
 
 use super::cost::NS_PER_MS;
 use super::model::{pack_cpupid, CpuPid, RunState, Sim, MAX_NODES};
-use super::workload::VmaKind;
 
 /// `NUMA_PERIOD_SLOTS`.
 const PERIOD_SLOTS: u64 = 10;
@@ -33,7 +32,7 @@ struct FaultInfo {
 impl Sim {
     /// The workload writes unit `ui` of VMA `vi`: first touch, hint fault if
     /// PROT_NONE, then the access. Returns (user ns, sys ns).
-    pub(crate) fn touch(&mut self, ti: usize, vi: usize, ui: usize) -> (u64, u64) {
+    pub(crate) fn touch(&mut self, ti: usize, vi: usize, ui: usize, convoy: bool) -> (u64, u64) {
         self.units_processed += 1;
         let mm = self.tasks[ti].mm;
         let node = self.task_node(ti);
@@ -41,6 +40,15 @@ impl Sim {
         let (present, protnone, pages, huge) = {
             let u = &self.mms[mm].vmas[vi].units[ui];
             (u.present, u.protnone, u.base_pages(), u.huge)
+        };
+        // Write-sharing in a convoy (every thread of the process zeroing the
+        // same buffer at once): the stores stall on lines the other threads
+        // write, in proportion to how many are in the convoy. User time.
+        let stall = if convoy {
+            let faults = if huge { 1 } else { pages };
+            self.cost.convoy_fault_ns * faults * self.mms[mm].convoy.max(1)
+        } else {
+            0
         };
         if !present {
             let target = self.alloc_node(node, pages);
@@ -60,12 +68,8 @@ impl Sim {
         let nid = self.mms[mm].vmas[vi].units[ui].nid as usize;
         let local = nid == self.task_node(ti);
         self.sample(pages, local);
-        let per = if local {
-            self.cost.local_page_ns
-        } else {
-            self.cost.remote_page_ns
-        };
-        (per * pages, sys)
+        let per = self.page_cost(local) * u64::from(self.tasks[ti].speed_permille) / 1000;
+        (per * pages + stall, sys)
     }
 
     /// The thread's own stack page(s), touched with every step; only the
@@ -118,7 +122,6 @@ impl Sim {
         let tid = self.tasks[ti].tid;
         let cpu = self.tasks[ti].cpu;
         let dst = self.task_node(ti);
-        let shared_vma = self.mms[mm].vmas[vi].kind == VmaKind::SharedAnon;
         let (src, pages, huge, last) = {
             let u = &mut self.mms[mm].vmas[vi].units[ui];
             u.protnone = false;
@@ -135,6 +138,9 @@ impl Sim {
         }
         if let Some(st) = self.mms[mm].vmas[vi].numab.as_mut() {
             st.pids.record(tid);
+            if !local {
+                st.remote_faults[1] += faults;
+            }
         }
         let mut sys = if huge {
             self.cost.hint_fault_2m_ns
@@ -160,7 +166,6 @@ impl Sim {
             }
         }
         let mem_node = self.mms[mm].vmas[vi].units[ui].nid as usize;
-        let _ = shared_vma;
         self.task_numa_fault(
             ti,
             FaultInfo {
@@ -233,7 +238,9 @@ impl Sim {
         t.cpubuf[cpu_node][p] += f.pages;
         t.locality[usize::from(local)] += f.pages;
         t.total_faults += f.pages;
-        let _ = f.migrated;
+        if f.migrated {
+            t.pages_migrated += f.pages;
+        }
     }
 
     /// `task_numa_group()` for threads of one mm: join the process group.
@@ -263,11 +270,11 @@ impl Sim {
         let mut fault_types = [0u64; 2];
         let in_group = self.tasks[ti].in_group;
         for n in 0..self.nodes {
-            for p in 0..2 {
+            for (p, fault_type) in fault_types.iter_mut().enumerate() {
                 let t = &mut self.tasks[ti];
                 let old_mem = t.faults_mem[n][p];
                 let new_mem = old_mem - old_mem / 2 + t.membuf[n][p];
-                fault_types[p] += t.membuf[n][p];
+                *fault_type += t.membuf[n][p];
                 t.faults_mem[n][p] = new_mem;
                 t.membuf[n][p] = 0;
                 let old_cpu = t.faults_cpu[n][p];
@@ -283,7 +290,11 @@ impl Sim {
         }
         let (max_nid, max_faults) = if in_group {
             let g = &mut self.mms[mm].group;
-            let max_cpu = g.faults_cpu[..self.nodes].iter().copied().max().unwrap_or(0);
+            let max_cpu = g.faults_cpu[..self.nodes]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0);
             let mut mask = 0u32;
             for n in 0..self.nodes {
                 if g.faults_cpu[n] * ACTIVE_NODE_FRACTION > max_cpu {
@@ -317,16 +328,12 @@ impl Sim {
         }
         let period = u64::from(self.tasks[ti].period_ms);
         let slot = period.div_ceil(PERIOD_SLOTS) as i64;
-        let lr = if local + remote == 0 {
-            0
-        } else {
-            local * PERIOD_SLOTS / (local + remote)
-        };
-        let ps = if private + shared == 0 {
-            0
-        } else {
-            private * PERIOD_SLOTS / (private + shared)
-        };
+        let lr = (local * PERIOD_SLOTS)
+            .checked_div(local + remote)
+            .unwrap_or(0);
+        let ps = (private * PERIOD_SLOTS)
+            .checked_div(private + shared)
+            .unwrap_or(0);
         let diff: i64 = if ps >= PERIOD_THRESHOLD {
             (ps - PERIOD_THRESHOLD).max(1) as i64 * slot
         } else if lr >= PERIOD_THRESHOLD {
@@ -363,7 +370,9 @@ impl Sim {
     fn task_numa_migrate(&mut self, ti: usize, dst: usize) {
         let src = self.task_node(ti);
         let base = dst as u32 * self.cpus_per_node;
-        if let Some(cpu) = (base..base + self.cpus_per_node).find(|&c| self.cpu_owner[c as usize].is_none()) {
+        if let Some(cpu) =
+            (base..base + self.cpus_per_node).find(|&c| self.cpu_owner[c as usize].is_none())
+        {
             let old = self.tasks[ti].cpu;
             self.cpu_owner[old as usize] = None;
             if let Some(p) = self.cpu_pool.iter().position(|&c| c == cpu) {

@@ -78,6 +78,10 @@ pub enum NumabError {
     Parse(String),
 }
 
+/// A VMA more than this many full passes behind its last complete scan is
+/// counted as starved.
+pub const STARVED_PASSES: i64 = 2;
+
 /// Runs `scenario` under scanner `version` with `seed`.
 pub fn run(
     scenario: &NumabScenario,
@@ -137,6 +141,10 @@ fn collect(sim: &Sim, version: ScannerVersion, seed: u64, truncated: bool) -> Nu
                 continue;
             }
             let seen = present.iter().filter(|u| u.last_visit > half).count();
+            let last_complete = v
+                .numab
+                .as_ref()
+                .map_or(v.created_seq - 1, |st| st.prev_scan_seq);
             coverage.push(VmaCoverage {
                 process: pi,
                 vma: vi,
@@ -144,10 +152,14 @@ fn collect(sim: &Sim, version: ScannerVersion, seed: u64, truncated: bool) -> Nu
                 present_units: present.len() as u64,
                 fraction_scanned: seen as f64 / present.len() as f64,
                 complete_scans: v.complete_scans,
+                passes_behind: mm.scan_seq - last_complete,
             });
         }
     }
-    let starved = coverage.iter().filter(|c| c.fraction_scanned < 1.0).count() as u64;
+    let starved = coverage
+        .iter()
+        .filter(|c| c.passes_behind > STARVED_PASSES)
+        .count() as u64;
     let bucket_s = sim.sample_ns as f64 / 1e9;
     let local_series = sim
         .series
@@ -173,6 +185,12 @@ fn collect(sim: &Sim, version: ScannerVersion, seed: u64, truncated: bool) -> Nu
         local_series,
         local_fraction: if t == 0 { 0.0 } else { l as f64 / t as f64 },
         units_processed: sim.units_processed,
+        pte_updates_steady: sim
+            .scans
+            .iter()
+            .filter(|s| s.seq_start >= 2)
+            .map(|s| s.updated)
+            .sum(),
         scans: sim.scans.clone(),
         truncated,
     }

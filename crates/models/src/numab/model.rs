@@ -39,6 +39,8 @@ pub(crate) struct Unit {
     pub last_cpupid: CpuPid,
     /// Virtual time + 1 of the last `change_prot_numa()` visit; 0 = never.
     pub last_visit: u64,
+    /// mmlab: consecutive visits that left this (local) unit unmarked.
+    pub local_skips: u8,
 }
 
 impl Unit {
@@ -61,6 +63,8 @@ pub(crate) struct NumabState {
     pub start_scan_seq: i64,
     pub prev_scan_seq: i64,
     pub scan_select: u32,
+    /// mmlab: remote hint faults in the previous and current PID window.
+    pub remote_faults: [u64; 2],
 }
 
 #[derive(Debug, Clone)]
@@ -73,6 +77,8 @@ pub(crate) struct Vma {
     pub numab: Option<NumabState>,
     pub exists: bool,
     pub complete_scans: u64,
+    /// `mm->numa_scan_seq` when the VMA was created.
+    pub created_seq: i64,
 }
 
 impl Vma {
@@ -114,11 +120,15 @@ pub(crate) struct Mm {
     pub users: u32,
     pub rss_pages: u64,
     pub group: Group,
+    /// Threads currently in a convoy sweep.
+    pub convoy: u64,
 }
 
 impl Mm {
     pub fn rebuild_order(&mut self) {
-        let mut order: Vec<usize> = (0..self.vmas.len()).filter(|&i| self.vmas[i].exists).collect();
+        let mut order: Vec<usize> = (0..self.vmas.len())
+            .filter(|&i| self.vmas[i].exists)
+            .collect();
         order.sort_by_key(|&i| self.vmas[i].start);
         self.order = order;
     }
@@ -151,6 +161,8 @@ pub(crate) struct Task {
     pub cpubuf: [[u64; 2]; MAX_NODES],
     pub locality: [u64; 3],
     pub total_faults: u64,
+    /// `p->numa_pages_migrated`.
+    pub pages_migrated: u64,
     pub in_group: bool,
     pub ops: Vec<Op>,
     pub pc: usize,
@@ -161,6 +173,11 @@ pub(crate) struct Task {
     pub user_ns: u64,
     pub sys_ns: u64,
     pub finish_ns: u64,
+    /// Running on its CPU now (not sleeping, parked or done).
+    pub on_cpu: bool,
+    /// This thread's constant speed factor, per mille of the cost model's
+    /// price (SMT siblings, frequency): drawn once from the seed.
+    pub speed_permille: u32,
 }
 
 /// The whole simulated system.
@@ -190,6 +207,9 @@ pub(crate) struct Sim {
     pub series: Vec<(u64, u64)>,
     pub units_processed: u64,
     pub scans: Vec<ScanEvent>,
+    /// Tasks on CPU now (they share memory bandwidth).
+    pub running: u32,
+    pub ncpus: u32,
 }
 
 impl Sim {
@@ -231,6 +251,8 @@ impl Sim {
             series: Vec::new(),
             units_processed: 0,
             scans: Vec::new(),
+            running: 0,
+            ncpus,
         };
         for p in &plan.processes {
             sim.add_process(p);
@@ -298,6 +320,7 @@ impl Sim {
                 numab: None,
                 exists: v.at_start,
                 complete_scans: 0,
+                created_seq: 0,
             });
         }
         let delay = u64::from(self.sysctl.scan_delay_ms) * NS_PER_MS;
@@ -310,14 +333,15 @@ impl Sim {
             users: 0,
             rss_pages: 0,
             group: Group::default(),
+            convoy: 0,
         };
         mm.rebuild_order();
         // exec-time pages (binary data, heap, libc data) exist before the
         // workload starts; they sit on the node of the main thread.
         let main_cpu = self.cpu_pool.first().copied().unwrap_or(0);
         let main_node = self.node_of_cpu(main_cpu) as u8;
-        for v in mm.vmas.iter_mut() {
-            if v.exists && v.scannable() && v.name != "stack" {
+        for (v, plan) in mm.vmas.iter_mut().zip(&p.vmas) {
+            if v.exists && v.scannable() && v.name != "stack" && plan.touched_pages.is_some() {
                 for u in v.units.iter_mut() {
                     u.present = true;
                     u.nid = main_node;
@@ -348,6 +372,7 @@ impl Sim {
                 cpubuf: [[0; 2]; MAX_NODES],
                 locality: [0; 3],
                 total_faults: 0,
+                pages_migrated: 0,
                 in_group: false,
                 ops: t.ops.clone(),
                 pc: 0,
@@ -357,6 +382,8 @@ impl Sim {
                 user_ns: 0,
                 sys_ns: 0,
                 finish_ns: 0,
+                on_cpu: false,
+                speed_permille: 1000,
             });
             ids.push(ti);
         }
@@ -386,6 +413,11 @@ impl Sim {
     /// `init_numa_balancing()` plus the first scheduling of a task.
     fn start_task(&mut self, ti: usize, at: u64, spawner: Option<usize>) {
         self.take_cpu(ti);
+        let spread = self.cost.speed_spread_permille.min(900);
+        if spread > 0 {
+            let r = self.rng.below(2 * spread + 1);
+            self.tasks[ti].speed_permille = 1000 - spread + r;
+        }
         let mm = self.tasks[ti].mm;
         self.mms[mm].users += 1;
         let tick = self.sysctl.tick_ns();
@@ -424,8 +456,39 @@ impl Sim {
         false
     }
 
+    fn set_on_cpu(&mut self, ti: usize, on: bool) {
+        if self.tasks[ti].on_cpu != on {
+            self.tasks[ti].on_cpu = on;
+            if on {
+                self.running += 1;
+            } else {
+                self.running -= 1;
+            }
+        }
+    }
+
+    /// Cost of writing one page, local or remote: the saturated price
+    /// scaled by the share of CPUs currently writing, never below the
+    /// single-thread price.
+    pub fn page_cost(&self, local: bool) -> u64 {
+        let c = &self.cost;
+        let sat = if local {
+            c.local_page_ns
+        } else {
+            c.remote_page_ns
+        };
+        let scaled = sat * u64::from(self.running.max(1)) / u64::from(self.ncpus.max(1));
+        let floor = if local {
+            c.solo_page_ns
+        } else {
+            c.solo_page_ns * c.remote_page_ns / c.local_page_ns.max(1)
+        };
+        scaled.max(floor)
+    }
+
     /// Executes the next step of task `ti` at `self.now`.
     fn step(&mut self, ti: usize) {
+        self.set_on_cpu(ti, true);
         loop {
             let pc = self.tasks[ti].pc;
             let Some(op) = self.tasks[ti].ops.get(pc).cloned() else {
@@ -435,12 +498,14 @@ impl Sim {
             match op {
                 Op::Sleep { ns } => {
                     self.tasks[ti].pc += 1;
+                    self.set_on_cpu(ti, false);
                     self.push(self.now + ns, ti);
                     return;
                 }
                 Op::SleepUntil { ns } => {
                     self.tasks[ti].pc += 1;
                     if ns > self.now {
+                        self.set_on_cpu(ti, false);
                         self.push(ns, ti);
                         return;
                     }
@@ -448,12 +513,14 @@ impl Sim {
                 Op::Mmap { vma } => {
                     let mm = self.tasks[ti].mm;
                     self.mms[mm].vmas[vma].exists = true;
+                    self.mms[mm].vmas[vma].created_seq = self.mms[mm].scan_seq;
                     self.mms[mm].rebuild_order();
                     self.tasks[ti].pc += 1;
                 }
                 Op::SpawnAndJoin { first, count } => {
                     self.tasks[ti].pc += 1;
                     self.release_cpu(ti);
+                    self.set_on_cpu(ti, false);
                     self.tasks[ti].state = RunState::Parked;
                     let mm = self.tasks[ti].mm;
                     let proc_idx = self.proc_of_mm(mm);
@@ -462,6 +529,7 @@ impl Sim {
                         let child = self.proc_tasks[proc_idx][first + k];
                         if let Some(st) = self.tasks[child].stack {
                             self.mms[mm].vmas[st].exists = true;
+                            self.mms[mm].vmas[st].created_seq = self.mms[mm].scan_seq;
                             let g = st + 1;
                             if g < self.mms[mm].vmas.len()
                                 && self.mms[mm].vmas[g].kind == VmaKind::Inaccessible
@@ -480,6 +548,7 @@ impl Sim {
                     len,
                     passes,
                     sleep_ns,
+                    convoy,
                 } => {
                     if passes == 0 || len == 0 {
                         self.tasks[ti].pc += 1;
@@ -489,6 +558,9 @@ impl Sim {
                         Some(s) => s,
                         None => {
                             let mm = self.tasks[ti].mm;
+                            if convoy {
+                                self.mms[mm].convoy += 1;
+                            }
                             let vm = &self.mms[mm].vmas[vma];
                             let (lo, hi) = vm.unit_range(vm.start + from, vm.start + from + len);
                             (vma, lo, hi, lo)
@@ -499,7 +571,7 @@ impl Sim {
                         self.tasks[ti].sweep = None;
                         continue;
                     }
-                    let (user, sys) = self.touch(ti, v, cur);
+                    let (user, sys) = self.touch(ti, v, cur, convoy);
                     let (su, ss) = match self.tasks[ti].stack {
                         Some(st) if !self.mms[self.tasks[ti].mm].vmas[st].units.is_empty() => {
                             self.touch_stack(ti, st)
@@ -520,6 +592,10 @@ impl Sim {
                             t.pass = 0;
                             t.pc += 1;
                             t.sweep = None;
+                            if convoy {
+                                let mm = t.mm;
+                                self.mms[mm].convoy -= 1;
+                            }
                         } else {
                             t.sweep = Some((v, lo, hi, lo));
                             sleep = sleep_ns;
@@ -528,6 +604,11 @@ impl Sim {
                         self.tasks[ti].sweep = Some((v, lo, hi, next));
                     }
                     dur += self.account_runtime(ti, dur);
+                    if sleep > 0 {
+                        // Off CPU once this step's work is done; the
+                        // bandwidth share is approximate at that edge.
+                        self.set_on_cpu(ti, false);
+                    }
                     self.push(self.now + dur + sleep, ti);
                     return;
                 }
@@ -541,6 +622,7 @@ impl Sim {
 
     fn finish(&mut self, ti: usize) {
         self.tasks[ti].state = RunState::Done;
+        self.set_on_cpu(ti, false);
         self.tasks[ti].finish_ns = self.now;
         self.release_cpu(ti);
     }
@@ -608,6 +690,7 @@ impl Unit {
             nid: 0,
             last_cpupid: 0,
             last_visit: 0,
+            local_skips: 0,
         }
     }
 }

@@ -36,11 +36,9 @@ pub const VMA_RATELIMIT_SCALEDOWN_F: u32 = 7;
 /// forced through once every `ratelimit + 1` visits.
 pub fn vma_scan_ratelimit(vma_bytes: u64) -> u32 {
     let size = vma_bytes as u32; // `unsigned int vma_size` in the patch
-    let ratelimit = if size != 0 {
-        (VMA_4M / size) >> VMA_RATELIMIT_SCALEDOWN_F
-    } else {
-        0
-    };
+    let ratelimit = VMA_4M
+        .checked_div(size)
+        .map_or(0, |r| r >> VMA_RATELIMIT_SCALEDOWN_F);
     1 + ratelimit
 }
 

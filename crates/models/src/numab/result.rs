@@ -82,10 +82,16 @@ pub struct ScanEvent {
     pub process: usize,
     /// TID of the scanning task.
     pub tid: u32,
+    /// `mm->numa_scan_seq` when the call started.
+    pub seq_start: i64,
     /// `mm->numa_scan_seq` after the call.
     pub seq: i64,
+    /// `mm->numa_scan_offset` after the call.
+    pub offset: u64,
     /// Base pages made PROT_NONE by the call.
     pub updated: u64,
+    /// The scanning task's `numa_scan_period` (ms): it sets the next scan.
+    pub period_ms: u32,
 }
 
 /// Scan coverage of one VMA.
@@ -104,6 +110,9 @@ pub struct VmaCoverage {
     pub fraction_scanned: f64,
     /// Complete scans of the VMA over the whole run.
     pub complete_scans: u64,
+    /// Full passes (`numa_scan_seq` increments) since its last complete
+    /// scan, at the end of the run; more than 2 means starved.
+    pub passes_behind: i64,
 }
 
 /// Everything one run of one scanner version produced.
@@ -125,8 +134,9 @@ pub struct NumabResult {
     pub skips: SkipReasons,
     /// Coverage of every scannable, populated VMA.
     pub coverage: Vec<VmaCoverage>,
-    /// Scannable, populated VMAs not completely visited in the second half
-    /// of the run.
+    /// Scannable, populated VMAs left more than two full passes of
+    /// `numa_scan_seq` without a complete scan (see
+    /// [`VmaCoverage::passes_behind`]): the scanner keeps passing them over.
     pub starved_vmas: u64,
     /// `(seconds, fraction of accessed pages that were local)` per bucket.
     pub local_series: Vec<(f64, f64)>,
@@ -137,6 +147,10 @@ pub struct NumabResult {
     pub units_processed: u64,
     /// Every scan call in order: the `numa_scan_seq` time series.
     pub scans: Vec<ScanEvent>,
+    /// `numa_pte_updates` made by scan calls that started after the two
+    /// unconditional passes (`numa_scan_seq >= 2`): the steady state the
+    /// access-PID filter governs.
+    pub pte_updates_steady: u64,
     /// Whether the run hit `max_virtual_s` before the workload finished.
     pub truncated: bool,
 }
@@ -160,7 +174,11 @@ impl NumabResult {
     /// mmtests "AutoNUMA cost".
     pub fn autonuma_cost(&self) -> f64 {
         let c = &self.counters;
-        autonuma_cost(c.numa_pte_updates, c.numa_hint_faults, c.numa_pages_migrated)
+        autonuma_cost(
+            c.numa_pte_updates,
+            c.numa_hint_faults,
+            c.numa_pages_migrated,
+        )
     }
 
     /// Per-VMA coverage as `(vma index, fraction scanned)`; the index runs
@@ -179,11 +197,28 @@ impl NumabResult {
         let s = &self.skips;
         let mut m = vec![
             ("numa_pte_updates", c.numa_pte_updates as f64, "pages"),
-            ("numa_huge_pte_updates", c.numa_huge_pte_updates as f64, "pmds"),
+            (
+                "numa_huge_pte_updates",
+                c.numa_huge_pte_updates as f64,
+                "pmds",
+            ),
+            (
+                "numa_pte_updates_steady",
+                self.pte_updates_steady as f64,
+                "pages",
+            ),
             ("numa_hint_faults", c.numa_hint_faults as f64, "faults"),
-            ("numa_hint_faults_local", c.numa_hint_faults_local as f64, "faults"),
+            (
+                "numa_hint_faults_local",
+                c.numa_hint_faults_local as f64,
+                "faults",
+            ),
             ("numa_pages_migrated", c.numa_pages_migrated as f64, "pages"),
-            ("thp_migration_success", c.thp_migration_success as f64, "thps"),
+            (
+                "thp_migration_success",
+                c.thp_migration_success as f64,
+                "thps",
+            ),
             ("pgmigrate_fail", c.pgmigrate_fail as f64, "pages"),
             ("numa_task_moves", c.numa_task_moves as f64, "count"),
             ("elapsed_s", self.elapsed_s(), "s"),

@@ -42,7 +42,10 @@ impl Sim {
         match self.group_totals(ti) {
             Some((refc, shared, private)) => {
                 let scaled = group_scaled_period(smax, refc, shared, private);
-                u64::from(base).max(scaled).max(u64::from(smin)).min(u64::from(u32::MAX)) as u32
+                u64::from(base)
+                    .max(scaled)
+                    .max(u64::from(smin))
+                    .min(u64::from(u32::MAX)) as u32
             }
             None => base,
         }
@@ -71,10 +74,14 @@ impl Sim {
     fn maybe_rotate(&mut self, mm: usize, vi: usize, now: u64) {
         let seq = self.mms[mm].scan_seq;
         let period = self.sysctl.pid_reset_period_ns();
-        let st = self.mms[mm].vmas[vi].numab.as_mut().expect("numab state allocated");
+        let st = self.mms[mm].vmas[vi]
+            .numab
+            .as_mut()
+            .expect("numab state allocated");
         if seq != 0 && now > st.pids_reset {
             st.pids_reset += period;
             st.pids.rotate();
+            st.remote_faults = [st.remote_faults[1], 0];
         }
     }
 
@@ -92,6 +99,9 @@ impl Sim {
             m.scan_seq < 2
         };
         if early || st.pids.contains(tid) {
+            return true;
+        }
+        if f.scan_on_remote_faults && st.remote_faults[0] + st.remote_faults[1] > 0 {
             return true;
         }
         if f.complete_partial && m.scan_offset > vma.start {
@@ -117,7 +127,10 @@ impl Sim {
     /// RFC 2/6 `task_disjoint_vma_select()`.
     fn disjoint_select(&mut self, mm: usize, vi: usize) -> bool {
         let bytes = self.mms[mm].vmas[vi].end - self.mms[mm].vmas[vi].start;
-        let st = self.mms[mm].vmas[vi].numab.as_mut().expect("numab state allocated");
+        let st = self.mms[mm].vmas[vi]
+            .numab
+            .as_mut()
+            .expect("numab state allocated");
         if st.scan_select > 0 {
             st.scan_select -= 1;
             false
@@ -129,7 +142,15 @@ impl Sim {
 
     /// Decides whether VMA `vi` is scanned in this call (after the
     /// suitability checks).
-    fn visit(&mut self, ti: usize, mm: usize, vi: usize, now: u64, forced: bool, skipped: &mut bool) -> Visit {
+    fn visit(
+        &mut self,
+        ti: usize,
+        mm: usize,
+        vi: usize,
+        now: u64,
+        forced: bool,
+        skipped: &mut bool,
+    ) -> Visit {
         let f = self.features;
         let delay = u64::from(self.sysctl.scan_delay_ms) * NS_PER_MS;
         let seq = self.mms[mm].scan_seq;
@@ -141,9 +162,13 @@ impl Sim {
                 start_scan_seq: seq,
                 prev_scan_seq: seq - 1,
                 scan_select: 0,
+                remote_faults: [0; 2],
             });
         }
-        let next_scan = self.mms[mm].vmas[vi].numab.as_ref().map_or(0, |s| s.next_scan);
+        let next_scan = self.mms[mm].vmas[vi]
+            .numab
+            .as_ref()
+            .map_or(0, |s| s.next_scan);
         if seq != 0 && now < next_scan {
             self.skips.scan_delay += 1;
             return Visit::Skip;
@@ -152,7 +177,10 @@ impl Sim {
             self.maybe_rotate(mm, vi, now);
         }
         if f.complete_partial {
-            let prev = self.mms[mm].vmas[vi].numab.as_ref().map_or(-1, |s| s.prev_scan_seq);
+            let prev = self.mms[mm].vmas[vi]
+                .numab
+                .as_ref()
+                .map_or(-1, |s| s.prev_scan_seq);
             if prev == seq {
                 self.mms[mm].scan_offset = self.mms[mm].vmas[vi].end;
                 self.skips.seq_completed += 1;
@@ -180,7 +208,15 @@ impl Sim {
 
     /// `change_prot_numa()` over `[from, to)` of VMA `vi`: returns the base
     /// pages made PROT_NONE and the system time spent.
-    fn change_prot_numa(&mut self, ti: usize, mm: usize, vi: usize, from: u64, to: u64, now: u64) -> (u64, u64) {
+    fn change_prot_numa(
+        &mut self,
+        ti: usize,
+        mm: usize,
+        vi: usize,
+        from: u64,
+        to: u64,
+        now: u64,
+    ) -> (u64, u64) {
         let node = self.task_node(ti) as u8;
         let m = &self.mms[mm];
         // `target_node` is only known for a private VMA of a single-user mm.
@@ -190,7 +226,14 @@ impl Sim {
             None
         };
         let c = &self.cost;
-        let (unit_ns, pte_ns, pmd_ns, tlb_ns) = (c.scan_unit_ns, c.pte_update_ns, c.pmd_update_ns, c.tlb_flush_ns);
+        let (unit_ns, pte_ns, pmd_ns, tlb_ns) = (
+            c.scan_unit_ns,
+            c.pte_update_ns,
+            c.pmd_update_ns,
+            c.tlb_flush_ns,
+        );
+        let skip_local = self.features.local_skip_visits;
+        let cpus_per_node = self.cpus_per_node;
         let vma = &mut self.mms[mm].vmas[vi];
         let (lo, hi) = vma.unit_range(from, to);
         let mut updated = 0u64;
@@ -205,6 +248,14 @@ impl Sim {
             if u.protnone || skip_node == Some(u.nid) {
                 continue;
             }
+            if skip_local > 0 && u.last_cpupid != 0 {
+                let last_node = ((u.last_cpupid >> 8) - 1) / cpus_per_node;
+                if last_node == u32::from(u.nid) && u.local_skips < skip_local {
+                    u.local_skips += 1;
+                    continue;
+                }
+            }
+            u.local_skips = 0;
             u.protnone = true;
             if u.huge {
                 huge += 1;
@@ -238,6 +289,7 @@ impl Sim {
         self.tasks[ti].node_stamp += 2 * self.sysctl.tick_ns();
         self.counters.scan_calls += 1;
         let updates_before = self.counters.numa_pte_updates;
+        let seq_start = self.mms[mm].scan_seq;
 
         let f = self.features;
         let window = self.sysctl.scan_window_pages() as i64;
@@ -310,6 +362,14 @@ impl Sim {
                     start = end;
                     if pages <= 0 || virtpages <= 0 {
                         out = true;
+                        if f.complete_on_budget_edge && end == vend {
+                            let seq = self.mms[mm].scan_seq;
+                            let vma = &mut self.mms[mm].vmas[vi];
+                            vma.complete_scans += 1;
+                            if let Some(st) = vma.numab.as_mut() {
+                                st.prev_scan_seq = seq;
+                            }
+                        }
                         break;
                     }
                     if end == vend {
@@ -331,7 +391,7 @@ impl Sim {
                     break;
                 }
             }
-            if !stop_here && f.complete_partial && !forced && skipped {
+            if !stop_here && f.retry_pids && !forced && skipped {
                 forced = true;
                 continue 'retry;
             }
@@ -348,8 +408,11 @@ impl Sim {
             t_ns: now,
             process: mm,
             tid: self.tasks[ti].tid,
+            seq_start,
             seq: self.mms[mm].scan_seq,
+            offset: self.mms[mm].scan_offset,
             updated: self.counters.numa_pte_updates - updates_before,
+            period_ms: self.tasks[ti].period_ms,
         });
         cost
     }

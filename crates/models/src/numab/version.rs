@@ -40,12 +40,14 @@ pub enum ScannerVersion {
     /// vma scan starving issue": a VMA is accessed when
     /// `mm->numa_scan_seq > prev_scan_seq + get_nr_threads(current)`.
     V6_12,
-    /// mmlab's own policy (see [`Features::mmlab`]): v6.12's rules, a
+    /// mmlab's own policy (see [`Features::mmlab`]): v6.12's rules without
+    /// the one-VMA-per-call `retry_pids` crawl, a
     /// starvation bound of two full passes that does not grow with the
-    /// thread count, and a window budget charged by PTEs actually changed
-    /// rather than by virtual range, so sparse VMAs (thread stacks) cannot
-    /// exhaust the 256 MB window. No VMA can go more than two passes
-    /// without a complete scan.
+    /// thread count, a window budget charged by PTEs actually changed
+    /// rather than by virtual range (so sparse VMAs such as thread stacks
+    /// cannot exhaust the 256 MB window), and quarter-rate marking of PTEs
+    /// whose last fault was already local. No VMA can go more than two
+    /// passes without a complete scan.
     Mmlab,
 }
 
@@ -56,9 +58,12 @@ pub struct Features {
     pub reset_before_filter: bool,
     /// RFC 2/6: consult `vma_scan_select` when the PID test fails.
     pub disjoint_select: bool,
-    /// v6.7: skip VMAs already completed in this sequence, finish started
-    /// VMAs regardless of PIDs, force one VMA when all were PID-inactive.
+    /// v6.7: skip VMAs already completed in this sequence and finish
+    /// started VMAs regardless of PIDs.
     pub complete_partial: bool,
+    /// v6.7: when every candidate was PID-inactive, retry from the offset
+    /// and scan the first one anyway (`retry_pids`, one VMA per call).
+    pub retry_pids: bool,
     /// v6.8: the unconditional passes count from `start_scan_seq`.
     pub start_scan_seq: bool,
     /// v6.12: force when `seq > prev_scan_seq + nr_threads`.
@@ -69,6 +74,20 @@ pub struct Features {
     /// mmlab: charge the page budget with PTEs actually changed, not with the
     /// whole range handed to `change_prot_numa`.
     pub budget_by_updates: bool,
+    /// mmlab: a VMA that took remote hint faults (from any task) in the last
+    /// two PID windows counts as accessed: there is placement work left in
+    /// it, whoever the scanning task is.
+    pub scan_on_remote_faults: bool,
+    /// mmlab: a VMA whose last range exhausted the budget exactly at its
+    /// end still counts as completed (the kernel's `goto out` skips the
+    /// `prev_scan_seq` update there, so the VMA looks unscanned for a pass).
+    pub complete_on_budget_edge: bool,
+    /// mmlab: a PTE whose last hint fault was local (the page sits on the
+    /// node of the CPU that last faulted on it) is left unmarked for this
+    /// many consecutive visits: it was examined, a fault would gain nothing
+    /// yet, and the visit after that marks it again in case its user moved.
+    /// 0 = mark every visit (the kernel).
+    pub local_skip_visits: u8,
 }
 
 impl Features {
@@ -84,10 +103,14 @@ impl Features {
             reset_before_filter: true,
             disjoint_select: false,
             complete_partial: true,
+            retry_pids: false,
             start_scan_seq: true,
             force_after_nr_threads: true,
             force_every_other_pass: true,
             budget_by_updates: true,
+            scan_on_remote_faults: true,
+            complete_on_budget_edge: true,
+            local_skip_visits: 3,
         }
     }
 }
@@ -121,10 +144,14 @@ impl ScannerVersion {
             reset_before_filter: false,
             disjoint_select: false,
             complete_partial: false,
+            retry_pids: false,
             start_scan_seq: false,
             force_after_nr_threads: false,
             force_every_other_pass: false,
             budget_by_updates: false,
+            scan_on_remote_faults: false,
+            complete_on_budget_edge: false,
+            local_skip_visits: 0,
         };
         match self {
             ScannerVersion::V6_5 => none,
@@ -136,17 +163,20 @@ impl ScannerVersion {
             ScannerVersion::V6_7 => Features {
                 reset_before_filter: true,
                 complete_partial: true,
+                retry_pids: true,
                 ..none
             },
             ScannerVersion::V6_8 => Features {
                 reset_before_filter: true,
                 complete_partial: true,
+                retry_pids: true,
                 start_scan_seq: true,
                 ..none
             },
             ScannerVersion::V6_12 => Features {
                 reset_before_filter: true,
                 complete_partial: true,
+                retry_pids: true,
                 start_scan_seq: true,
                 force_after_nr_threads: true,
                 ..none
@@ -203,7 +233,13 @@ mod tests {
         let f: Vec<Features> = ScannerVersion::ALL.iter().map(|v| v.features()).collect();
         for i in 0..f.len() {
             for j in i + 1..f.len() {
-                assert_ne!(f[i], f[j], "{} vs {}", ScannerVersion::ALL[i], ScannerVersion::ALL[j]);
+                assert_ne!(
+                    f[i],
+                    f[j],
+                    "{} vs {}",
+                    ScannerVersion::ALL[i],
+                    ScannerVersion::ALL[j]
+                );
             }
         }
     }

@@ -249,6 +249,11 @@ pub enum Op {
         passes: u32,
         /// Sleep after each pass, ns.
         sleep_ns: u64,
+        /// Part of a convoy: every thread of the process sweeps the same
+        /// not-yet-populated pages at once, so each first touch is a fault
+        /// taken by every thread in the convoy, serialized on the page-table
+        /// lock (see [`CostModel::convoy_fault_ns`]).
+        convoy: bool,
     },
     /// Sleep (off CPU; no runtime, no ticks).
     Sleep {
@@ -430,6 +435,7 @@ fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
                         len: size,
                         passes: 1,
                         sleep_ns: 0,
+                        convoy: true,
                     },
                     Op::Sweep {
                         vma: buffer,
@@ -437,17 +443,14 @@ fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
                         len: slice,
                         passes: p.passes,
                         sleep_ns: 0,
+                        convoy: false,
                     },
                 ],
                 stack: Some(stack),
                 at_start: false,
             });
         }
-        processes.push(ProcessPlan {
-            vmas,
-            threads,
-            pid,
-        });
+        processes.push(ProcessPlan { vmas, threads, pid });
     }
     Ok(Plan { processes })
 }
@@ -488,6 +491,7 @@ fn numa02_plan(
                 len: size,
                 passes: 1,
                 sleep_ns: 0,
+                convoy: false,
             },
             Op::SpawnAndJoin { first: 1, count: n },
         ],
@@ -504,6 +508,7 @@ fn numa02_plan(
                 len: slice,
                 passes,
                 sleep_ns: 0,
+                convoy: false,
             }],
             stack: Some(stack),
             at_start: false,
@@ -534,13 +539,19 @@ struct DisjointParams {
 fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabError> {
     let [s1, s2, s3] = d.sets;
     if s1 == 0 || s2 == 0 || s3 == 0 {
-        return Err(NumabError::BadScenario("every thread set needs a thread".into()));
+        return Err(NumabError::BadScenario(
+            "every thread set needs a thread".into(),
+        ));
     }
     if d.duty == 0 || d.duty > 100 {
-        return Err(NumabError::BadScenario("set2_duty_percent must be 1..=100".into()));
+        return Err(NumabError::BadScenario(
+            "set2_duty_percent must be 1..=100".into(),
+        ));
     }
     if d.late_s >= d.duration_s || d.d_start_s >= d.duration_s {
-        return Err(NumabError::BadScenario("d_start_s and late_s must precede duration_s".into()));
+        return Err(NumabError::BadScenario(
+            "d_start_s and late_s must precede duration_s".into(),
+        ));
     }
     let names = ["vma_x", "vma_y", "vma_z", "vma_w", "vma_v"];
     for (n, s) in names.iter().zip(d.sizes) {
@@ -577,6 +588,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
                 len: mib(d.sizes[3]),
                 passes: 1,
                 sleep_ns: 0,
+                convoy: false,
             },
             Op::SpawnAndJoin {
                 first: 1,
@@ -609,6 +621,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
                     len: mib(d.sizes[2]),
                     passes: 1,
                     sleep_ns: 0,
+                    convoy: false,
                 });
             }
             ops.push(Op::Sweep {
@@ -617,6 +630,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
                 len: sx,
                 passes: passes_for(sx, dur),
                 sleep_ns: 0,
+                convoy: false,
             });
         } else if i < (s1 + s2) as usize {
             // (a)+(b): a large VMA worked on part-time.
@@ -630,6 +644,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
                 len: sy,
                 passes,
                 sleep_ns: sleep,
+                convoy: false,
             });
         } else {
             let k = (i - (s1 + s2) as usize) as u64;
@@ -644,6 +659,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
                 len: sw,
                 passes: passes_for(sw, first_phase),
                 sleep_ns: 0,
+                convoy: false,
             });
             ops.push(Op::SleepUntil {
                 ns: d.late_s * 1_000_000_000,
@@ -661,6 +677,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
                 len: sv,
                 passes: passes_for(sv, rest),
                 sleep_ns: 0,
+                convoy: false,
             });
         }
         ts.push(ThreadPlan {
@@ -793,8 +810,7 @@ impl NumabScenario {
 
 /// Parses a scenario file (TOML) and checks that it is a numab scenario.
 pub fn parse_scenario(text: &str) -> Result<ScenarioFile, NumabError> {
-    let file: ScenarioFile =
-        toml::from_str(text).map_err(|e| NumabError::Parse(e.to_string()))?;
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| NumabError::Parse(e.to_string()))?;
     if file.kind != "numab" {
         return Err(NumabError::BadScenario(format!(
             "kind = {:?}, expected \"numab\"",
