@@ -184,3 +184,52 @@ fn html_table_colours_significant_changes_by_direction() {
         "{html}"
     );
 }
+
+#[test]
+fn stored_runs_page_has_run_facts_and_their_comparison() {
+    use mmlab::html::render_stored_html;
+    use mmlab::store::{HostFacts, Store};
+    use std::time::{Duration, UNIX_EPOCH};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("mmlab.db")).unwrap();
+    let host = HostFacts {
+        cpus: 2,
+        cpu_model: "Test CPU".into(),
+        kernel: "6.1.0".into(),
+        mmlab_version: "0.1.0".into(),
+        git_commit: Some("abc1234".into()),
+    };
+    let t0 = UNIX_EPOCH + Duration::from_secs(1_796_015_470);
+    let a = store
+        .save(
+            &sample::update_path(1),
+            &host,
+            t0,
+            t0 + Duration::from_secs(3),
+        )
+        .unwrap();
+    store.tag(a, "base").unwrap();
+    let b = store
+        .save(
+            &sample::update_path(2),
+            &host,
+            t0,
+            t0 + Duration::from_secs(3),
+        )
+        .unwrap();
+    let runs = vec![store.load(a).unwrap(), store.load(b).unwrap()];
+    let html = render_stored_html("runs", &runs);
+    assert!(
+        html.contains(&format!("<h2>#{a} base · update-path</h2>")),
+        "{html}"
+    );
+    assert!(html.contains(&format!("<h2>#{b} · update-path</h2>")));
+    assert!(html.contains(
+        "started 2026-11-30 05:11:10 UTC · 2 CPUs, Test CPU · kernel 6.1.0 · mmlab 0.1.0 (abc1234)"
+    ));
+    assert!(html.contains(&format!("<h2>Comparison of runs #{a} base, #{b}</h2>")));
+    assert_eq!(html.matches("data-plot=\"throughput-vs-depth\"").count(), 2);
+    // One run: no comparison section.
+    let one = render_stored_html("one", &runs[..1]);
+    assert!(!one.contains("Comparison of runs"));
+}

@@ -10,8 +10,9 @@
 pub mod plots;
 pub mod svg;
 
-use crate::compare::Comparison;
+use crate::compare::{compare_runs, ComparedRun, Comparison};
 use crate::stats::Significance;
+use crate::store::{format_utc, StoredRun};
 use crate::table::{robot_number, ComparisonTable};
 use sim::report::{Mode, RunReport};
 use std::fmt::Write as _;
@@ -84,12 +85,76 @@ pub fn render_html(reports: &[RunReport]) -> String {
 /// The HTML report with a title, one section per report and then one
 /// section per comparison of stored runs (`mmlab compare`'s tables).
 pub fn render_html_with(title: &str, reports: &[RunReport], comparisons: &[Comparison]) -> String {
+    let sections: Vec<Section<'_>> = reports
+        .iter()
+        .map(|r| Section {
+            heading: r.scenario.clone(),
+            facts: None,
+            report: r,
+        })
+        .collect();
+    page(title, &sections, comparisons)
+}
+
+/// The HTML report of stored runs (`mmlab report RUN… --html`): one
+/// section per run, headed by its label and scenario and showing its
+/// start time, host and build; with two runs or more, the `compare`
+/// tables of the runs follow when they share a policy (see
+/// [`crate::compare`]).
+pub fn render_stored_html(title: &str, runs: &[StoredRun]) -> String {
+    let sections: Vec<Section<'_>> = runs
+        .iter()
+        .map(|r| {
+            let h = &r.summary.host;
+            Section {
+                heading: format!("{} · {}", r.summary.label(), r.report.scenario),
+                facts: Some(format!(
+                    "started {} UTC · {} CPUs, {} · kernel {} · mmlab {}{}",
+                    format_utc(r.summary.started),
+                    h.cpus,
+                    h.cpu_model,
+                    h.kernel,
+                    h.mmlab_version,
+                    h.git_commit
+                        .as_deref()
+                        .map(|c| format!(" ({c})"))
+                        .unwrap_or_default()
+                )),
+                report: &r.report,
+            }
+        })
+        .collect();
+    let comparison = if runs.len() >= 2 {
+        compare_runs(
+            runs.iter()
+                .map(|r| ComparedRun {
+                    label: r.summary.label(),
+                    summary: Some(r.summary.clone()),
+                    report: r.report.clone(),
+                })
+                .collect(),
+        )
+        .ok()
+    } else {
+        None
+    };
+    page(title, &sections, comparison.as_slice())
+}
+
+/// One report section: heading, optional run facts, the report.
+struct Section<'a> {
+    heading: String,
+    facts: Option<String>,
+    report: &'a RunReport,
+}
+
+fn page(title: &str, sections: &[Section<'_>], comparisons: &[Comparison]) -> String {
     let mut body = String::new();
     let mut nav = String::new();
-    for (i, r) in reports.iter().enumerate() {
-        let id = format!("r{i}-{}", slug(&r.scenario));
-        let _ = write!(nav, r##"<a href="#{id}">{}</a>"##, esc(&r.scenario));
-        body.push_str(&report_section(&id, r));
+    for (i, sec) in sections.iter().enumerate() {
+        let id = format!("r{i}-{}", slug(&sec.report.scenario));
+        let _ = write!(nav, r##"<a href="#{id}">{}</a>"##, esc(&sec.heading));
+        body.push_str(&report_section(&id, sec));
     }
     for (i, c) in comparisons.iter().enumerate() {
         let id = format!("cmp{i}");
@@ -107,8 +172,8 @@ pub fn render_html_with(title: &str, reports: &[RunReport], comparisons: &[Compa
 "#,
         t = esc(title),
         pal = palette_css(),
-        n = reports.len(),
-        s = if reports.len() == 1 { "" } else { "s" },
+        n = sections.len(),
+        s = if sections.len() == 1 { "" } else { "s" },
         c = if comparisons.is_empty() {
             String::new()
         } else {
@@ -134,16 +199,20 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
-fn report_section(id: &str, r: &RunReport) -> String {
+fn report_section(id: &str, sec: &Section<'_>) -> String {
+    let r = sec.report;
     let mode = match r.mode {
         Mode::Sim => "simulated",
         Mode::Real => "real threads",
     };
     let mut s = String::new();
+    let _ = write!(s, r#"<section id="{id}"><h2>{}</h2>"#, esc(&sec.heading));
+    if let Some(f) = &sec.facts {
+        let _ = write!(s, r#"<p class="meta">{}</p>"#, esc(f));
+    }
     let _ = write!(
         s,
-        r#"<section id="{id}"><h2>{}</h2><p class="meta">{mode} · {} run{} per policy · seed {} · policies: {}</p>"#,
-        esc(&r.scenario),
+        r#"<p class="meta">{mode} · {} run{} per policy · seed {} · policies: {}</p>"#,
         r.runs,
         if r.runs == 1 { "" } else { "s" },
         r.seed,
