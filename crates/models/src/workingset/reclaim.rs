@@ -16,7 +16,7 @@
 use super::{Lru, LruList, SlotState};
 use crate::memcg::{MemcgError, MemcgId, MemcgTree, Reclaim, Stat};
 
-/// Folios scanned per batch.
+/// Pages scanned per batch (at least one folio).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// `vm.swappiness`.
 pub const SWAPPINESS: u64 = 60;
@@ -112,7 +112,8 @@ impl Lru {
             progress |= self.shrink_active(tree, cpu, group, node, file)?;
         }
         let mut freed = 0;
-        for _ in 0..SWAP_CLUSTER_MAX {
+        let mut scanned = 0;
+        while scanned < SWAP_CLUSTER_MAX {
             if freed >= nr {
                 break;
             }
@@ -125,6 +126,7 @@ impl Lru {
             let s = self.slots[slot as usize];
             let m = self.mappings[s.mapping as usize];
             debug_assert_eq!(s.state, SlotState::Resident);
+            scanned += m.nr;
             self.lv(group, node).note_removed(inactive, m.nr);
             tree.mod_stat(cpu, group, node, Stat::PgscanDirect, m.nr as i64)?;
             let keep = !file && s.referenced;
@@ -156,7 +158,8 @@ impl Lru {
     ) -> Result<bool, MemcgError> {
         let active = LruList::of(file, true);
         let mut moved = false;
-        for _ in 0..SWAP_CLUSTER_MAX {
+        let mut pages = 0;
+        while pages < SWAP_CLUSTER_MAX {
             let slots = &self.slots;
             let lv = &mut self.lruvecs[group.0 as usize * self.nodes + node];
             let Some(slot) = lv.pop_tail(active, |sl, st| slots[sl as usize].stamp == st) else {
@@ -164,6 +167,7 @@ impl Lru {
             };
             moved = true;
             let nr = self.mappings[self.slots[slot as usize].mapping as usize].nr;
+            pages += nr;
             self.lv(group, node).note_removed(active, nr);
             self.move_folio(tree, cpu, slot, false, false)?;
             let sl = &mut self.slots[slot as usize];

@@ -27,9 +27,7 @@
 use crate::cost::{CostModel, Work};
 use crate::lock::{Acquire, FlushLock, LockMode, Scope};
 use crate::time::SimTime;
-use hierstat::{
-    Concurrency, FlushKind, FlushScope, Group, HierStats, HotPathFlush, WorkCounters,
-};
+use hierstat::{Concurrency, FlushKind, FlushScope, Group, HierStats, HotPathFlush, WorkCounters};
 use std::collections::HashMap;
 
 /// What the refault path should do about the stats.
@@ -226,7 +224,9 @@ impl FlushCtl {
                 }
                 _ => 0,
             };
-            let d = self.pricing.flush_ns(&Self::run(stats, g, FlushKind::Forced));
+            let d = self
+                .pricing
+                .flush_ns(&Self::run(stats, g, FlushKind::Forced));
             self.waits += u64::from(wait > 0);
             let r = FlushRecord {
                 latency: wait + d,
@@ -239,7 +239,9 @@ impl FlushCtl {
         self.next_req += 1;
         match self.lock.request(now, req, scope) {
             Acquire::Granted => {
-                let d = self.pricing.flush_ns(&Self::run(stats, g, FlushKind::Forced));
+                let d = self
+                    .pricing
+                    .flush_ns(&Self::run(stats, g, FlushKind::Forced));
                 self.hold(req, now, d);
                 let r = FlushRecord {
                     latency: d,
@@ -249,7 +251,9 @@ impl FlushCtl {
                 Some(r)
             }
             Acquire::Queued => {
-                let d = self.pricing.flush_ns(&Self::run(stats, g, FlushKind::Forced));
+                let d = self
+                    .pricing
+                    .flush_ns(&Self::run(stats, g, FlushKind::Forced));
                 let wait = self
                     .lock
                     .busy_until(scope)
@@ -275,10 +279,15 @@ impl FlushCtl {
         let root = stats.root();
         let req = self.next_req;
         self.next_req += 1;
-        let scope = Scope { lo: 0, hi: u32::MAX };
+        let scope = Scope {
+            lo: 0,
+            hi: u32::MAX,
+        };
         match self.lock.request(now, req, scope) {
             Acquire::Granted => {
-                let d = self.pricing.flush_ns(&Self::run(stats, &root, FlushKind::Periodic));
+                let d = self
+                    .pricing
+                    .flush_ns(&Self::run(stats, &root, FlushKind::Periodic));
                 self.hold(req, now, d);
                 self.records.push(FlushRecord {
                     latency: d,
@@ -302,9 +311,11 @@ impl FlushCtl {
             match self.waiting.remove(&g.request) {
                 Some(Waiting::Applied { duration }) => self.hold(g.request, now, duration),
                 Some(Waiting::Periodic) => {
-                    let d = self
-                        .pricing
-                        .flush_ns(&Self::run(stats, &stats.root(), FlushKind::Periodic));
+                    let d = self.pricing.flush_ns(&Self::run(
+                        stats,
+                        &stats.root(),
+                        FlushKind::Periodic,
+                    ));
                     self.hold(g.request, now, d);
                     self.records.push(FlushRecord {
                         latency: now - g.since + d,

@@ -55,16 +55,46 @@ pub fn push_outcome(r: &mut PolicyResult, o: &StormOutcome) {
     let secs = o.duration as f64 / 1e9;
     push_latency(r, "refault_latency_ns", &o.refault_latencies);
     push_latency(r, "flush_latency_ns", &o.flush_latencies);
-    push(r, "decision_mismatch_rate", "ratio", o.mismatch_rate(), false);
+    push(
+        r,
+        "decision_mismatch_rate",
+        "ratio",
+        o.mismatch_rate(),
+        false,
+    );
     push(r, "refaults_per_sec", "1/s", o.refaults as f64 / secs, true);
     let frac = |a: u64| storm::ratio(a, o.refaults);
-    push(r, "refault_flush_fraction", "ratio", frac(o.refault_flushes), false);
+    push(
+        r,
+        "refault_flush_fraction",
+        "ratio",
+        frac(o.refault_flushes),
+        false,
+    );
     push(r, "activation_rate", "ratio", frac(o.activations), false);
-    push(r, "exact_activation_rate", "ratio", frac(o.exact_activations), false);
-    push(r, "skipped_flushes", "count", o.skipped_flushes as f64, false);
+    push(
+        r,
+        "exact_activation_rate",
+        "ratio",
+        frac(o.exact_activations),
+        false,
+    );
+    push(
+        r,
+        "skipped_flushes",
+        "count",
+        o.skipped_flushes as f64,
+        false,
+    );
     push(r, "flush_waits", "count", o.flush_waits as f64, false);
     push(r, "async_requests", "count", o.async_requests as f64, false);
-    push(r, "evictions_per_sec", "1/s", o.evictions as f64 / secs, false);
+    push(
+        r,
+        "evictions_per_sec",
+        "1/s",
+        o.evictions as f64 / secs,
+        false,
+    );
 }
 
 /// Runs `spec` under each policy `runs` times (run `i` with seed
@@ -84,7 +114,9 @@ pub fn run(
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let presets = parse_policies("refault-storm", policies)?;
     if presets.is_empty() {
-        return Err(SimError::Config("refault-storm needs at least one policy".into()));
+        return Err(SimError::Config(
+            "refault-storm needs at least one policy".into(),
+        ));
     }
     progress(Progress::Total(u64::from(runs) * presets.len() as u64));
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();

@@ -248,7 +248,10 @@ impl RefaultScenario {
             return Err(err("kind", format!("`{}` is not `refault`", sc.kind)));
         }
         if sc.mode != Mode::Sim {
-            return Err(err("mode", "the refault storm runs in sim mode only".into()));
+            return Err(err(
+                "mode",
+                "the refault storm runs in sim mode only".into(),
+            ));
         }
         if sc.runs == 0 || sc.runs > 1000 {
             return Err(err("runs", format!("{} is not in 1..=1000", sc.runs)));
@@ -278,10 +281,16 @@ impl RefaultSpec {
             return e("cpus", format!("{} is not in 1..=1024", self.cpus));
         }
         if self.nodes == 0 || self.nodes > 64 || self.nodes > self.cpus {
-            return e("nodes", format!("{} is not in 1..=min(64, cpus)", self.nodes));
+            return e(
+                "nodes",
+                format!("{} is not in 1..=min(64, cpus)", self.nodes),
+            );
         }
         if self.duration_ms == 0 || self.duration_ms > 600_000 {
-            return e("duration_ms", format!("{} is not in 1..=600000", self.duration_ms));
+            return e(
+                "duration_ms",
+                format!("{} is not in 1..=600000", self.duration_ms),
+            );
         }
         if self.services == 0 || self.services > 10_000 {
             return e("services", format!("{} is not in 1..=10000", self.services));
@@ -297,17 +306,26 @@ impl RefaultSpec {
             return e("background.pages", "needs 1 <= min <= max".into());
         }
         if b.services_per_cpu == 0 || b.burst == 0 {
-            return e("background.burst", "burst and services_per_cpu must be > 0".into());
+            return e(
+                "background.burst",
+                "burst and services_per_cpu must be > 0".into(),
+            );
         }
         let w = &self.workload;
         if w.cpus == 0 || w.cpus > self.cpus {
-            return e("workload.cpus", format!("{} is not in 1..={}", w.cpus, self.cpus));
+            return e(
+                "workload.cpus",
+                format!("{} is not in 1..={}", w.cpus, self.cpus),
+            );
         }
         if !(w.accesses_per_sec_per_cpu.is_finite() && w.accesses_per_sec_per_cpu > 0.0) {
             return e("workload.accesses_per_sec_per_cpu", "must be > 0".into());
         }
         if !(0.0..=1.0).contains(&w.hot_fraction) || !(0.0..=1.0).contains(&w.hot_access) {
-            return e("workload.hot_fraction", "fractions must be in [0, 1]".into());
+            return e(
+                "workload.hot_fraction",
+                "fractions must be in [0, 1]".into(),
+            );
         }
         if w.anon_min_mb > w.anon_max_mb || w.anon_max_mb >= w.memory_max_mb {
             return e(

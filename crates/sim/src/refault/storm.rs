@@ -41,6 +41,8 @@ pub struct StormOutcome {
     pub flush_latencies: Vec<u64>,
     /// Refaults.
     pub refaults: u64,
+    /// Of which anonymous (swap-ins of THPs).
+    pub anon_refaults: u64,
     /// Refaults whose decision differed from the exact-stats decision.
     pub mismatches: u64,
     /// Refaults activated.
@@ -100,6 +102,7 @@ enum Ev {
     Background { cpu: u32 },
     Access { cpu: u32 },
     AnonTick { tick: u64 },
+    AnonOp { cpu: u32 },
     Periodic { gen: u64 },
     Release { req: u32 },
     WarmupEnd,
@@ -134,6 +137,8 @@ fn mb_pages(mb: u64) -> u64 {
 
 const THP: u64 = 512;
 const TICK: SimTime = 10 * MILLIS;
+/// CPU time between two heap operations of a tick.
+const OP_GAP: SimTime = 200;
 
 struct Workload {
     file_first: u32,
@@ -143,6 +148,10 @@ struct Workload {
     heap_len: u32,
     live: Vec<u32>,
     free: Vec<u32>,
+    /// Queued heap faults (`true`) and touches.
+    ops: std::collections::VecDeque<(u32, bool)>,
+    /// Queued faults not yet done.
+    allocating: usize,
 }
 
 /// Per-run state besides the models.
@@ -228,6 +237,7 @@ impl Run<'_> {
         if self.measuring {
             let o = &mut self.out;
             o.refaults += 1;
+            o.anon_refaults += u64::from(!info.file);
             o.refault_latencies.push(latency);
             o.mismatches += u64::from(info.mismatch());
             o.activations += u64::from(info.activate);
@@ -282,7 +292,8 @@ pub fn run_once(
         .collect::<Result<_, _>>()
         .map_err(engine)?;
     let wl = tree.create(system, "workload.service").map_err(engine)?;
-    tree.set_max(wl, mb_pages(w.memory_max_mb)).map_err(engine)?;
+    tree.set_max(wl, mb_pages(w.memory_max_mb))
+        .map_err(engine)?;
     // Preorder subtree intervals as lock scopes.
     let order = tree.ids();
     let mut scopes = HashMap::new();
@@ -311,6 +322,8 @@ pub fn run_once(
         heap_len,
         live: Vec::new(),
         free: (0..heap_len).rev().collect(),
+        ops: Default::default(),
+        allocating: 0,
     };
     let pricing = Pricing {
         costs: *costs,
@@ -338,7 +351,13 @@ pub fn run_once(
     let heap_min = (mb_pages(w.anon_min_mb) / THP) as usize;
     while wk.live.len() < heap_min {
         let Some(s) = wk.free.pop() else { break };
-        run.access(&mut tree, &mut lru, wk.live.len() % wcpus, wk.heap_first + s, 0)?;
+        run.access(
+            &mut tree,
+            &mut lru,
+            wk.live.len() % wcpus,
+            wk.heap_first + s,
+            0,
+        )?;
         wk.live.push(s);
     }
     let room = mb_pages(w.memory_max_mb).saturating_sub(tree.memory(wl).map_err(engine)?.usage());
@@ -361,8 +380,8 @@ pub fn run_once(
     let warmup = spec.warmup_ms * MILLIS;
     let stop = warmup + spec.duration_ms * MILLIS;
     let bg_mean = if spec.background.updates_per_sec_per_cpu > 0.0 {
-        (f64::from(spec.background.burst) * SECONDS as f64 / spec.background.updates_per_sec_per_cpu)
-            as u64
+        (f64::from(spec.background.burst) * SECONDS as f64
+            / spec.background.updates_per_sec_per_cpu) as u64
     } else {
         0
     };
@@ -405,7 +424,11 @@ pub fn run_once(
                     let (stat, unit) = BG_OPS[op];
                     let pages = run.rng.range_inclusive(lo, hi) as i64;
                     let cur = tally.entry((svc, op, node)).or_default();
-                    let sign = if *cur < pages || run.rng.chance(0.5) { 1 } else { -1 };
+                    let sign = if *cur < pages || run.rng.chance(0.5) {
+                        1
+                    } else {
+                        -1
+                    };
                     *cur += sign * pages;
                     tree.mod_stat(c, svc, node, stat, sign * pages * unit)
                         .map_err(engine)?;
@@ -415,7 +438,8 @@ pub fn run_once(
                     }
                 }
                 tree.take_work();
-                run.out.background_updates += u64::from(spec.background.burst) * u64::from(run.measuring);
+                run.out.background_updates +=
+                    u64::from(spec.background.burst) * u64::from(run.measuring);
                 let next = now + run.rng.exp_ns(bg_mean);
                 run.queue.push(next, Ev::Background { cpu });
             }
@@ -432,33 +456,60 @@ pub fn run_once(
             Ev::AnonTick { tick } => {
                 let cpu = (tick % wcpus as u64) as usize;
                 let span = (mb_pages(w.anon_max_mb) - mb_pages(w.anon_min_mb)) / THP;
-                let phase = (now % (w.anon_period_ms * MILLIS)) as f64
-                    / (w.anon_period_ms * MILLIS) as f64;
-                let tri = if phase < 0.5 { 2.0 * phase } else { 2.0 - 2.0 * phase };
+                let phase =
+                    (now % (w.anon_period_ms * MILLIS)) as f64 / (w.anon_period_ms * MILLIS) as f64;
+                let tri = if phase < 0.5 {
+                    2.0 * phase
+                } else {
+                    2.0 - 2.0 * phase
+                };
                 let target = (heap_min as f64 + span as f64 * tri) as usize;
                 let target = target.min(wk.heap_len as usize);
-                // The tick's faults run one after another on its CPU.
-                let mut t = now;
-                while wk.live.len() < target {
-                    let Some(s) = wk.free.pop() else { break };
-                    t += run.access(&mut tree, &mut lru, cpu, wk.heap_first + s, t)?;
-                    wk.live.push(s);
-                }
-                while wk.live.len() > target {
+                // Frees are immediate; faults and touches run one after
+                // another on the tick's CPU (`AnonOp` events).
+                while wk.live.len() + wk.allocating > target && !wk.live.is_empty() {
                     let i = run.rng.below(wk.live.len() as u64) as usize;
                     let s = wk.live.swap_remove(i);
-                    lru.free(&mut tree, cpu, wk.heap_first + s).map_err(engine)?;
+                    lru.free(&mut tree, cpu, wk.heap_first + s)
+                        .map_err(engine)?;
                     tree.take_work();
                     wk.free.push(s);
+                }
+                let idle = wk.ops.is_empty();
+                while wk.live.len() + wk.allocating < target {
+                    let Some(s) = wk.free.pop() else { break };
+                    wk.ops.push_back((s, true));
+                    wk.allocating += 1;
                 }
                 for _ in 0..w.anon_touch_per_tick {
                     if wk.live.is_empty() {
                         break;
                     }
                     let s = wk.live[run.rng.below(wk.live.len() as u64) as usize];
-                    t += run.access(&mut tree, &mut lru, cpu, wk.heap_first + s, t)?;
+                    wk.ops.push_back((s, false));
+                }
+                if idle && !wk.ops.is_empty() {
+                    run.queue.push(now, Ev::AnonOp { cpu: cpu as u32 });
                 }
                 run.queue.push(now + TICK, Ev::AnonTick { tick: tick + 1 });
+            }
+            Ev::AnonOp { cpu } => {
+                let Some((s, alloc)) = wk.ops.pop_front() else {
+                    continue;
+                };
+                // A touched folio may have been freed since it was queued.
+                let live = alloc || wk.live.contains(&s);
+                let mut busy = 0;
+                if live {
+                    busy = run.access(&mut tree, &mut lru, cpu as usize, wk.heap_first + s, now)?;
+                }
+                if alloc {
+                    wk.allocating -= 1;
+                    wk.live.push(s);
+                }
+                if !wk.ops.is_empty() {
+                    run.queue.push(now + busy + OP_GAP, Ev::AnonOp { cpu });
+                }
             }
             Ev::Periodic { gen } => {
                 if gen == run.gen {
