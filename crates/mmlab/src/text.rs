@@ -144,19 +144,39 @@ pub fn render_table(t: &ComparisonTable) -> String {
         return out;
     }
     // Header: labels, dashes, %stddev/%change captions, the arrows.
-    let mut l1 = String::new();
+    // Labels wider than their column wrap onto more header lines (at
+    // spaces, else hard), so nothing is cut off; short labels take one
+    // line, as in the robot's tables.
+    let widths: Vec<usize> = (0..t.columns.len())
+        .map(|i| if i == 0 { FIRST_COL } else { OTHER_COL })
+        .collect();
+    let wrapped: Vec<Vec<String>> = t
+        .columns
+        .iter()
+        .zip(&widths)
+        .map(|(l, w)| wrap(l, *w))
+        .collect();
+    let label_lines = wrapped.iter().map(Vec::len).max().unwrap_or(1);
+    for k in 0..label_lines {
+        let mut l = String::new();
+        for (i, lines) in wrapped.iter().enumerate() {
+            if i > 0 {
+                l.push(' ');
+            }
+            let part = lines.get(k).map(String::as_str).unwrap_or("");
+            let _ = write!(l, "{part:<w$}", w = widths[i]);
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    }
     let mut l2 = String::new();
     let mut l3 = String::new();
     let mut l4 = String::new();
-    for (i, label) in t.columns.iter().enumerate() {
-        let w = if i == 0 { FIRST_COL } else { OTHER_COL };
+    for (i, w) in widths.iter().enumerate() {
         if i > 0 {
-            l1.push(' ');
             l2.push(' ');
         }
-        let label: String = label.chars().take(w).collect();
-        let _ = write!(l1, "{label:<w$}");
-        l2.push_str(&"-".repeat(w));
+        l2.push_str(&"-".repeat(*w));
         if i == 0 {
             l3.push_str("         %stddev");
             l4.push_str("             \\  ");
@@ -165,7 +185,7 @@ pub fn render_table(t: &ComparisonTable) -> String {
             l4.push_str("        |                \\  ");
         }
     }
-    for l in [l1, l2, l3, l4] {
+    for l in [l2, l3, l4] {
         out.push_str(l.trim_end());
         out.push('\n');
     }
@@ -198,6 +218,39 @@ pub fn render_table(t: &ComparisonTable) -> String {
         let _ = writeln!(out, "\n{}", legend.join("; "));
     }
     out
+}
+
+/// Splits `label` into lines of at most `width` characters, at spaces
+/// where possible. Always at least one line.
+fn wrap(label: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in label.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let cur_len = cur.chars().count();
+            let need = if cur.is_empty() { 0 } else { 1 };
+            if cur_len + need + word.len() <= width {
+                if need == 1 {
+                    cur.push(' ');
+                }
+                cur.extend(word.iter());
+                break;
+            }
+            if !cur.is_empty() {
+                lines.push(std::mem::take(&mut cur));
+                continue;
+            }
+            // A word longer than the column: cut it.
+            let rest = word.split_off(width);
+            lines.push(word.into_iter().collect());
+            word = rest;
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 /// The `± N%` field (6 characters, blank below 1%).

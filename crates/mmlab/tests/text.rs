@@ -290,3 +290,23 @@ fn full_report_has_header_table_and_histograms() {
         "      1024 -> 2047       : 12       |****************************************|\n"
     ));
 }
+
+#[test]
+fn long_column_labels_wrap_instead_of_being_cut() {
+    let a = policy(&[("ops", metric("ops/s", &[10.0, 10.0]))]);
+    let b = policy(&[("ops", metric("ops/s", &[12.0, 12.0]))]);
+    let out = comparison_table(&[
+        ("#1 seed1 linux-5.15", &a),
+        ("#2 a-very-long-tag-name-that-exceeds-27 hierstat", &b),
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "#1 seed1         #2");
+    assert_eq!(lines[1], "linux-5.15       a-very-long-tag-name-that-e");
+    assert_eq!(lines[2], "                 xceeds-27 hierstat");
+    assert_eq!(lines[3], "---------------- ---------------------------");
+    assert_eq!(lines[4], "         %stddev     %change         %stddev");
+    assert_eq!(
+        lines[6],
+        "     10.00           +20.0%      12.00        ops"
+    );
+}
