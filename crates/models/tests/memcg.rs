@@ -419,3 +419,78 @@ fn ids_are_16_bit_and_recycled_lowest_first() {
     assert_eq!(t.lookup("/c").unwrap(), c);
     assert_eq!(t.remove(t.root()), Err(MemcgError::RemoveRoot));
 }
+
+/// A small systemd-like tree with page cache, anon, slab and sockets; the
+/// parent's `memory.stat` is the sum of its children's after a flush
+/// (printed with `--nocapture` for the README).
+#[test]
+fn memory_stat_sample_of_a_small_tree() {
+    // Ours: the refault path flushes when the stats could be off by more
+    // than the threshold (6.8's ratelimited path would wait for a periodic
+    // flusher, which this test does not run).
+    let cfg = MemcgConfig::new(4, 2)
+        .swap_pages(1 << 18)
+        .preset(hierstat::Preset::Hierstat);
+    let mut t = MemcgTree::new(cfg).unwrap();
+    let mut lru = Lru::new(2, ShadowLayout::default());
+    let system = t.create(t.root(), "system.slice").unwrap();
+    let nginx = t.create(system, "nginx.service").unwrap();
+    let pg = t.create(system, "postgres.service").unwrap();
+    t.set_max(pg, 6000).unwrap();
+    let web = lru.add_mapping(nginx, 0, true, 2000, 1).unwrap();
+    let db = lru.add_mapping(pg, 1, true, 8000, 1).unwrap();
+    let heap = lru.add_mapping(pg, 1, false, 8, 512).unwrap();
+    let mut f = PolicyFlush::default();
+    let mut rng = Rng(5);
+    for i in 0..8 {
+        lru.access(&mut t, 1, heap + i, &mut f).unwrap();
+    }
+    for _ in 0..30_000 {
+        let cpu = rng.below(4) as usize;
+        let page = rng.below(2000) as u32;
+        lru.access(&mut t, cpu, web + page.min(rng.below(2000) as u32), &mut f)
+            .unwrap();
+        let hot = rng.below(10) < 7;
+        let p = if hot {
+            rng.below(2000)
+        } else {
+            rng.below(8000)
+        } as u32;
+        lru.access(&mut t, cpu, db + p, &mut f).unwrap();
+    }
+    t.charge(0, nginx, 0, Charge::Sock, 40, &mut NoReclaim)
+        .unwrap();
+    t.charge(1, nginx, 0, Charge::SlabReclaimable, 25, &mut NoReclaim)
+        .unwrap();
+    t.charge(2, pg, 1, Charge::KernelStack, 4, &mut NoReclaim)
+        .unwrap();
+    t.charge(3, pg, 1, Charge::Pagetables, 12, &mut NoReclaim)
+        .unwrap();
+    t.stats().flush_forced(&t.stats().root());
+    let text = t.format_memory_stat(system).unwrap();
+    let a = t.format_memory_stat(nginx).unwrap();
+    let b = t.format_memory_stat(pg).unwrap();
+    for line in text.lines() {
+        let key = line.split(' ').next().unwrap();
+        let sum = read_key(&a, key).unwrap() + read_key(&b, key).unwrap();
+        assert_eq!(read_key(&text, key), Some(sum), "{key}");
+    }
+    assert!(read_key(&text, "workingset_refault_file").unwrap() > 0);
+    assert!(read_key(&text, "workingset_activate_file").unwrap() > 0);
+    assert!(read_key(&text, "anon_thp").unwrap() > 0);
+    println!("$ cat /sys/fs/cgroup/system.slice/memory.stat\n{text}");
+    println!(
+        "$ cat /sys/fs/cgroup/system.slice/memory.numa_stat\n{}",
+        t.memory_numa_stat(system).unwrap()
+    );
+    println!(
+        "$ cat /sys/fs/cgroup/system.slice/postgres.service/memory.events\n{}",
+        t.memory_events(pg).unwrap()
+    );
+    println!(
+        "memory.current: system.slice {} postgres {} nginx {}",
+        t.memory_current(system).unwrap(),
+        t.memory_current(pg).unwrap(),
+        t.memory_current(nginx).unwrap()
+    );
+}

@@ -247,3 +247,33 @@ fn report_has_the_metric_names() {
             .contains_key("p99"));
     }
 }
+
+#[test]
+#[ignore = "the full scenario (release build: ~30 s); prints the report's figures"]
+fn full_scenario_report() {
+    let text = include_str!("../../../../scenarios/refault-storm.toml");
+    let t = std::time::Instant::now();
+    let r = run_toml(
+        "refault-storm.toml",
+        text,
+        &RunOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    eprintln!("host {:?}, {} runs", t.elapsed(), r.runs);
+    let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    for p in &r.policy_order {
+        let m = &r.policies[p].metrics;
+        let lat = &m["refault_latency_ns"];
+        eprintln!(
+            "{p:24} refault mean {:9.0} ns p99 {:9.0} ns | flush mean {:9.0} ns p99 {:9.0} | mismatch {:.4} | flush fraction {:.4} | refaults/s {:.0}",
+            avg(&lat.values),
+            avg(&lat.percentiles["p99"]),
+            avg(&m["flush_latency_ns"].values),
+            avg(&m["flush_latency_ns"].percentiles["p99"]),
+            avg(&m["decision_mismatch_rate"].values),
+            avg(&m["refault_flush_fraction"].values),
+            avg(&m["refaults_per_sec"].values),
+        );
+    }
+}
