@@ -71,7 +71,11 @@ fn numab_trace_scans() {
         .unwrap_or_else(|_| "v6.5".into())
         .parse()
         .expect("version");
-    let sc = builtin_scenario(&name).expect("builtin");
+    let sc = match std::env::var("NUMAB_TOML") {
+        Ok(path) => models::numab::parse_scenario(&std::fs::read_to_string(path).expect("read"))
+            .expect("parse"),
+        Err(_) => builtin_scenario(&name).expect("builtin"),
+    };
     let seed = std::env::var("SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -199,7 +203,11 @@ fn numab_starved_detail() {
         .unwrap_or_else(|_| "mmlab".into())
         .parse()
         .expect("version");
-    let sc = builtin_scenario(&name).expect("builtin");
+    let sc = match std::env::var("NUMAB_TOML") {
+        Ok(path) => models::numab::parse_scenario(&std::fs::read_to_string(path).expect("read"))
+            .expect("parse"),
+        Err(_) => builtin_scenario(&name).expect("builtin"),
+    };
     for seed in 1..=4 {
         let r = run(&sc.numab, v, seed).expect("run");
         println!(
@@ -207,7 +215,11 @@ fn numab_starved_detail() {
             r.elapsed_s(),
             r.starved_vmas
         );
-        for c in r.coverage.iter().filter(|c| c.passes_behind > 2) {
+        for c in r
+            .coverage
+            .iter()
+            .filter(|c| c.passes_behind > 2 || std::env::var("ALLCOV").is_ok())
+        {
             println!(
                 "   {} p{} {:.3} units={} scans={} behind={}",
                 c.name,

@@ -141,10 +141,7 @@ fn collect(sim: &Sim, version: ScannerVersion, seed: u64, truncated: bool) -> Nu
                 continue;
             }
             let seen = present.iter().filter(|u| u.last_visit > half).count();
-            let last_complete = v
-                .numab
-                .as_ref()
-                .map_or(v.created_seq - 1, |st| st.prev_scan_seq);
+            let last_complete = v.covered_seq.unwrap_or(v.created_seq - 1);
             coverage.push(VmaCoverage {
                 process: pi,
                 vma: vi,

@@ -79,6 +79,14 @@ pub(crate) struct Vma {
     pub complete_scans: u64,
     /// `mm->numa_scan_seq` when the VMA was created.
     pub created_seq: i64,
+    /// Coverage bookkeeping, independent of each version's own: the
+    /// address up to which the current sweep of `change_prot_numa()` calls
+    /// has covered the VMA contiguously from its start, and in which seq
+    /// that sweep began.
+    pub cover_next: u64,
+    pub cover_seq: i64,
+    /// Seq in which the last contiguous sweep that reached the end began.
+    pub covered_seq: Option<i64>,
 }
 
 impl Vma {
@@ -321,6 +329,9 @@ impl Sim {
                 exists: v.at_start,
                 complete_scans: 0,
                 created_seq: 0,
+                cover_next: u64::MAX,
+                cover_seq: 0,
+                covered_seq: None,
             });
         }
         let delay = u64::from(self.sysctl.scan_delay_ms) * NS_PER_MS;

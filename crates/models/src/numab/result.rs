@@ -110,8 +110,10 @@ pub struct VmaCoverage {
     pub fraction_scanned: f64,
     /// Complete scans of the VMA over the whole run.
     pub complete_scans: u64,
-    /// Full passes (`numa_scan_seq` increments) since its last complete
-    /// scan, at the end of the run; more than 2 means starved.
+    /// Full passes (`numa_scan_seq` increments) since the scanner last
+    /// covered the whole VMA (contiguous `change_prot_numa()` ranges from
+    /// its start to its end, whatever the version's own bookkeeping says),
+    /// at the end of the run; more than 2 means starved.
     pub passes_behind: i64,
 }
 
@@ -135,7 +137,7 @@ pub struct NumabResult {
     /// Coverage of every scannable, populated VMA.
     pub coverage: Vec<VmaCoverage>,
     /// Scannable, populated VMAs left more than two full passes of
-    /// `numa_scan_seq` without a complete scan (see
+    /// `numa_scan_seq` without being covered end to end (see
     /// [`VmaCoverage::passes_behind`]): the scanner keeps passing them over.
     pub starved_vmas: u64,
     /// `(seconds, fraction of accessed pages that were local)` per bucket.

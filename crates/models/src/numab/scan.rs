@@ -266,6 +266,19 @@ impl Sim {
             updated += u.base_pages();
         }
         self.units_processed += (hi - lo) as u64;
+        // Contiguous-coverage bookkeeping for the starvation metric.
+        let seq = self.mms[mm].scan_seq;
+        let vma = &mut self.mms[mm].vmas[vi];
+        if from <= vma.start {
+            vma.cover_seq = seq;
+            vma.cover_next = to;
+        } else if from == vma.cover_next {
+            vma.cover_next = to;
+        }
+        if vma.cover_next >= vma.end && vma.cover_next != u64::MAX {
+            vma.covered_seq = Some(vma.cover_seq);
+            vma.cover_next = u64::MAX;
+        }
         self.counters.numa_pte_updates += updated;
         self.counters.numa_huge_pte_updates += huge;
         if updated > 0 {
