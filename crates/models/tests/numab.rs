@@ -354,3 +354,19 @@ fn numab_mmlab_is_never_clearly_slower_and_never_starves() {
         assert!(el <= best * 1.02, "{name}: mmlab {el} vs best {best}");
     }
 }
+
+#[test]
+fn numab_thp_units_count_as_pmds() {
+    let sc = scenario(&TINY.replace("passes = 60", "passes = 60\nthp_fraction = 1.0"));
+    let r = run(&sc, ScannerVersion::V6_7, 3).expect("run");
+    let c = r.counters;
+    assert!(c.numa_huge_pte_updates > 0);
+    // A PMD counts 512 base pages in numa_pte_updates; the rest are the
+    // 4 KiB stack and data pages.
+    assert!(c.numa_pte_updates >= 512 * c.numa_huge_pte_updates);
+    assert!(c.numa_pte_updates - 512 * c.numa_huge_pte_updates < 10_000);
+    // One hint fault per PMD, 512 pages per migrated THP.
+    assert!(c.numa_hint_faults < c.numa_pte_updates / 100);
+    assert!(c.thp_migration_success > 0);
+    assert_eq!(c.numa_pages_migrated, 512 * c.thp_migration_success);
+}
