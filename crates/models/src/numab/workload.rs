@@ -695,6 +695,18 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
     })
 }
 
+impl ScenarioFile {
+    /// The scanner versions named in `policies`, in file order.
+    pub fn versions(&self) -> Result<Vec<super::ScannerVersion>, NumabError> {
+        self.policies.iter().map(|p| p.parse()).collect()
+    }
+
+    /// Seed of run `index` (0-based): `seed + index`.
+    pub fn run_seed(&self, index: u32) -> u64 {
+        self.seed.wrapping_add(u64::from(index))
+    }
+}
+
 impl NumabScenario {
     /// Total CPUs.
     pub fn ncpus(&self) -> u32 {
