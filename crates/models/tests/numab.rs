@@ -370,3 +370,14 @@ fn numab_thp_units_count_as_pmds() {
     assert!(c.thp_migration_success > 0);
     assert_eq!(c.numa_pages_migrated, 512 * c.thp_migration_success);
 }
+
+#[test]
+fn numab_bench_throughput_counts_units() {
+    let sc = scenario(TINY);
+    let (units_per_s, r) =
+        models::numab::bench_throughput(&sc, ScannerVersion::V6_5, 1).expect("bench");
+    assert!(r.units_processed > 0);
+    assert!(units_per_s.is_finite() && units_per_s > 0.0);
+    // The benchmark runs the same model as `run`.
+    assert_eq!(r, run(&sc, ScannerVersion::V6_5, 1).expect("run"));
+}
