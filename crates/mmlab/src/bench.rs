@@ -34,8 +34,8 @@ use crate::run::write_json;
 use anyhow::{Context, Result};
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit};
 use serde_json::json;
-use sim::baselines::EagerTree;
 use sim::backend::StatsBackend;
+use sim::baselines::EagerTree;
 use sim::engine::EngineBackend;
 use sim::runner::{real, sim as simrun};
 use sim::scenario::{Targets, WritersSpec};
@@ -81,7 +81,9 @@ fn engine(preset: Preset, shape: &TreeShape, shards: usize) -> Result<EngineBack
 /// groups (fan-out 100 per level).
 pub fn time_flush(groups: usize, shards: usize, reps: usize) -> Result<f64> {
     let mut b = Schema::builder();
-    let items: Vec<_> = (0..4).map(|i| b.state(&format!("s{i}"), Unit::Pages)).collect();
+    let items: Vec<_> = (0..4)
+        .map(|i| b.state(&format!("s{i}"), Unit::Pages))
+        .collect();
     let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(shards))?;
     let root = stats.root();
     let mut leaves = Vec::new();
@@ -144,7 +146,9 @@ pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
 pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let n: u64 = if args.quick { 200_000 } else { 2_000_000 };
     let reps = if args.quick { 3 } else { 5 };
-    let shards = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let shards = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let pb = crate::run::progress_bar("bench");
     pb.set_length(9);
     let mut ns: BTreeMap<String, f64> = BTreeMap::new();
@@ -153,20 +157,32 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         pb.inc(1);
     };
 
-    ns.insert("atomic_fetch_add".into(), median_of(reps, || time_atomic(n)));
+    ns.insert(
+        "atomic_fetch_add".into(),
+        median_of(reps, || time_atomic(n)),
+    );
     step("atomic");
     for d in [1u32, 4, 8] {
         let shape = TreeShape::chain(d);
         let h = engine(Preset::Hierstat, &shape, shards)?;
-        ns.insert(format!("hierstat_update_depth{d}"), median_of(reps, || time_updates(&h, d, n)));
+        ns.insert(
+            format!("hierstat_update_depth{d}"),
+            median_of(reps, || time_updates(&h, d, n)),
+        );
         let e = EagerTree::new(&shape, 4);
-        ns.insert(format!("pre-rstat_update_depth{d}"), median_of(reps, || time_updates(&e, d, n)));
+        ns.insert(
+            format!("pre-rstat_update_depth{d}"),
+            median_of(reps, || time_updates(&e, d, n)),
+        );
     }
     step("update depth");
     for p in [Preset::Linux6_8, Preset::Linux5_15] {
         let shape = TreeShape::chain(4);
         let e = engine(p, &shape, shards)?;
-        ns.insert(format!("{}_update_depth4", p.name()), median_of(reps, || time_updates(&e, 4, n)));
+        ns.insert(
+            format!("{}_update_depth4", p.name()),
+            median_of(reps, || time_updates(&e, 4, n)),
+        );
     }
     step("presets");
     let dur = Duration::from_millis(if args.quick { 30 } else { 150 });
@@ -198,9 +214,15 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         ns.insert("hierstat_read_clean".into(), v);
     }
     step("read");
-    ns.insert("hierstat_flush_100_dirty_10k".into(), time_flush(10_000, shards, reps)?);
+    ns.insert(
+        "hierstat_flush_100_dirty_10k".into(),
+        time_flush(10_000, shards, reps)?,
+    );
     step("flush 10k");
-    ns.insert("hierstat_flush_100_dirty_100k".into(), time_flush(100_000, shards, reps)?);
+    ns.insert(
+        "hierstat_flush_100_dirty_100k".into(),
+        time_flush(100_000, shards, reps)?,
+    );
     step("flush 100k");
     let (sim_ns, _) = time_sim_updates(if args.quick { 1 } else { 4 })?;
     ns.insert("sim_engine_update".into(), sim_ns);
@@ -209,13 +231,34 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
 
     let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
     let mut ratios: BTreeMap<String, f64> = BTreeMap::new();
-    ratios.insert("hierstat_depth1_vs_atomic".into(), g("hierstat_update_depth1") / g("atomic_fetch_add"));
-    ratios.insert("hierstat_depth8_vs_depth1".into(), g("hierstat_update_depth8") / g("hierstat_update_depth1"));
-    ratios.insert("hierstat_2threads_vs_1thread".into(), g("hierstat_update_2threads") / g("hierstat_update_depth1"));
-    ratios.insert("shared_atomic_vs_hierstat_2threads".into(), g("shared_atomic_2threads") / g("hierstat_update_2threads"));
-    ratios.insert("pre-rstat_vs_hierstat_depth4".into(), g("pre-rstat_update_depth4") / g("hierstat_update_depth4"));
-    ratios.insert("linux-6.8_vs_linux-5.15_depth4".into(), g("linux-6.8_update_depth4") / g("linux-5.15_update_depth4"));
-    ratios.insert("flush_100k_vs_10k".into(), g("hierstat_flush_100_dirty_100k") / g("hierstat_flush_100_dirty_10k"));
+    ratios.insert(
+        "hierstat_depth1_vs_atomic".into(),
+        g("hierstat_update_depth1") / g("atomic_fetch_add"),
+    );
+    ratios.insert(
+        "hierstat_depth8_vs_depth1".into(),
+        g("hierstat_update_depth8") / g("hierstat_update_depth1"),
+    );
+    ratios.insert(
+        "hierstat_2threads_vs_1thread".into(),
+        g("hierstat_update_2threads") / g("hierstat_update_depth1"),
+    );
+    ratios.insert(
+        "shared_atomic_vs_hierstat_2threads".into(),
+        g("shared_atomic_2threads") / g("hierstat_update_2threads"),
+    );
+    ratios.insert(
+        "pre-rstat_vs_hierstat_depth4".into(),
+        g("pre-rstat_update_depth4") / g("hierstat_update_depth4"),
+    );
+    ratios.insert(
+        "linux-6.8_vs_linux-5.15_depth4".into(),
+        g("linux-6.8_update_depth4") / g("linux-5.15_update_depth4"),
+    );
+    ratios.insert(
+        "flush_100k_vs_10k".into(),
+        g("hierstat_flush_100_dirty_100k") / g("hierstat_flush_100_dirty_10k"),
+    );
     let mut rates: BTreeMap<String, f64> = BTreeMap::new();
     rates.insert("sim_engine_updates_per_sec".into(), 1e9 / sim_ns);
 
@@ -235,7 +278,11 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         }
     }
     if let Some(p) = &args.json {
-        write_json(p, &json!({"ns_per_op": ns, "ratios": ratios, "rates": rates}), out)?;
+        write_json(
+            p,
+            &json!({"ns_per_op": ns, "ratios": ratios, "rates": rates}),
+            out,
+        )?;
     }
     Ok(())
 }

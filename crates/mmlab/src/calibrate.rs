@@ -59,11 +59,12 @@ pub fn nnls(rows: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
             if d.abs() < 1e-12 {
                 continue;
             }
-            for row in 0..n {
+            let pivot = a[col].clone();
+            for (row, r) in a.iter_mut().enumerate() {
                 if row != col {
-                    let f = a[row][col] / d;
-                    for c in col..=n {
-                        a[row][c] -= f * a[col][c];
+                    let f = r[col] / d;
+                    for (x, p) in r.iter_mut().zip(&pivot).skip(col) {
+                        *x -= f * p;
                     }
                 }
             }
@@ -94,7 +95,11 @@ fn lock_ns(n: u64) -> f64 {
 }
 
 fn line_transfer_ns(rounds: u64) -> Option<f64> {
-    if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) < 2 {
+    if std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        < 2
+    {
         return None;
     }
     // ORDERING: Acquire/Release pairs between the two threads' stores and
@@ -134,8 +139,11 @@ fn flush_samples(quick: bool) -> Result<Vec<FlushSample>> {
     for &shards in shard_counts {
         for &items in &[4usize, 16] {
             let mut b = Schema::builder();
-            let ids: Vec<_> = (0..items).map(|i| b.state(&format!("s{i}"), Unit::Pages)).collect();
-            let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(shards))?;
+            let ids: Vec<_> = (0..items)
+                .map(|i| b.state(&format!("s{i}"), Unit::Pages))
+                .collect();
+            let stats =
+                HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(shards))?;
             let root = stats.root();
             let mut leaves = Vec::new();
             for s in 0..10 {
@@ -268,20 +276,33 @@ pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
     std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &args.out).with_context(|| format!("writing {}", args.out.display()))?;
     let d = CostModel::defaults();
-    writeln!(out, "{:<24} {:>10} {:>10}", "cost (ns)", "measured", "default")?;
+    writeln!(
+        out,
+        "{:<24} {:>10} {:>10}",
+        "cost (ns)", "measured", "default"
+    )?;
     for (k, a, b) in [
         ("call_ns", m.call_ns, d.call_ns),
         ("atomic_ns", m.atomic_ns, d.atomic_ns),
         ("shard_scanned_ns", m.shard_scanned_ns, d.shard_scanned_ns),
         ("group_visited_ns", m.group_visited_ns, d.group_visited_ns),
-        ("counter_aggregated_ns", m.counter_aggregated_ns, d.counter_aggregated_ns),
+        (
+            "counter_aggregated_ns",
+            m.counter_aggregated_ns,
+            d.counter_aggregated_ns,
+        ),
         ("lock_ns", m.lock_ns, d.lock_ns),
         ("item_read_ns", m.item_read_ns, d.item_read_ns),
         ("line_transfer_ns", m.line_transfer_ns, d.line_transfer_ns),
     ] {
         writeln!(out, "{k:<24} {a:>10.2} {b:>10.2}")?;
     }
-    writeln!(out, "\nsaved to {} (use it with --costs {})", args.out.display(), args.out.display())?;
+    writeln!(
+        out,
+        "\nsaved to {} (use it with --costs {})",
+        args.out.display(),
+        args.out.display()
+    )?;
     Ok(())
 }
 
@@ -298,7 +319,10 @@ mod tests {
             vec![1.0, 1.0, 1.0],
         ];
         let x = [2.0, 3.0, 0.5];
-        let y: Vec<f64> = rows.iter().map(|r| r.iter().zip(&x).map(|(a, b)| a * b).sum()).collect();
+        let y: Vec<f64> = rows
+            .iter()
+            .map(|r| r.iter().zip(&x).map(|(a, b)| a * b).sum())
+            .collect();
         let got = nnls(&rows, &y);
         for (g, e) in got.iter().zip(&x) {
             assert!((g - e).abs() < 1e-9, "{got:?}");

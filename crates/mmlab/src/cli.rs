@@ -113,7 +113,15 @@ mod tests {
     #[test]
     fn run_parses_repeated_policies() {
         let c = Cli::try_parse_from([
-            "mmlab", "run", "stale-read", "-p", "linux-6.8", "--policy", "hierstat", "--runs", "2",
+            "mmlab",
+            "run",
+            "stale-read",
+            "-p",
+            "linux-6.8",
+            "--policy",
+            "hierstat",
+            "--runs",
+            "2",
         ])
         .unwrap();
         match c.command {

@@ -70,7 +70,10 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
         Workload::UpdatePath => {
             let d2 = "update_ops_per_sec_depth2";
             let d4 = "update_ops_per_sec_depth4";
-            if let (Some(a), Some(b)) = (mean_of(report, "hierstat", d2), mean_of(report, "hierstat", d4)) {
+            if let (Some(a), Some(b)) = (
+                mean_of(report, "hierstat", d2),
+                mean_of(report, "hierstat", d4),
+            ) {
                 let k = b / a;
                 add(
                     "hierstat keeps >= 90% of its depth-2 throughput at depth 4",
@@ -80,17 +83,29 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             for d in [d2, d4] {
-                if let (Some(h), Some(p)) = (mean_of(report, "hierstat", d), mean_of(report, "pre-rstat", d)) {
+                if let (Some(h), Some(p)) = (
+                    mean_of(report, "hierstat", d),
+                    mean_of(report, "pre-rstat", d),
+                ) {
                     add(
-                        &format!("hierstat beats the pre-rstat eager-atomic tree ({})", &d[d.len() - 6..]),
+                        &format!(
+                            "hierstat beats the pre-rstat eager-atomic tree ({})",
+                            &d[d.len() - 6..]
+                        ),
                         format!("{:.2}×", h / p),
                         "rstat replaced eager atomics (2d146aa3aa84)",
                         h > p,
                     );
                 }
             }
-            for (d, seed) in [(d2, "−3.9% (netperf, level 2)"), (d4, "−5% (netperf, level 4)")] {
-                if let (Some(a), Some(b)) = (mean_of(report, "linux-5.15", d), mean_of(report, "linux-6.8", d)) {
+            for (d, seed) in [
+                (d2, "−3.9% (netperf, level 2)"),
+                (d4, "−5% (netperf, level 4)"),
+            ] {
+                if let (Some(a), Some(b)) = (
+                    mean_of(report, "linux-5.15", d),
+                    mean_of(report, "linux-6.8", d),
+                ) {
                     let c = stats::pct_change(a, b).unwrap_or(f64::NAN);
                     add(
                         &format!("linux-6.8 per-group thresholds cost update throughput vs linux-5.15 ({})", &d[d.len() - 6..]),
@@ -103,7 +118,10 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
         }
         Workload::StatReaders => {
             let m = "read_latency_ns";
-            if let (Some(p999), Some(max)) = (pct_of(report, "hierstat", m, "p999"), pct_of(report, "hierstat", m, "max")) {
+            if let (Some(p999), Some(max)) = (
+                pct_of(report, "hierstat", m, "p999"),
+                pct_of(report, "hierstat", m, "max"),
+            ) {
                 add(
                     "hierstat: 99.9% of reads <= 50 µs",
                     format!("p99.9 {}", us(p999)),
@@ -118,7 +136,12 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let Some(s) = sum_of(report, "hierstat", "stale_reads") {
-                add("hierstat: zero stale reads", format!("{s:.0}"), "—", s == 0.0);
+                add(
+                    "hierstat: zero stale reads",
+                    format!("{s:.0}"),
+                    "—",
+                    s == 0.0,
+                );
             }
             for p in ["linux-5.15", "linux-6.8", "linux-5.13"] {
                 if let Some(p999) = pct_of(report, p, m, "p999") {
@@ -127,7 +150,11 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                     add(
                         &format!("{p} (reference)"),
                         format!("p99.9 {}, max {}, {stale:.0} stale", us(p999), us(max)),
-                        if p == "linux-6.8" { "99.9% <= 50 µs" } else { "—" },
+                        if p == "linux-6.8" {
+                            "99.9% <= 50 µs"
+                        } else {
+                            "—"
+                        },
                         true,
                     );
                 }
@@ -153,10 +180,20 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let Some(h) = sum_of(report, "hierstat", "missed_events") {
-                add("hierstat misses no event", format!("{h:.0} missed"), "—", h == 0.0);
+                add(
+                    "hierstat misses no event",
+                    format!("{h:.0} missed"),
+                    "—",
+                    h == 0.0,
+                );
             }
             if let Some(c) = sum_of(report, "hierstat", "child_gt_parent") {
-                add("hierstat never shows child > parent", format!("{c:.0}"), "—", c == 0.0);
+                add(
+                    "hierstat never shows child > parent",
+                    format!("{c:.0}"),
+                    "—",
+                    c == 0.0,
+                );
             }
             if let Some(c) = sum_of(report, "linux-5.15", "child_gt_parent") {
                 add(
@@ -168,7 +205,10 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
             }
         }
         Workload::FalseSharing => {
-            if let (Some(s), Some(p)) = (mean_of(report, "separated", "ops_per_sec"), mean_of(report, "shared", "ops_per_sec")) {
+            if let (Some(s), Some(p)) = (
+                mean_of(report, "separated", "ops_per_sec"),
+                mean_of(report, "shared", "ops_per_sec"),
+            ) {
                 add(
                     "separated layout >= 1.15× the shared one",
                     format!("{:.2}×", s / p),
@@ -187,12 +227,25 @@ pub fn render_checks(checks: &[Check]) -> String {
     if checks.is_empty() {
         return out;
     }
-    let w = checks.iter().map(|c| c.claim.chars().count()).max().unwrap_or(0).min(80);
-    let wm = checks.iter().map(|c| c.measured.chars().count()).max().unwrap_or(0);
+    let w = checks
+        .iter()
+        .map(|c| c.claim.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(80);
+    let wm = checks
+        .iter()
+        .map(|c| c.measured.chars().count())
+        .max()
+        .unwrap_or(0);
     let _ = writeln!(out, "{:<6} {:<w$}  {:<wm$}  seed", "", "claim", "measured");
     for c in checks {
         let mark = if c.pass { "[ok]" } else { "[MISS]" };
-        let _ = writeln!(out, "{mark:<6} {:<w$}  {:<wm$}  {}", c.claim, c.measured, c.seed);
+        let _ = writeln!(
+            out,
+            "{mark:<6} {:<w$}  {:<wm$}  {}",
+            c.claim, c.measured, c.seed
+        );
     }
     out
 }

@@ -97,7 +97,9 @@ mod tests {
         };
         m.percentiles.insert("p99".into(), vec![30.0, 50.0]);
         m.percentiles.insert("max".into(), vec![60.0, 90.0]);
-        m.histogram = Some(Log2Histogram { buckets: vec![1, 2] });
+        m.histogram = Some(Log2Histogram {
+            buckets: vec![1, 2],
+        });
         let v = metric_json(&m);
         assert_eq!(v["mean"], 15.0);
         assert_eq!(v["p99"], 40.0);
@@ -110,7 +112,8 @@ mod tests {
     #[test]
     fn report_shape() {
         let mut p = PolicyResult::default();
-        p.metrics.insert("ops_per_sec".into(), MetricSamples::default());
+        p.metrics
+            .insert("ops_per_sec".into(), MetricSamples::default());
         let r = RunReport {
             scenario: "s".into(),
             mode: Mode::Real,

@@ -14,10 +14,33 @@ use sim::scenarios::{run_scenario, Progress, RunOptions};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
+/// A scenario with the text and file name it came from (runners of other
+/// kinds parse their own tables from the text).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The parsed scenario (with command-line overrides applied).
+    pub scenario: Scenario,
+    /// File name for messages (`<builtin NAME>` for embedded ones).
+    pub file: String,
+    /// The TOML text.
+    pub text: String,
+}
+
 /// Loads a built-in scenario by name, or a TOML file by path.
 pub fn load_scenario(spec: &str) -> Result<Scenario> {
-    if let Some(sc) = Scenario::builtin(spec) {
-        return Ok(sc?);
+    Ok(load(spec)?.scenario)
+}
+
+/// Loads a built-in scenario by name, or a TOML file by path, with its text.
+pub fn load(spec: &str) -> Result<Loaded> {
+    if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == spec) {
+        let file = format!("<builtin {name}>");
+        let scenario = Scenario::parse(&file, text)?;
+        return Ok(Loaded {
+            scenario,
+            file,
+            text: text.to_string(),
+        });
     }
     let path = Path::new(spec);
     if !path.exists() {
@@ -29,7 +52,13 @@ pub fn load_scenario(spec: &str) -> Result<Scenario> {
     }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading scenario file {}", path.display()))?;
-    Ok(Scenario::parse(&path.display().to_string(), &text)?)
+    let file = path.display().to_string();
+    let scenario = Scenario::parse(&file, &text)?;
+    Ok(Loaded {
+        scenario,
+        file,
+        text,
+    })
 }
 
 /// The cost model: the file given, or the shipped defaults.
@@ -63,33 +92,57 @@ pub fn progress_bar(label: &str) -> ProgressBar {
     pb
 }
 
-/// Runs a parsed scenario with a progress bar; dispatches on its kind.
-pub fn execute(sc: &Scenario, costs: &CostModel) -> Result<RunReport> {
-    match sc.kind {
-        Kind::Stats => {
-            let pb = progress_bar(&sc.name);
-            let opts = RunOptions { costs: *costs };
-            let mut cb = |p: Progress| match p {
-                Progress::Total(n) => pb.set_length(n),
-                Progress::Step(s) => {
-                    pb.set_message(s);
-                    pb.inc(1);
-                }
-            };
-            let r = run_scenario(sc, &opts, &mut cb)
-                .with_context(|| format!("running scenario `{}`", sc.name))?;
-            pb.finish_and_clear();
-            Ok(r)
+/// Runs a loaded scenario with a progress bar; dispatches on its kind:
+/// `stats` to the sim crate's scenarios, `numab` to `models::numab`,
+/// `refault` to `sim::refault`.
+pub fn execute(l: &Loaded, costs: &CostModel) -> Result<RunReport> {
+    let sc = &l.scenario;
+    let pb = progress_bar(&sc.name);
+    let opts = RunOptions { costs: *costs };
+    let mut cb = |p: Progress| match p {
+        Progress::Total(n) => pb.set_length(n),
+        Progress::Step(s) => {
+            pb.set_message(s);
+            pb.inc(1);
         }
-        Kind::Numab => bail!(
-            "scenario `{}` is a NUMA-balancing scenario: its runner (models::numab) is not wired into mmlab yet",
-            sc.name
-        ),
-        Kind::Refault => bail!(
-            "scenario `{}` is a refault scenario: its runner (models::workingset) is not wired into mmlab yet",
-            sc.name
-        ),
-    }
+    };
+    let ctx = || format!("running scenario `{}`", sc.name);
+    let report = match sc.kind {
+        Kind::Stats => run_scenario(sc, &opts, &mut cb).with_context(ctx)?,
+        Kind::Numab => {
+            let file = models::numab::parse_scenario(&l.text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", l.file))?;
+            let policies =
+                sim::scenarios::numab::run(&file, &sc.policies, sc.runs, sc.seed, &mut cb)
+                    .with_context(ctx)?;
+            RunReport {
+                scenario: sc.name.clone(),
+                mode: sc.mode,
+                runs: sc.runs,
+                seed: sc.seed,
+                scenario_toml: l.text.clone(),
+                policy_order: sc.policies.clone(),
+                policies,
+            }
+        }
+        Kind::Refault => {
+            let r = sim::refault::RefaultScenario::parse(&l.file, &l.text)?;
+            let policies =
+                sim::refault::run(&r.refault, &sc.policies, sc.runs, sc.seed, &opts, &mut cb)
+                    .with_context(ctx)?;
+            RunReport {
+                scenario: sc.name.clone(),
+                mode: sc.mode,
+                runs: sc.runs,
+                seed: sc.seed,
+                scenario_toml: l.text.clone(),
+                policy_order: sc.policies.clone(),
+                policies,
+            }
+        }
+    };
+    pb.finish_and_clear();
+    Ok(report)
 }
 
 /// Applies the command-line overrides to a scenario.
@@ -118,8 +171,7 @@ pub fn write_json(path: &Path, value: &serde_json::Value, out: &mut dyn Write) -
         return Ok(());
     }
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text.as_bytes())
-        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
@@ -139,10 +191,11 @@ pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> R
 
 /// `mmlab run`.
 pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
-    let mut sc = load_scenario(&args.scenario)?;
-    apply_overrides(&mut sc, args);
+    let mut l = load(&args.scenario)?;
+    apply_overrides(&mut l.scenario, args);
+    let sc = l.scenario.clone();
     let costs = load_costs(&args.common)?;
-    let report = execute(&sc, &costs)?;
+    let report = execute(&l, &costs)?;
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
     if !json_to_stdout {
         print_report(&report, &sc, out)?;

@@ -4,7 +4,7 @@
 use crate::cli::SuiteArgs;
 use crate::directions::{self, Check};
 use crate::json;
-use crate::run::{execute, load_costs, print_report, write_json};
+use crate::run::{execute, load, load_costs, print_report, write_json};
 use anyhow::Result;
 use serde_json::{json, Value};
 use sim::scenario::Scenario;
@@ -12,16 +12,20 @@ use std::io::Write;
 use std::time::Instant;
 
 /// The suite's scenarios, in order.
-pub const SUITE: [&str; 6] = [
+pub const SUITE: [&str; 9] = [
     "update-path",
     "update-path-sim",
     "stat-readers",
     "stat-readers-real",
     "stale-read",
     "false-sharing",
+    "numa01",
+    "numa01-thread-alloc",
+    "numa02",
 ];
 
-/// Shrinks a scenario for `--quick`: one run, shorter, fewer readers.
+/// Shrinks a scenario for `--quick`: one run, shorter, fewer readers
+/// (NUMA scenarios keep their sizes, set in their own tables).
 pub fn quick(sc: &mut Scenario) {
     sc.runs = 1;
     sc.duration_ms = (sc.duration_ms / 5).max(1);
@@ -38,12 +42,13 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
     let mut all_checks: Vec<Check> = Vec::new();
     let json_to_stdout = args.common.json.as_deref() == Some(std::path::Path::new("-"));
     for name in SUITE {
-        let mut sc = Scenario::builtin(name).expect("suite scenarios are built in")?;
+        let mut l = load(name)?;
         if args.quick {
-            quick(&mut sc);
+            quick(&mut l.scenario);
         }
+        let sc = l.scenario.clone();
         let t = Instant::now();
-        let report = execute(&sc, &costs)?;
+        let report = execute(&l, &costs)?;
         if !json_to_stdout {
             writeln!(out, "### {name}: {}", sc.description)?;
             if !sc.reproduces.is_empty() {
@@ -73,7 +78,11 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
             }
         }
         for s in by_scenario {
-            let cs: Vec<Check> = all_checks.iter().filter(|c| c.scenario == s).cloned().collect();
+            let cs: Vec<Check> = all_checks
+                .iter()
+                .filter(|c| c.scenario == s)
+                .cloned()
+                .collect();
             writeln!(out, "{s}:")?;
             writeln!(out, "{}", directions::render_checks(&cs))?;
         }

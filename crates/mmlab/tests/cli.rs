@@ -20,7 +20,15 @@ fn list_shows_scenarios_and_policies() {
     let o = mmlab(&["list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = String::from_utf8(o.stdout).unwrap();
-    for want in ["update-path", "stat-readers", "stale-read", "false-sharing", "linux-6.8", "hierstat", "pre-rstat"] {
+    for want in [
+        "update-path",
+        "stat-readers",
+        "stale-read",
+        "false-sharing",
+        "linux-6.8",
+        "hierstat",
+        "pre-rstat",
+    ] {
         assert!(s.contains(want), "missing {want} in:\n{s}");
     }
 }
@@ -30,14 +38,26 @@ fn run_writes_the_documented_json() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let o = mmlab(&[
-        "run", "stale-read", "--runs", "2", "--duration-ms", "60", "--seed", "3",
-        "--json", out.to_str().unwrap(),
+        "run",
+        "stale-read",
+        "--runs",
+        "2",
+        "--duration-ms",
+        "60",
+        "--seed",
+        "3",
+        "--json",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.contains("missed_event_rate"), "{text}");
-    assert!(text.contains("nsecs"), "funclatency histogram expected:\n{text}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(
+        text.contains("nsecs"),
+        "funclatency histogram expected:\n{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["scenario"], "stale-read");
     assert_eq!(v["mode"], "sim");
     assert_eq!(v["runs"], 2);
@@ -59,10 +79,24 @@ fn run_writes_the_documented_json() {
 
 #[test]
 fn json_to_stdout_replaces_the_text() {
-    let o = mmlab(&["run", "false-sharing", "--runs", "1", "--duration-ms", "20", "--json", "-"]);
+    let o = mmlab(&[
+        "run",
+        "false-sharing",
+        "--runs",
+        "1",
+        "--duration-ms",
+        "20",
+        "--json",
+        "-",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["policies"]["shared"]["metrics"]["ops_per_sec"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["policies"]["shared"]["metrics"]["ops_per_sec"]["mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert_eq!(v["mode"], "real");
 }
 
@@ -70,7 +104,11 @@ fn json_to_stdout_replaces_the_text() {
 fn unknown_scenario_fails_with_a_clear_error() {
     let o = mmlab(&["run", "no-such-scenario"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no built-in scenario or file named `no-such-scenario`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no built-in scenario or file named `no-such-scenario`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -88,7 +126,10 @@ fn bad_scenario_file_names_file_line_and_field_and_writes_nothing() {
     let o = mmlab(&["run", f.to_str().unwrap(), "--json", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
-    assert!(e.contains("bad.toml:11: field `writers.rate_per_cpu`"), "{e}");
+    assert!(
+        e.contains("bad.toml:11: field `writers.rate_per_cpu`"),
+        "{e}"
+    );
     assert!(!out.exists(), "nothing may be written on failure");
 }
 
@@ -96,9 +137,20 @@ fn bad_scenario_file_names_file_line_and_field_and_writes_nothing() {
 fn unknown_policy_fails_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
-    let o = mmlab(&["run", "stale-read", "-p", "linux-9.9", "--json", out.to_str().unwrap()]);
+    let o = mmlab(&[
+        "run",
+        "stale-read",
+        "-p",
+        "linux-9.9",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("unknown policy `linux-9.9`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown policy `linux-9.9`"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!Path::new(&out).exists());
 }
 
@@ -128,7 +180,16 @@ fn bad_cost_file_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("costs.toml");
     std::fs::write(&f, "call_ns = 1\n").unwrap();
-    let o = mmlab(&["run", "stale-read", "--duration-ms", "10", "--runs", "1", "--costs", f.to_str().unwrap()]);
+    let o = mmlab(&[
+        "run",
+        "stale-read",
+        "--duration-ms",
+        "10",
+        "--runs",
+        "1",
+        "--costs",
+        f.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("costs.toml"), "{}", stderr(&o));
 }

@@ -115,13 +115,7 @@ impl CostModel {
 
     /// Picoseconds of `work` (exact integer sum).
     pub fn cost_ps(&self, w: &Work) -> u64 {
-        w.calls * to_ps(self.call_ns)
-            + w.atomics * to_ps(self.atomic_ns)
-            + w.shards_scanned * to_ps(self.shard_scanned_ns)
-            + w.groups_visited * to_ps(self.group_visited_ns)
-            + w.counters_aggregated * to_ps(self.counter_aggregated_ns)
-            + w.locks * to_ps(self.lock_ns)
-            + w.items_read * to_ps(self.item_read_ns)
+        self.table().cost_ps(w)
     }
 
     /// Virtual duration of `work` in ns (rounded up).
@@ -129,9 +123,54 @@ impl CostModel {
         self.cost_ps(w).div_ceil(1000)
     }
 
+    /// The costs as integer picoseconds, for the simulator's inner loops.
+    pub fn table(&self) -> CostTable {
+        CostTable {
+            call: to_ps(self.call_ns),
+            atomic: to_ps(self.atomic_ns),
+            shard_scanned: to_ps(self.shard_scanned_ns),
+            group_visited: to_ps(self.group_visited_ns),
+            counter_aggregated: to_ps(self.counter_aggregated_ns),
+            lock: to_ps(self.lock_ns),
+            item_read: to_ps(self.item_read_ns),
+        }
+    }
+
     /// One cache-line transfer in ns (rounded up, at least 1).
     pub fn line_transfer(&self) -> u64 {
         to_ps(self.line_transfer_ns).div_ceil(1000).max(1)
+    }
+}
+
+/// [`CostModel`] converted once to integer picoseconds per unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CostTable {
+    call: u64,
+    atomic: u64,
+    shard_scanned: u64,
+    group_visited: u64,
+    counter_aggregated: u64,
+    lock: u64,
+    item_read: u64,
+}
+
+impl CostTable {
+    /// Picoseconds of `work` (exact integer sum).
+    #[inline]
+    pub fn cost_ps(&self, w: &Work) -> u64 {
+        w.calls * self.call
+            + w.atomics * self.atomic
+            + w.shards_scanned * self.shard_scanned
+            + w.groups_visited * self.group_visited
+            + w.counters_aggregated * self.counter_aggregated
+            + w.locks * self.lock
+            + w.items_read * self.item_read
+    }
+
+    /// Virtual duration of `work` in ns (rounded up).
+    #[inline]
+    pub fn cost_ns(&self, w: &Work) -> u64 {
+        self.cost_ps(w).div_ceil(1000)
     }
 }
 

@@ -239,10 +239,22 @@ mod tests {
         assert_eq!(l.request(5, 2, Scope { lo: 3, hi: 3 }), Acquire::Queued);
         assert_eq!(l.request(6, 3, Scope { lo: 4, hi: 4 }), Acquire::Queued);
         let g = l.release(1, 100);
-        assert_eq!(g, vec![Grant { request: 2, since: 5 }]);
+        assert_eq!(
+            g,
+            vec![Grant {
+                request: 2,
+                since: 5
+            }]
+        );
         assert_eq!(l.total_wait(), 95);
         let g = l.release(2, 150);
-        assert_eq!(g, vec![Grant { request: 3, since: 6 }]);
+        assert_eq!(
+            g,
+            vec![Grant {
+                request: 3,
+                since: 6
+            }]
+        );
     }
 
     #[test]
@@ -265,8 +277,20 @@ mod tests {
         assert_eq!(l.request(1, 4, Scope { lo: 7, hi: 7 }), Acquire::Queued);
         assert!(l.release(1, 10).is_empty());
         let g = l.release(2, 20);
-        assert_eq!(g, vec![Grant { request: 3, since: 0 }]);
+        assert_eq!(
+            g,
+            vec![Grant {
+                request: 3,
+                since: 0
+            }]
+        );
         let g = l.release(3, 30);
-        assert_eq!(g, vec![Grant { request: 4, since: 1 }]);
+        assert_eq!(
+            g,
+            vec![Grant {
+                request: 4,
+                since: 1
+            }]
+        );
     }
 }

@@ -50,10 +50,23 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "stat-readers-real",
         include_str!("../../../scenarios/stat-readers-real.toml"),
     ),
-    ("stale-read", include_str!("../../../scenarios/stale-read.toml")),
+    (
+        "stale-read",
+        include_str!("../../../scenarios/stale-read.toml"),
+    ),
     (
         "false-sharing",
         include_str!("../../../scenarios/false-sharing.toml"),
+    ),
+    ("numa01", include_str!("../../../scenarios/numa01.toml")),
+    (
+        "numa01-thread-alloc",
+        include_str!("../../../scenarios/numa01-thread-alloc.toml"),
+    ),
+    ("numa02", include_str!("../../../scenarios/numa02.toml")),
+    (
+        "numa-disjoint",
+        include_str!("../../../scenarios/numa-disjoint.toml"),
     ),
 ];
 
@@ -282,6 +295,9 @@ pub struct Scenario {
     /// NUMA-balancing scenario parameters, handed to `models::numab`.
     #[serde(default)]
     pub numab: Option<toml::Value>,
+    /// Refault-storm parameters, handed to [`crate::refault`].
+    #[serde(default)]
+    pub refault: Option<toml::Value>,
 }
 
 /// The most groups a tree may have.
@@ -502,7 +518,12 @@ pub fn locate(text: &str, field: &str) -> Option<usize> {
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if let Some(h) = line.strip_prefix('[') {
-            let name = h.trim_start_matches('[').split(']').next().unwrap_or("").trim();
+            let name = h
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim();
             current = Some(name.to_string());
             if Some(name) == table {
                 header_line = Some(i + 1);
@@ -557,7 +578,9 @@ period_ms = 10.0
     #[test]
     fn every_builtin_parses() {
         for (name, _) in BUILTIN {
-            let s = Scenario::builtin(name).unwrap().unwrap_or_else(|e| panic!("{e}"));
+            let s = Scenario::builtin(name)
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(&s.name, name);
         }
     }
@@ -570,7 +593,10 @@ period_ms = 10.0
         assert_eq!(e.field, "readers.period_ms");
         assert_eq!(e.line, Some(18));
         let msg = e.to_string();
-        assert!(msg.starts_with("bad.toml:18: field `readers.period_ms`"), "{msg}");
+        assert!(
+            msg.starts_with("bad.toml:18: field `readers.period_ms`"),
+            "{msg}"
+        );
     }
 
     #[test]

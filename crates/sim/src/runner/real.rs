@@ -135,7 +135,9 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
     let parents: Vec<Option<GroupIdx>> = shape.groups().iter().map(|g| g.parent).collect();
     // ORDERING: the oracle cells are Relaxed statistics; the reader only
     // needs each cell's own modification order (before/after brackets).
-    let exact: Vec<AtomicI64> = (0..shape.len() * items).map(|_| AtomicI64::new(0)).collect();
+    let exact: Vec<AtomicI64> = (0..shape.len() * items)
+        .map(|_| AtomicI64::new(0))
+        .collect();
     let mut targets = shape.targets(setup.writer_spec.targets);
     let mut rng = SimRng::new(setup.seed);
     if setup.writer_spec.hot_fraction < 1.0 {
@@ -147,7 +149,12 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
         targets.truncate(keep);
     }
     let read_targets = shape.targets(setup.readers.targets);
-    let n_read = setup.readers.items.map(|n| n as usize).unwrap_or(items).min(items);
+    let n_read = setup
+        .readers
+        .items
+        .map(|n| n as usize)
+        .unwrap_or(items)
+        .min(items);
     // ORDERING: Relaxed, see `run_updates`.
     let stop = AtomicBool::new(false);
     let updates = AtomicU64::new(0);
@@ -208,7 +215,8 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             let mut lat = Vec::new();
             let mut stale = 0u64;
             let w = &setup.writer_spec;
-            let slack = setup.writers as u64 * w.pages[1].max(if w.thp_fraction > 0.0 { 512 } else { 0 });
+            let slack =
+                setup.writers as u64 * w.pages[1].max(if w.thp_fraction > 0.0 { 512 } else { 0 });
             let period = Duration::from_secs_f64(readers.period_ms / 1000.0);
             let gap = period / readers.count.max(1);
             barrier_r.wait();

@@ -29,7 +29,7 @@
 //! policies.
 
 use crate::backend::{FlushReason, FlushScope, LineId, StatsBackend};
-use crate::cost::{CostModel, Work};
+use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
 use crate::lock::{Acquire, FlushLock};
@@ -160,6 +160,9 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     backend: &'a B,
     shape: &'a TreeShape,
     setup: &'a SimSetup,
+    costs: CostTable,
+    transfer: SimTime,
+    atomic: SimTime,
     parents: Vec<Option<GroupIdx>>,
     now: SimTime,
     queue: EventQueue,
@@ -186,13 +189,18 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
 }
 
 /// Runs one simulated run of the workload on `backend` over `shape`.
-pub fn run<B: StatsBackend + ?Sized>(backend: &B, shape: &TreeShape, setup: &SimSetup) -> SimOutcome {
+pub fn run<B: StatsBackend + ?Sized>(
+    backend: &B,
+    shape: &TreeShape,
+    setup: &SimSetup,
+) -> SimOutcome {
     let mut rng = SimRng::new(setup.seed);
     let items = setup.items;
     let mut writer_targets = shape.targets(setup.writers.targets);
     // The hot set: a seeded sample of the targets.
     if setup.writers.hot_fraction < 1.0 {
-        let keep = ((writer_targets.len() as f64 * setup.writers.hot_fraction).ceil() as usize).max(1);
+        let keep =
+            ((writer_targets.len() as f64 * setup.writers.hot_fraction).ceil() as usize).max(1);
         for i in 0..keep.min(writer_targets.len()) {
             let j = i + rng.below((writer_targets.len() - i) as u64) as usize;
             writer_targets.swap(i, j);
@@ -209,6 +217,12 @@ pub fn run<B: StatsBackend + ?Sized>(backend: &B, shape: &TreeShape, setup: &Sim
         backend,
         shape,
         setup,
+        costs: setup.costs.table(),
+        transfer: setup.costs.line_transfer(),
+        atomic: setup.costs.cost_ns(&Work {
+            atomics: 1,
+            ..Work::default()
+        }),
         parents: shape.groups().iter().map(|g| g.parent).collect(),
         now: 0,
         queue: EventQueue::new(),
@@ -239,7 +253,12 @@ pub fn run<B: StatsBackend + ?Sized>(backend: &B, shape: &TreeShape, setup: &Sim
 
 impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     fn start(&mut self) {
-        let writers = self.setup.writers.cpus.map(|c| c as usize).unwrap_or(self.setup.cpus);
+        let writers = self
+            .setup
+            .writers
+            .cpus
+            .map(|c| c as usize)
+            .unwrap_or(self.setup.cpus);
         let writers = writers.min(self.setup.cpus);
         if !self.writer_targets.is_empty() {
             for cpu in 0..writers {
@@ -346,12 +365,8 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.backend
             .add_counted(cpu as usize, g, item, delta, &mut work, &mut lines);
         self.out.engine_calls += 1;
-        let mut t = t + self.setup.costs.cost_ns(&work);
-        let transfer = self.setup.costs.line_transfer();
-        let atomic = self.setup.costs.cost_ns(&Work {
-            atomics: 1,
-            ..Work::default()
-        });
+        let mut t = t + self.costs.cost_ns(&work);
+        let (transfer, atomic) = (self.transfer, self.atomic);
         for &l in &lines {
             match self.lines.get_mut(&l) {
                 Some(st) if st.owner == cpu => {
@@ -365,7 +380,13 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
                 }
                 None => {
                     t += atomic;
-                    self.lines.insert(l, LineState { owner: cpu, free_at: t });
+                    self.lines.insert(
+                        l,
+                        LineState {
+                            owner: cpu,
+                            free_at: t,
+                        },
+                    );
                 }
             }
         }
@@ -459,11 +480,12 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             Acquire::Skipped => {
                 self.out.skipped_flushes += 1;
                 // The failed trylock costs one lock attempt.
-                let d = self.setup.costs.cost_ns(&Work {
+                let d = self.costs.cost_ns(&Work {
                     locks: 1,
                     ..Work::default()
                 });
-                self.queue.push(self.now + d, Event::ReadDone { request: id });
+                self.queue
+                    .push(self.now + d, Event::ReadDone { request: id });
             }
         }
     }
@@ -482,7 +504,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.backend.flush(g, reason, &mut work);
         self.out.engine_calls += 1;
         self.out.flushes += 1;
-        let d = self.setup.costs.cost_ns(&work);
+        let d = self.costs.cost_ns(&work);
         self.out.max_hold = self.out.max_hold.max(d);
         self.out.flush_durations.push(d);
         self.out.flush_work.merge(&work);
@@ -557,7 +579,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             }
         }
         self.out.engine_calls += 1;
-        let end = self.now + self.setup.costs.cost_ns(&work);
+        let end = self.now + self.costs.cost_ns(&work);
         if stale {
             self.out.stale_reads += 1;
         }
@@ -566,7 +588,13 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             Purpose::Reader { reader } => {
                 self.out.read_latencies.push(end - req.started);
                 if !self.stopped {
-                    let period = period_ns(self.setup.readers.as_ref().map(|r| r.period_ms).unwrap_or(100.0));
+                    let period = period_ns(
+                        self.setup
+                            .readers
+                            .as_ref()
+                            .map(|r| r.period_ms)
+                            .unwrap_or(100.0),
+                    );
                     let next = (req.started + period).max(end);
                     self.queue.push(next, Event::ReaderWake { reader });
                 }
@@ -627,7 +655,8 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             pages: s.pages,
             ..SpikeState::default()
         });
-        self.queue.push(end + s.read_after_us * 1000, Event::SpikeRead { spike: k });
+        self.queue
+            .push(end + s.read_after_us * 1000, Event::SpikeRead { spike: k });
         let next = self.now + self.rng.exp_ns(period_ns(s.every_ms));
         self.queue.push(next, Event::Spike { spike: k + 1 });
     }

@@ -74,7 +74,11 @@ impl Header for SeparatedHeader {
 
 /// Runs `updaters` updater threads and `eventers` event threads on a fresh
 /// header of type `H` for `duration`; returns the updaters' operations.
-pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duration) -> UpdateOutcome {
+pub fn run_layout<H: Header>(
+    updaters: usize,
+    eventers: usize,
+    duration: Duration,
+) -> UpdateOutcome {
     let header = H::default();
     // A power of two, so the slot index is a mask, not a division.
     let n_slots = updaters.max(1).next_power_of_two();
@@ -146,7 +150,10 @@ mod tests {
 
     #[test]
     fn shared_layout_puts_both_fields_on_one_line() {
-        assert_eq!(offset_of!(SharedHeader, base) / 64, offset_of!(SharedHeader, events) / 64);
+        assert_eq!(
+            offset_of!(SharedHeader, base) / 64,
+            offset_of!(SharedHeader, events) / 64
+        );
         assert_eq!(align_of::<SharedHeader>(), 128);
     }
 

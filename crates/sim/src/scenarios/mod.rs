@@ -4,6 +4,7 @@
 //! drift of the host during a real-mode scenario affects every policy alike.
 
 pub mod false_sharing;
+pub mod numab;
 pub mod stale_read;
 pub mod stat_readers;
 pub mod update_path;
@@ -57,7 +58,10 @@ impl PolicyChoice {
 /// The policy names a workload accepts.
 pub fn known_policies(workload: Workload) -> Vec<String> {
     match workload {
-        Workload::FalseSharing => false_sharing::LAYOUTS.iter().map(|s| s.to_string()).collect(),
+        Workload::FalseSharing => false_sharing::LAYOUTS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         _ => Preset::ALL
             .iter()
             .map(|p| p.name().to_string())
@@ -164,7 +168,9 @@ fn false_sharing_run(
     let threads = sc.threads.unwrap_or(2) as usize;
     let duration = std::time::Duration::from_millis(sc.duration_ms);
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    progress(Progress::Total(u64::from(sc.runs) * sc.policies.len() as u64));
+    progress(Progress::Total(
+        u64::from(sc.runs) * sc.policies.len() as u64,
+    ));
     for run in 0..sc.runs {
         for p in &sc.policies {
             let o = false_sharing::run_named(p, threads, duration)
@@ -179,22 +185,28 @@ fn false_sharing_run(
 
 /// Appends one run's value of a metric.
 pub fn push(r: &mut PolicyResult, name: &str, unit: &str, value: f64, higher_is_better: bool) {
-    let m = r.metrics.entry(name.to_string()).or_insert_with(|| MetricSamples {
-        unit: unit.to_string(),
-        higher_is_better,
-        ..MetricSamples::default()
-    });
+    let m = r
+        .metrics
+        .entry(name.to_string())
+        .or_insert_with(|| MetricSamples {
+            unit: unit.to_string(),
+            higher_is_better,
+            ..MetricSamples::default()
+        });
     m.values.push(value);
 }
 
 /// Appends one run's latency distribution: mean as the value, p50/p99/
 /// p999/max as percentiles, and the samples into the merged histogram.
 pub fn push_latency(r: &mut PolicyResult, name: &str, samples: &[u64]) {
-    let m = r.metrics.entry(name.to_string()).or_insert_with(|| MetricSamples {
-        unit: "ns".to_string(),
-        higher_is_better: false,
-        ..MetricSamples::default()
-    });
+    let m = r
+        .metrics
+        .entry(name.to_string())
+        .or_insert_with(|| MetricSamples {
+            unit: "ns".to_string(),
+            higher_is_better: false,
+            ..MetricSamples::default()
+        });
     let mut sorted = samples.to_vec();
     sorted.sort_unstable();
     let mean = if sorted.is_empty() {
@@ -222,11 +234,14 @@ pub fn push_latency(r: &mut PolicyResult, name: &str, samples: &[u64]) {
 /// Appends one run's distribution summary (mean as the value, p50/p99/
 /// p999/max as percentiles) without a histogram.
 pub fn push_distribution(r: &mut PolicyResult, name: &str, unit: &str, samples: &[u64]) {
-    let m = r.metrics.entry(name.to_string()).or_insert_with(|| MetricSamples {
-        unit: unit.to_string(),
-        higher_is_better: false,
-        ..MetricSamples::default()
-    });
+    let m = r
+        .metrics
+        .entry(name.to_string())
+        .or_insert_with(|| MetricSamples {
+            unit: unit.to_string(),
+            higher_is_better: false,
+            ..MetricSamples::default()
+        });
     let mut sorted = samples.to_vec();
     sorted.sort_unstable();
     let mean = if sorted.is_empty() {
@@ -283,7 +298,10 @@ mod tests {
 
     #[test]
     fn policy_names_parse() {
-        assert_eq!(PolicyChoice::parse("pre-rstat"), Some(PolicyChoice::PreRstat));
+        assert_eq!(
+            PolicyChoice::parse("pre-rstat"),
+            Some(PolicyChoice::PreRstat)
+        );
         assert_eq!(
             PolicyChoice::parse("linux-6.8"),
             Some(PolicyChoice::Engine(Preset::Linux6_8))

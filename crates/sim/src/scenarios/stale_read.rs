@@ -12,8 +12,8 @@ use crate::error::SimError;
 use crate::report::{Mode, PolicyResult};
 use crate::runner::sim;
 use crate::scenario::Scenario;
-use crate::workload::TreeShape;
 use crate::with_backend;
+use crate::workload::TreeShape;
 use std::collections::BTreeMap;
 
 /// Runs the stale-read workload (simulated mode).
@@ -31,7 +31,9 @@ pub fn run(
     let items = schema_items(sc);
     let cpus = sc.cpus.unwrap_or(1) as usize;
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    progress(Progress::Total(u64::from(sc.runs) * sc.policies.len() as u64));
+    progress(Progress::Total(
+        u64::from(sc.runs) * sc.policies.len() as u64,
+    ));
     for run in 0..sc.runs {
         let seed = sc.seed.wrapping_add(u64::from(run));
         for p in &sc.policies {
@@ -49,7 +51,13 @@ pub fn run(
             push(r, "missed_event_rate", "ratio", rate, false);
             push(r, "missed_events", "count", o.missed_spikes as f64, false);
             push(r, "spike_reads", "count", o.spike_reads as f64, true);
-            push(r, "child_gt_parent", "count", o.child_gt_parent as f64, false);
+            push(
+                r,
+                "child_gt_parent",
+                "count",
+                o.child_gt_parent as f64,
+                false,
+            );
             progress(Progress::Step(format!("{p} run {}", run + 1)));
         }
     }

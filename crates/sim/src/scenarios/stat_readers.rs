@@ -5,14 +5,17 @@
 //! CPUs, 99.9% of reads ≤ 50 µs and none over 100 ms with subtree flushes
 //! and per-memcg thresholds.
 
-use super::{push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice, Progress, RunOptions};
+use super::{
+    push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice, Progress,
+    RunOptions,
+};
 use crate::error::SimError;
 use crate::report::{Mode, PolicyResult};
 use crate::runner::{real, sim};
 use crate::scenario::Scenario;
 use crate::time::{MILLIS, SECONDS};
-use crate::workload::TreeShape;
 use crate::with_backend;
+use crate::workload::TreeShape;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -28,7 +31,9 @@ pub fn run(
     let shape = TreeShape::from_spec(sc.tree.as_ref().expect("validated: tree"));
     let items = schema_items(sc);
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    progress(Progress::Total(u64::from(sc.runs) * sc.policies.len() as u64));
+    progress(Progress::Total(
+        u64::from(sc.runs) * sc.policies.len() as u64,
+    ));
     for run in 0..sc.runs {
         let seed = sc.seed.wrapping_add(u64::from(run));
         for p in &sc.policies {
@@ -97,20 +102,52 @@ pub fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u64) -> s
 /// Records the read metrics of a simulated run.
 pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
     push_latency(r, "read_latency_ns", &o.read_latencies);
-    let slow = o.read_latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
-    let over_100ms = o.read_latencies.iter().filter(|&&l| l > 100 * MILLIS).count();
+    let slow = o
+        .read_latencies
+        .iter()
+        .filter(|&&l| l > SLOW_READ_NS)
+        .count();
+    let over_100ms = o
+        .read_latencies
+        .iter()
+        .filter(|&&l| l > 100 * MILLIS)
+        .count();
     push(r, "reads", "count", o.read_latencies.len() as f64, true);
     push(r, "reads_over_1ms", "count", slow as f64, false);
     push(r, "reads_over_100ms", "count", over_100ms as f64, false);
     push(r, "stale_reads", "count", o.stale_reads as f64, false);
     push(r, "flushes", "count", o.flushes as f64, false);
-    push(r, "skipped_flushes", "count", o.skipped_flushes as f64, false);
+    push(
+        r,
+        "skipped_flushes",
+        "count",
+        o.skipped_flushes as f64,
+        false,
+    );
     push(r, "lock_wait_ns", "ns", o.lock_wait as f64, false);
     push_distribution(r, "flush_ns", "ns", &o.flush_durations);
     let per_flush = |v: u64| v as f64 / o.flushes.max(1) as f64;
-    push(r, "flush_shards_scanned", "count/flush", per_flush(o.flush_work.shards_scanned), false);
-    push(r, "flush_groups_visited", "count/flush", per_flush(o.flush_work.groups_visited), false);
-    push(r, "flush_counters_aggregated", "count/flush", per_flush(o.flush_work.counters_aggregated), false);
+    push(
+        r,
+        "flush_shards_scanned",
+        "count/flush",
+        per_flush(o.flush_work.shards_scanned),
+        false,
+    );
+    push(
+        r,
+        "flush_groups_visited",
+        "count/flush",
+        per_flush(o.flush_work.groups_visited),
+        false,
+    );
+    push(
+        r,
+        "flush_counters_aggregated",
+        "count/flush",
+        per_flush(o.flush_work.counters_aggregated),
+        false,
+    );
     push(
         r,
         "update_ops_per_sec",

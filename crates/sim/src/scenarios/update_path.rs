@@ -13,8 +13,8 @@ use crate::report::{Mode, PolicyResult, Series};
 use crate::runner::{real, sim};
 use crate::scenario::{Scenario, Targets, WritersSpec};
 use crate::time::MILLIS;
-use crate::workload::TreeShape;
 use crate::with_backend;
+use crate::workload::TreeShape;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

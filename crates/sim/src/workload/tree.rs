@@ -170,8 +170,14 @@ impl TreeShape {
         let n = self.groups.len() as GroupIdx;
         match targets {
             Targets::Root => vec![0],
-            Targets::All => (1..n).collect::<Vec<_>>().into_iter().chain(if n == 1 { Some(0) } else { None }).collect(),
-            Targets::Slices => (1..n).filter(|&i| self.groups[i as usize].depth == 1).collect(),
+            Targets::All => (1..n)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .chain(if n == 1 { Some(0) } else { None })
+                .collect(),
+            Targets::Slices => (1..n)
+                .filter(|&i| self.groups[i as usize].depth == 1)
+                .collect(),
             Targets::Leaves => (0..n)
                 .filter(|&i| self.groups[i as usize].last == i && (i != 0 || n == 1))
                 .collect(),

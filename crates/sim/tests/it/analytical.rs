@@ -40,7 +40,15 @@ impl StatsBackend for Fixed {
         }
     }
     fn add(&self, _: GroupIdx, _: usize, _: i64) {}
-    fn add_counted(&self, _: usize, _: GroupIdx, _: usize, _: i64, w: &mut Work, _: &mut Vec<LineId>) {
+    fn add_counted(
+        &self,
+        _: usize,
+        _: GroupIdx,
+        _: usize,
+        _: i64,
+        w: &mut Work,
+        _: &mut Vec<LineId>,
+    ) {
         w.calls += 1;
         w.atomics += 2;
     }
@@ -52,7 +60,10 @@ impl StatsBackend for Fixed {
     }
     fn read(&self, _: GroupIdx, _: usize, w: &mut Work) -> ReadValue {
         w.items_read += 1;
-        ReadValue { value: 0, bound: Some(0) }
+        ReadValue {
+            value: 0,
+            bound: Some(0),
+        }
     }
 }
 
@@ -95,7 +106,9 @@ const READ: u64 = 14;
 #[test]
 fn one_cpu_no_contention_latency_is_the_cost_sum() {
     let shape = TreeShape::chain(1);
-    let b = Fixed { lock: LockMode::Serialize };
+    let b = Fixed {
+        lock: LockMode::Serialize,
+    };
     let o = run(&b, &shape, &setup(1, 1, false, Some(0)));
     assert_eq!(o.read_latencies.len(), 10, "one read per ms for 10 ms");
     for &l in &o.read_latencies {
@@ -108,19 +121,27 @@ fn one_cpu_no_contention_latency_is_the_cost_sum() {
 #[test]
 fn second_flusher_waits_exactly_the_first_hold() {
     let shape = TreeShape::chain(1);
-    let b = Fixed { lock: LockMode::Serialize };
+    let b = Fixed {
+        lock: LockMode::Serialize,
+    };
     let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
     assert_eq!(o.read_latencies.len(), 20);
     for pair in o.read_latencies.chunks(2) {
         assert_eq!(pair, [HOLD + READ, HOLD + HOLD + READ]);
     }
-    assert_eq!(o.lock_wait, 10 * HOLD, "10 contended rounds, each waits one hold");
+    assert_eq!(
+        o.lock_wait,
+        10 * HOLD,
+        "10 contended rounds, each waits one hold"
+    );
 }
 
 #[test]
 fn skip_policy_skips_instead_of_waiting() {
     let shape = TreeShape::chain(1);
-    let b = Fixed { lock: LockMode::Skip };
+    let b = Fixed {
+        lock: LockMode::Skip,
+    };
     let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
     for pair in o.read_latencies.chunks(2) {
         // The skipper pays one lock attempt (11 ns) and its read.
@@ -131,8 +152,13 @@ fn skip_policy_skips_instead_of_waiting() {
 
 #[test]
 fn disjoint_flushes_do_not_wait() {
-    let shape = TreeShape::from_spec(&sim::scenario::TreeSpec { fanout: vec![2], names: vec![] });
-    let b = Fixed { lock: LockMode::DisjointParallel };
+    let shape = TreeShape::from_spec(&sim::scenario::TreeSpec {
+        fanout: vec![2],
+        names: vec![],
+    });
+    let b = Fixed {
+        lock: LockMode::DisjointParallel,
+    };
     let mut s = setup(2, 2, true, Some(0));
     s.readers.as_mut().unwrap().targets = Targets::Leaves;
     let o = run(&b, &shape, &s);
@@ -149,9 +175,15 @@ fn back_to_back_updates_fill_the_duration() {
     // Each update costs 1 call + 2 atomics = 5 ns; one CPU writes for 10 ms
     // after a start offset below 1 µs.
     let shape = TreeShape::chain(2);
-    let b = Fixed { lock: LockMode::Serialize };
+    let b = Fixed {
+        lock: LockMode::Serialize,
+    };
     let o = run(&b, &shape, &setup(1, 0, false, None));
     let max = 10 * MILLIS / 5;
     let min = (10 * MILLIS - 1_000) / 5;
-    assert!((min..=max).contains(&o.updates), "{} not in {min}..={max}", o.updates);
+    assert!(
+        (min..=max).contains(&o.updates),
+        "{} not in {min}..={max}",
+        o.updates
+    );
 }

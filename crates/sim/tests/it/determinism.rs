@@ -27,7 +27,10 @@ fn same_seed_same_bytes_different_seed_differs() {
     for name in ["stale-read", "stat-readers"] {
         let a = run_json(&small(name, 7));
         let b = run_json(&small(name, 7));
-        assert_eq!(a, b, "{name}: same seed must give byte-identical output (seed 7)");
+        assert_eq!(
+            a, b,
+            "{name}: same seed must give byte-identical output (seed 7)"
+        );
         let c = run_json(&small(name, 8));
         assert_ne!(a, c, "{name}: seeds 7 and 8 gave identical output");
     }
