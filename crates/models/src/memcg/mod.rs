@@ -45,7 +45,7 @@ pub use schema::{Class, MemcgSchema, Slot, Stat};
 pub use stock::Stocks;
 
 use hierstat::{
-    Config, Group, HierStats, ManualClock, Preset, Shard, WorkCounters, WorkSink, PAGE_SIZE,
+    Config, Group, HierStats, ManualClock, Policy, Preset, Shard, WorkCounters, WorkSink, PAGE_SIZE,
 };
 use std::collections::BTreeSet;
 use std::fmt;
@@ -70,6 +70,8 @@ pub struct MemcgConfig {
     pub nodes: usize,
     /// The stats flush policy.
     pub preset: Preset,
+    /// A custom policy replacing the preset's knobs (experiments).
+    pub policy: Option<Policy>,
     /// Charge batch in pages (`MEMCG_CHARGE_BATCH`); `None`: the preset's
     /// batch (32 before 6.1, 64 after).
     pub batch: Option<u64>,
@@ -86,6 +88,7 @@ impl MemcgConfig {
             cpus,
             nodes,
             preset: Preset::Linux6_8,
+            policy: None,
             batch: None,
             swap_pages: 0,
             clock: None,
@@ -95,6 +98,12 @@ impl MemcgConfig {
     /// Sets the flush policy.
     pub fn preset(mut self, preset: Preset) -> Self {
         self.preset = preset;
+        self
+    }
+
+    /// Replaces the preset's knobs by a custom policy.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
         self
     }
 
@@ -156,14 +165,13 @@ impl MemcgTree {
     /// Engine errors for a bad CPU or node count.
     pub fn new(config: MemcgConfig) -> Result<Self, MemcgError> {
         let schema = MemcgSchema::new(config.nodes)?;
-        let mut hc = Config::preset(config.preset).shards(config.cpus);
+        let policy = config.policy.unwrap_or_else(|| config.preset.policy());
+        let mut hc = Config::with_policy(policy).shards(config.cpus);
         if let Some(c) = config.clock {
             hc = hc.clock(c);
         }
         let stats = HierStats::new(schema.schema().clone(), hc)?;
-        let batch = config
-            .batch
-            .unwrap_or(u64::from(config.preset.policy().batch));
+        let batch = config.batch.unwrap_or(u64::from(policy.batch));
         let root = MemcgNode {
             group: stats.root(),
             parent: None,

@@ -24,7 +24,7 @@ pub mod spec;
 pub mod storm;
 
 pub use spec::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
-pub use storm::{run_once, StormOutcome};
+pub use storm::{run_once, run_once_policy, StormOutcome};
 
 use crate::error::SimError;
 use crate::report::{PolicyResult, RunReport};

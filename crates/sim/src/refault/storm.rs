@@ -25,7 +25,7 @@ use crate::error::SimError;
 use crate::lock::Scope;
 use crate::rng::SimRng;
 use crate::time::{SimTime, MILLIS, SECONDS};
-use hierstat::{FlushOutcome, ManualClock, Preset, PAGE_SIZE};
+use hierstat::{FlushOutcome, ManualClock, Policy, Preset, PAGE_SIZE};
 use models::memcg::{MemcgConfig, MemcgError, MemcgId, MemcgTree, Stat};
 use models::workingset::{Access, Lru, ShadowLayout, WorkingsetError};
 use std::cmp::Reverse;
@@ -271,13 +271,26 @@ pub fn run_once(
     seed: u64,
     costs: &CostModel,
 ) -> Result<StormOutcome, SimError> {
+    run_once_policy(spec, preset.policy(), seed, costs)
+}
+
+/// [`run_once`] under a custom policy (experiments with single knobs).
+///
+/// # Errors
+/// As [`run_once`].
+pub fn run_once_policy(
+    spec: &RefaultSpec,
+    policy: Policy,
+    seed: u64,
+    costs: &CostModel,
+) -> Result<StormOutcome, SimError> {
     let cpus = spec.cpus as usize;
     let nodes = spec.nodes as usize;
     let w = &spec.workload;
     let clock = ManualClock::new(0);
     let mut tree = MemcgTree::new(
         MemcgConfig::new(cpus, nodes)
-            .preset(preset)
+            .policy(policy)
             .swap_pages(mb_pages(w.swap_mb))
             .clock(clock.clone()),
     )

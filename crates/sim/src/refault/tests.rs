@@ -277,3 +277,33 @@ fn full_scenario_report() {
         );
     }
 }
+
+#[test]
+#[ignore = "exploration: which knob of ours costs refault latency (release build)"]
+fn explore_hierstat_knobs() {
+    use hierstat::{HotPathFlush, ThresholdSize};
+    let text = include_str!("../../../../scenarios/refault-storm.toml");
+    let sc = RefaultScenario::parse("refault-storm.toml", text).unwrap();
+    let base = Preset::Hierstat.policy();
+    let variants = [
+        ("hierstat", base),
+        (
+            "hierstat T=batch*shards",
+            hierstat::Policy {
+                threshold_size: ThresholdSize::BatchPerShard,
+                ..base
+            },
+        ),
+        (
+            "hierstat ratelimited",
+            hierstat::Policy {
+                hot_path: HotPathFlush::Ratelimited,
+                ..base
+            },
+        ),
+    ];
+    for (name, p) in variants {
+        let o = run_once_policy(&sc.refault, p, sc.seed, &CostModel::defaults()).unwrap();
+        show(name, &o);
+    }
+}
