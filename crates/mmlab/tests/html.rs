@@ -233,3 +233,13 @@ fn stored_runs_page_has_run_facts_and_their_comparison() {
     let one = render_stored_html("one", &runs[..1]);
     assert!(!one.contains("Comparison of runs"));
 }
+
+#[test]
+fn scan_coverage_is_an_alias_of_vma_coverage() {
+    let mut r = sample::numa01(1);
+    for p in r.policies.values_mut() {
+        let s = p.series.remove("vma_coverage").unwrap();
+        p.series.insert("scan_coverage".into(), s);
+    }
+    assert_eq!(kinds(&r), ["local-fraction", "vma-coverage"]);
+}

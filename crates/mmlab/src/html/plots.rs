@@ -8,7 +8,7 @@
 //! | `throughput-vs-depth` | series `throughput_vs_depth`, else metrics `update_ops_per_sec_depthN` |
 //! | `refault-vs-mismatch` | metrics `refault_latency_ns` and `decision_mismatch_rate` |
 //! | `local-fraction`      | series `local_fraction`                                 |
-//! | `vma-coverage`        | series `vma_coverage`                                   |
+//! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name) |
 
 use super::svg::{Axis, Chart, Line, ScaleKind, TickFormat};
 use crate::stats;
@@ -40,7 +40,7 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
     out.extend(refault_vs_mismatch(report));
     out.extend(series_plot(
         report,
-        "local_fraction",
+        &["local_fraction"],
         "local-fraction",
         "NUMA local-access fraction over time",
         TickFormat::Percent,
@@ -48,7 +48,7 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
     ));
     out.extend(series_plot(
         report,
-        "vma_coverage",
+        &["vma_coverage", "scan_coverage"],
         "vma-coverage",
         "Scan coverage per VMA",
         TickFormat::Percent,
@@ -373,9 +373,10 @@ fn refault_vs_mismatch(report: &RunReport) -> Option<Plot> {
     })
 }
 
+/// A line plot of the first of `names` (aliases) that a policy has.
 fn series_plot(
     report: &RunReport,
-    series: &str,
+    names: &[&str],
     kind: &'static str,
     title: &str,
     y_format: TickFormat,
@@ -386,7 +387,8 @@ fn series_plot(
     let lines: Vec<Line> = colors(report)
         .into_iter()
         .filter_map(|(p, c)| {
-            let s = report.policies.get(p)?.series.get(series)?;
+            let r = report.policies.get(p)?;
+            let s = names.iter().find_map(|n| r.series.get(*n))?;
             let points: Vec<(f64, f64)> = s
                 .points
                 .iter()
