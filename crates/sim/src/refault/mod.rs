@@ -22,6 +22,7 @@
 pub mod flush;
 pub mod spec;
 pub mod storm;
+mod world;
 
 pub use spec::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
 pub use storm::{run_once, run_once_policy, StormOutcome};

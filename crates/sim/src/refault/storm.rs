@@ -20,14 +20,15 @@
 
 use super::flush::{FlushCtl, FlushRecord, Plan, Pricing};
 use super::spec::RefaultSpec;
+use super::world::{engine, mb_pages, World, THP};
 use crate::cost::CostModel;
 use crate::error::SimError;
 use crate::lock::Scope;
 use crate::rng::SimRng;
 use crate::time::{SimTime, MILLIS, SECONDS};
 use hierstat::{FlushOutcome, ManualClock, Policy, Preset, PAGE_SIZE};
-use models::memcg::{MemcgConfig, MemcgError, MemcgId, MemcgTree, Stat};
-use models::workingset::{Access, Lru, ShadowLayout, WorkingsetError};
+use models::memcg::{MemcgError, MemcgId, MemcgTree, Stat};
+use models::workingset::{Access, Lru, WorkingsetError};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -131,28 +132,9 @@ impl Queue {
     }
 }
 
-fn mb_pages(mb: u64) -> u64 {
-    mb * (1 << 20) / PAGE_SIZE
-}
-
-const THP: u64 = 512;
 const TICK: SimTime = 10 * MILLIS;
 /// CPU time between two heap operations of a tick.
 const OP_GAP: SimTime = 200;
-
-struct Workload {
-    file_first: u32,
-    file_len: u32,
-    hot_len: u32,
-    heap_first: u32,
-    heap_len: u32,
-    live: Vec<u32>,
-    free: Vec<u32>,
-    /// Queued heap faults (`true`) and touches.
-    ops: std::collections::VecDeque<(u32, bool)>,
-    /// Queued faults not yet done.
-    allocating: usize,
-}
 
 /// Per-run state besides the models.
 struct Run<'a> {
@@ -257,10 +239,6 @@ fn log_uniform(rng: &mut SimRng, lo: u64, hi: u64) -> u64 {
     (a + (b - a) * rng.unit_f64()).exp() as u64
 }
 
-fn engine(e: impl std::fmt::Display) -> SimError {
-    SimError::Engine(e.to_string())
-}
-
 /// Runs the storm once under `preset` with `seed`.
 ///
 /// # Errors
@@ -287,57 +265,15 @@ pub fn run_once_policy(
     let cpus = spec.cpus as usize;
     let nodes = spec.nodes as usize;
     let w = &spec.workload;
-    let clock = ManualClock::new(0);
-    let mut tree = MemcgTree::new(
-        MemcgConfig::new(cpus, nodes)
-            .policy(policy)
-            .swap_pages(mb_pages(w.swap_mb))
-            .clock(clock.clone()),
-    )
-    .map_err(engine)?;
-    let root = tree.root();
-    tree.create(root, "init.scope").map_err(engine)?;
-    let system = tree.create(root, "system.slice").map_err(engine)?;
-    let user = tree.create(root, "user.slice").map_err(engine)?;
-    tree.create(user, "user-1000.slice").map_err(engine)?;
-    let services: Vec<MemcgId> = (0..spec.services)
-        .map(|i| tree.create(system, &format!("svc{i}.service")))
-        .collect::<Result<_, _>>()
-        .map_err(engine)?;
-    let wl = tree.create(system, "workload.service").map_err(engine)?;
-    tree.set_max(wl, mb_pages(w.memory_max_mb))
-        .map_err(engine)?;
-    // Preorder subtree intervals as lock scopes.
-    let order = tree.ids();
-    let mut scopes = HashMap::new();
-    for (i, &id) in order.iter().enumerate() {
-        let size = tree.subtree(id).len() as u32;
-        scopes.insert(
-            id,
-            Scope {
-                lo: i as u32,
-                hi: i as u32 + size - 1,
-            },
-        );
-    }
-    let mut lru = Lru::new(nodes, ShadowLayout::default());
-    let file_len = mb_pages(w.file_mb) as u32;
-    let file_first = lru.add_mapping(wl, 0, true, file_len, 1).map_err(engine)?;
-    let heap_len = (mb_pages(w.anon_max_mb) / THP) as u32;
-    let heap_first = lru
-        .add_mapping(wl, 0, false, heap_len, THP)
-        .map_err(engine)?;
-    let mut wk = Workload {
-        file_first,
-        file_len,
-        hot_len: ((file_len as f64 * w.hot_fraction) as u32).max(1),
-        heap_first,
-        heap_len,
-        live: Vec::new(),
-        free: (0..heap_len).rev().collect(),
-        ops: Default::default(),
-        allocating: 0,
-    };
+    let World {
+        clock,
+        mut tree,
+        mut lru,
+        wl,
+        services,
+        scopes,
+        mut wk,
+    } = World::build(spec, policy)?;
     let pricing = Pricing {
         costs: *costs,
         counters_per_line: spec.latency.counters_per_line,
@@ -374,8 +310,14 @@ pub fn run_once_policy(
         wk.live.push(s);
     }
     let room = mb_pages(w.memory_max_mb).saturating_sub(tree.memory(wl).map_err(engine)?.usage());
-    for i in 0..(room as u32).min(file_len) {
-        run.access(&mut tree, &mut lru, i as usize % wcpus, file_first + i, 0)?;
+    for i in 0..(room as u32).min(wk.file_len) {
+        run.access(
+            &mut tree,
+            &mut lru,
+            i as usize % wcpus,
+            wk.file_first + i,
+            0,
+        )?;
     }
     tree.stats().flush_forced(&tree.stats().root());
     tree.take_work();
