@@ -86,7 +86,9 @@ pub struct Features {
     /// node of the CPU that last faulted on it) is left unmarked for this
     /// many consecutive visits: it was examined, a fault would gain nothing
     /// yet, and the visit after that marks it again in case its user moved.
-    /// 0 = mark every visit (the kernel).
+    /// With the budget charged by changed PTEs, the window then reaches
+    /// further into memory that is still misplaced. 0 = mark every visit
+    /// (the kernel).
     pub local_skip_visits: u8,
 }
 
