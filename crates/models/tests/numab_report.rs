@@ -1,6 +1,12 @@
-//! Prints every built-in scenario under every scanner version (release
-//! build recommended): `cargo test -p models --release --test numab_report
-//! -- --ignored --nocapture`. Also usable with `NUMAB_SCENARIO=name`.
+//! Developer reports (ignored tests; run in release with `--ignored
+//! --nocapture`): every built-in scenario under every version
+//! (`numab_report_all_versions`), multi-seed means (`numab_multi_seed`,
+//! `SEEDS=n`), one run's scan-call trace (`numab_trace_scans`,
+//! `NUMAB_VERSION`, `SEED`), the starved VMAs of a version
+//! (`numab_starved_detail`) and a cost-parameter sweep
+//! (`numab_explore_param`, `SPREADS`, `CFS`, `STACK_KIB`).
+//! `NUMAB_SCENARIO=name` picks a built-in scenario, `NUMAB_TOML=path` a
+//! scenario file.
 
 use models::numab::{builtin_scenario, run, ScannerVersion, BUILTIN};
 
