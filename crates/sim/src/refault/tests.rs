@@ -28,36 +28,6 @@ fn show(name: &str, o: &StormOutcome) {
     );
 }
 
-#[test]
-#[ignore = "exploration: prints every policy's figures"]
-fn explore_full() {
-    let text = include_str!("../../../../scenarios/refault-storm.toml");
-    let sc = RefaultScenario::parse("refault-storm.toml", text).unwrap();
-    let only = std::env::var("STORM_POLICIES").unwrap_or_default();
-    for p in sc
-        .policies
-        .iter()
-        .filter(|p| only.is_empty() || only.split(',').any(|o| o == p.as_str()))
-    {
-        let t = std::time::Instant::now();
-        let seeds: u64 = std::env::var("STORM_SEEDS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1);
-        for seed in sc.seed..sc.seed + seeds {
-            let o = run_once(
-                &sc.refault,
-                p.parse().unwrap(),
-                seed,
-                &CostModel::defaults(),
-            )
-            .unwrap();
-            show(p, &o);
-        }
-        eprintln!("   host {:?}", t.elapsed());
-    }
-}
-
 /// A smaller machine for debug-build tests: 32 CPUs, 50 services.
 fn reduced() -> RefaultSpec {
     let mut s = RefaultSpec {
@@ -248,8 +218,11 @@ fn report_has_the_metric_names() {
     }
 }
 
+/// The full scenario side by side (release build, ~20 s). The last check
+/// (ours within 2x of ratelimited) fails today at 2.01x: see
+/// `ours_with_a_per_shard_threshold_is_within_2x`.
 #[test]
-#[ignore = "the full scenario (release build: ~30 s); prints the report's figures"]
+#[ignore = "release build, ~20 s; the ours-within-2x check fails today (2.01x)"]
 fn full_scenario_report() {
     let text = include_str!("../../../../scenarios/refault-storm.toml");
     let t = std::time::Instant::now();
@@ -276,34 +249,41 @@ fn full_scenario_report() {
             avg(&m["refaults_per_sec"].values),
         );
     }
+    let mean = |p: &str| avg(&r.policies[p].metrics["refault_latency_ns"].values);
+    let mism = |p: &str| avg(&r.policies[p].metrics["decision_mismatch_rate"].values);
+    assert!(mean("linux-5.15") >= 20.0 * mean("linux-5.15-ratelimited"));
+    assert!(mism("hierstat") <= mism("linux-5.15-ratelimited") / 10.0);
+    assert!(mean("hierstat") <= 2.0 * mean("linux-5.15-ratelimited"));
 }
 
+/// What costs ours its refault latency: the `hierstat` preset's threshold
+/// `64 x isqrt(shards + 2)` (576 pages on 96 CPUs, with 63 pages reserved per
+/// (group, shard) claimed) makes the workload flushable after about ten
+/// CPUs touched it. With 6.8's `64 x shards` it flushes ~10x less often and
+/// stays within 2x of the ratelimited latency, with exact-enough decisions.
 #[test]
-#[ignore = "exploration: which knob of ours costs refault latency (release build)"]
-fn explore_hierstat_knobs() {
+#[ignore = "release build, ~5 s"]
+fn ours_with_a_per_shard_threshold_is_within_2x() {
     use hierstat::{HotPathFlush, ThresholdSize};
     let text = include_str!("../../../../scenarios/refault-storm.toml");
     let sc = RefaultScenario::parse("refault-storm.toml", text).unwrap();
     let base = Preset::Hierstat.policy();
-    let variants = [
-        ("hierstat", base),
-        (
-            "hierstat T=batch*shards",
-            hierstat::Policy {
-                threshold_size: ThresholdSize::BatchPerShard,
-                ..base
-            },
-        ),
-        (
-            "hierstat ratelimited",
-            hierstat::Policy {
-                hot_path: HotPathFlush::Ratelimited,
-                ..base
-            },
-        ),
-    ];
-    for (name, p) in variants {
-        let o = run_once_policy(&sc.refault, p, sc.seed, &CostModel::defaults()).unwrap();
-        show(name, &o);
-    }
+    let costs = CostModel::defaults();
+    let ours = run_once_policy(&sc.refault, base, sc.seed, &costs).unwrap();
+    let per_shard = hierstat::Policy {
+        threshold_size: ThresholdSize::BatchPerShard,
+        ..base
+    };
+    let wide = run_once_policy(&sc.refault, per_shard, sc.seed, &costs).unwrap();
+    let rl = hierstat::Policy {
+        hot_path: HotPathFlush::Ratelimited,
+        ..base
+    };
+    let rl = run_once_policy(&sc.refault, rl, sc.seed, &costs).unwrap();
+    show("hierstat", &ours);
+    show("hierstat T=64*shards", &wide);
+    show("hierstat ratelimited", &rl);
+    assert!(wide.refault_flushes * 5 < ours.refault_flushes);
+    assert!(wide.mean_refault_ns() <= 2.0 * rl.mean_refault_ns());
+    assert!(wide.mismatch_rate() <= rl.mismatch_rate() / 10.0);
 }
