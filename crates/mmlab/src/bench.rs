@@ -10,8 +10,8 @@
 //! | `hierstat_update_depthD` | `HierStats::add` on a group at depth D (1, 4, 8), `hierstat` preset |
 //! | `linux-6.8_update_depth4`, `linux-5.15_update_depth4` | the same under those presets |
 //! | `pre-rstat_update_depthD` | the eager-atomic tree (depth 1, 4, 8) |
-//! | `hierstat_update_2threads` | per-op cost per thread, 2 threads on one group |
-//! | `shared_atomic_2threads` | per-op cost per thread, 2 threads on one `AtomicU64` |
+//! | `hierstat_update_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one group |
+//! | `shared_atomic_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one `AtomicU64` |
 //! | `hierstat_read_clean` | `read_bounded` of a clean group |
 //! | `hierstat_flush_100_dirty_10k` / `_100k` | forced root flush of 100 dirty leaves in a 10k / 100k-group tree |
 //! | `sim_engine_update` | host time per engine update in simulated mode |
@@ -191,7 +191,8 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         let h = engine(Preset::Hierstat, &shape, shards)?;
         let v = median_of(reps, || {
             let o = real::run_updates(&h, 1, 4, 1, 2, dur);
-            dur.as_nanos() as f64 * 2.0 / o.ops.max(1) as f64
+            // Per-thread ns per op on the thread's own CPU time.
+            2.0 * 1e9 / o.ops_per_sec().max(1e-9)
         });
         ns.insert("hierstat_update_2threads".into(), v);
         let v = median_of(reps, || shared_atomic_2threads(dur));
@@ -292,21 +293,35 @@ fn shared_atomic_2threads(dur: Duration) -> f64 {
     let a = AtomicU64::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let barrier = std::sync::Barrier::new(3);
+    let mut per_op = Vec::new();
     std::thread::scope(|s| {
+        let mut hs = Vec::new();
         for _ in 0..2 {
             let (a, stop, barrier) = (&a, &stop, &barrier);
-            s.spawn(move || {
+            hs.push(s.spawn(move || {
                 barrier.wait();
+                let t0 = Instant::now();
+                let c0 = real::thread_cpu_ns();
+                let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..256 {
                         a.fetch_add(1, Ordering::Relaxed);
                     }
+                    n += 256;
                 }
-            });
+                let ns = match (c0, real::thread_cpu_ns()) {
+                    (Some(x), Some(y)) => y.saturating_sub(x) as f64,
+                    _ => t0.elapsed().as_nanos() as f64,
+                };
+                ns / n.max(1) as f64
+            }));
         }
         barrier.wait();
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
+        for h in hs {
+            per_op.push(h.join().unwrap_or(f64::NAN));
+        }
     });
-    dur.as_nanos() as f64 * 2.0 / a.load(Ordering::Relaxed).max(1) as f64
+    per_op.iter().sum::<f64>() / per_op.len().max(1) as f64
 }

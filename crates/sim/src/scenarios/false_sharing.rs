@@ -12,9 +12,9 @@
 //! their own ([`SeparatedHeader`]). Updater threads do operations of
 //! [`UPDATES_PER_OP`] stat updates, each loading the base and adding to their
 //! own shard's slot; event threads bump the event counter back to back. The
-//! throughput of the updaters is the measure.
+//! throughput of the updaters while both kinds of thread run is the measure
+//! (see [`LayoutOutcome::ops_per_sec`]).
 
-use crate::runner::real::UpdateOutcome;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -72,51 +72,117 @@ impl Header for SeparatedHeader {
     }
 }
 
+/// What a false-sharing run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutOutcome {
+    /// Updater operations over the whole run.
+    pub ops: u64,
+    /// Wall-clock duration.
+    pub elapsed: Duration,
+    /// Windows of [`WINDOW_OPS`] operations measured by the updaters.
+    pub windows: u64,
+    /// Durations (ns) of the windows during which an event thread ran
+    /// (made progress) at the same time.
+    pub concurrent_windows: Vec<u64>,
+    /// Updater threads.
+    pub updaters: usize,
+}
+
+/// Operations per measured window.
+pub const WINDOW_OPS: u64 = 64;
+
+/// Fewest concurrent windows for [`LayoutOutcome::ops_per_sec`] to use them.
+pub const MIN_CONCURRENT_WINDOWS: usize = 50;
+
+impl LayoutOutcome {
+    /// Updater operations per second of wall time, all windows.
+    pub fn ops_per_sec_wall(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Fraction of windows during which an event thread ran concurrently.
+    pub fn concurrent_fraction(&self) -> f64 {
+        self.concurrent_windows.len() as f64 / self.windows.max(1) as f64
+    }
+
+    /// Updater throughput while updaters and event threads run at the same
+    /// time: `updaters × WINDOW_OPS / median concurrent window`. On a
+    /// loaded host the threads often do not overlap, and a wall-clock
+    /// total would mostly measure time slices; the median of the windows
+    /// in which both made progress measures the layouts themselves. Falls
+    /// back to the wall-clock rate with fewer than
+    /// [`MIN_CONCURRENT_WINDOWS`] such windows.
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.concurrent_windows.len() < MIN_CONCURRENT_WINDOWS {
+            return self.ops_per_sec_wall();
+        }
+        let mut w = self.concurrent_windows.clone();
+        w.sort_unstable();
+        let median = w[w.len() / 2].max(1) as f64;
+        self.updaters as f64 * WINDOW_OPS as f64 * 1e9 / median
+    }
+}
+
 /// Runs `updaters` updater threads and `eventers` event threads on a fresh
-/// header of type `H` for `duration`; returns the updaters' operations.
-pub fn run_layout<H: Header>(
-    updaters: usize,
-    eventers: usize,
-    duration: Duration,
-) -> UpdateOutcome {
+/// header of type `H` for `duration`.
+pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duration) -> LayoutOutcome {
     let header = H::default();
     // A power of two, so the slot index is a mask, not a division.
     let n_slots = updaters.max(1).next_power_of_two();
     let mask = n_slots - 1;
     let slots: Vec<Padded<AtomicU64>> = (0..n_slots).map(|_| Padded::default()).collect();
+    // The event threads' progress, on its own line (read once per window
+    // by the updaters, in both layouts alike).
+    let progress: Padded<AtomicU64> = Padded::default();
     // ORDERING: Relaxed everywhere: the base never changes during the run
-    // (it is read-mostly, as the kernel's pointer), counters are statistics,
-    // and `stop`/`ops` only end loops and are read after the threads join.
+    // (it is read-mostly, as the kernel's pointer), counters and progress
+    // are statistics, and `stop`/`ops` only end loops and are read after
+    // the threads join.
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
     let barrier = Barrier::new(updaters + eventers + 1);
     let mut elapsed = Duration::ZERO;
+    let mut windows = 0u64;
+    let mut concurrent = Vec::new();
     std::thread::scope(|s| {
+        let mut handles = Vec::new();
         for t in 0..updaters {
-            let (header, slots, stop, ops, barrier) = (&header, &slots, &stop, &ops, &barrier);
-            s.spawn(move || {
+            let (header, slots, stop, ops, barrier, progress) =
+                (&header, &slots, &stop, &ops, &barrier, &progress);
+            handles.push(s.spawn(move || {
                 let mut n = 0u64;
+                let mut windows = 0u64;
+                let mut concurrent = Vec::new();
                 barrier.wait();
                 while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..64 {
+                    let e0 = progress.0.load(Ordering::Relaxed);
+                    let t0 = Instant::now();
+                    for _ in 0..WINDOW_OPS {
                         for _ in 0..UPDATES_PER_OP {
                             let base = header.base().load(Ordering::Relaxed);
                             slots[(base + t) & mask].0.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                    n += 64;
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    if progress.0.load(Ordering::Relaxed) >= e0 + 2 {
+                        concurrent.push(ns);
+                    }
+                    windows += 1;
+                    n += WINDOW_OPS;
                 }
                 ops.fetch_add(n, Ordering::Relaxed);
-            });
+                (windows, concurrent)
+            }));
         }
         for _ in 0..eventers {
-            let (header, stop, barrier) = (&header, &stop, &barrier);
+            let (header, stop, barrier, progress) = (&header, &stop, &barrier, &progress);
             s.spawn(move || {
                 barrier.wait();
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
                         header.events().fetch_add(1, Ordering::Relaxed);
                     }
+                    progress.0.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
@@ -125,15 +191,23 @@ pub fn run_layout<H: Header>(
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
         elapsed = start.elapsed();
+        for h in handles {
+            let (w, c) = h.join().expect("updater threads do not panic");
+            windows += w;
+            concurrent.extend(c);
+        }
     });
-    UpdateOutcome {
+    LayoutOutcome {
         ops: ops.load(Ordering::Relaxed),
         elapsed,
+        windows,
+        concurrent_windows: concurrent,
+        updaters,
     }
 }
 
 /// Runs the named layout (`shared` or `separated`); `None` for other names.
-pub fn run_named(layout: &str, threads: usize, duration: Duration) -> Option<UpdateOutcome> {
+pub fn run_named(layout: &str, threads: usize, duration: Duration) -> Option<LayoutOutcome> {
     let updaters = (threads / 2).max(1);
     let eventers = threads.saturating_sub(updaters).max(1);
     match layout {

@@ -40,19 +40,21 @@ pub fn run(
             let choice = PolicyChoice::parse(p).expect("checked policies");
             for &depth in &u.depths {
                 let shape = TreeShape::chain(depth);
+                let mut wall = None;
                 let ops = match sc.mode {
                     Mode::Real => {
                         let threads = sc.threads.unwrap_or(2) as usize;
                         let b = AnyBackend::build(choice, &shape, items, threads.max(1))?;
-                        with_backend!(&b, be => real::run_updates(
+                        let o = with_backend!(&b, be => real::run_updates(
                             be,
                             depth,
                             u.items as usize,
                             u.pages as i64,
                             threads,
                             Duration::from_millis(sc.duration_ms),
-                        ))
-                        .ops_per_sec()
+                        ));
+                        wall = Some(o.ops_per_sec_wall());
+                        o.ops_per_sec()
                     }
                     Mode::Sim => {
                         let cpus = sc.cpus.unwrap_or(1) as usize;
@@ -84,6 +86,9 @@ pub fn run(
                 };
                 let r = out.entry(p.clone()).or_default();
                 push(r, &metric_name(depth), "ops/s", ops, true);
+                if let Some(w) = wall {
+                    push(r, &format!("update_ops_per_wall_sec_depth{depth}"), "ops/s", w, true);
+                }
                 progress(Progress::Step(format!("{p} depth {depth} run {}", run + 1)));
             }
         }
