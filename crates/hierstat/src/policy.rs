@@ -8,7 +8,7 @@
 //! | `linux-5.15-ratelimited` | global | root | skip | flush only if the periodic flush is > 2 periods late |
 //! | `linux-6.8` | per group, shards × 64 | subtree | serialize | ratelimited subtree flush |
 //! | `linux-6.17` | per group, early break | subtree, lock dropped per shard | serialize | ratelimited |
-//! | `hierstat` | per group, folded with reservations (O(1) update, error ≤ T), batch × isqrt(shards + 2) | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
+//! | `hierstat` | per group, folded with reservations (O(1) update, error ≤ T = shards × 64) | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
 
 use std::fmt;
 use std::str::FromStr;
@@ -235,7 +235,6 @@ impl Preset {
             },
             Preset::Hierstat => Policy {
                 scheme: ThresholdScheme::Folded,
-                threshold_size: ThresholdSize::BatchSqrtShards,
                 early_break: EarlyBreak::Margin,
                 concurrency: Concurrency::DisjointParallel,
                 lock_per_shard: true,
