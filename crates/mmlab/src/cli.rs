@@ -31,10 +31,88 @@ pub enum Command {
     Bench(BenchArgs),
     /// Measure the simulator's per-unit costs on this host and save them.
     Calibrate(CalibrateArgs),
+    /// List stored runs, newest last (optionally of one scenario).
+    History(HistoryArgs),
+    /// Print a stored run (its report as `run` printed it).
+    Show(ShowArgs),
+    /// Compare stored runs policy by policy (`last`, `last~1`, `#12`, tags).
+    Compare(CompareArgs),
+    /// Name a stored run.
+    Tag(TagArgs),
+    /// Write the HTML report of stored runs.
+    Report(ReportArgs),
+}
+
+/// The results database option.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DbArgs {
+    /// The results database (SQLite).
+    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
+    pub db: PathBuf,
+}
+
+/// `mmlab history`.
+#[derive(Debug, Args, Clone)]
+pub struct HistoryArgs {
+    /// Only runs of this scenario.
+    pub scenario: Option<String>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `mmlab show`.
+#[derive(Debug, Args, Clone)]
+pub struct ShowArgs {
+    /// The run (`last`, `last~N`, an id, `#id` or a tag).
+    pub run: String,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `mmlab compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// Two or more runs; the first is the baseline.
+    #[arg(num_args = 2.., required = true)]
+    pub runs: Vec<String>,
+    /// Also write the comparison as a self-contained HTML file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `mmlab tag`.
+#[derive(Debug, Args, Clone)]
+pub struct TagArgs {
+    /// The run.
+    pub run: String,
+    /// The name.
+    pub name: String,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `mmlab report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// One or more runs.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// The HTML file to write.
+    #[arg(long, value_name = "FILE", default_value = "mmlab-report.html")]
+    pub html: PathBuf,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// Options shared by the commands that run scenarios.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 pub struct CommonRunArgs {
     /// Write the results as JSON to FILE (`-` for stdout, replacing the text).
     #[arg(long, value_name = "FILE")]
@@ -42,10 +120,19 @@ pub struct CommonRunArgs {
     /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
+    /// Also write a self-contained HTML report with plots to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// The results database the run is stored in.
+    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
+    pub db: PathBuf,
+    /// Do not store the run in the results database.
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 /// `mmlab suite`.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 pub struct SuiteArgs {
     /// Common options.
     #[command(flatten)]

@@ -13,6 +13,7 @@ pub mod run;
 pub mod sample;
 pub mod stats;
 pub mod store;
+pub mod storecmd;
 pub mod suite;
 pub mod table;
 pub mod text;

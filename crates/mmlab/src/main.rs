@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use mmlab::cli::{Cli, Command, SuiteArgs};
+use mmlab::cli::{Cli, Command};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -10,12 +10,23 @@ fn run(cli: Cli) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
-        None => mmlab::suite::cmd_suite(&SuiteArgs::default(), &mut out)?,
+        None => {
+            let args = Cli::parse_from(["mmlab", "suite"]);
+            match args.command {
+                Some(Command::Suite(a)) => mmlab::suite::cmd_suite(&a, &mut out)?,
+                _ => unreachable!("`mmlab suite` parses as the suite"),
+            }
+        }
         Some(Command::Suite(a)) => mmlab::suite::cmd_suite(&a, &mut out)?,
         Some(Command::Run(a)) => mmlab::run::cmd_run(&a, &mut out)?,
         Some(Command::List) => mmlab::run::cmd_list(&mut out)?,
         Some(Command::Bench(a)) => mmlab::bench::cmd_bench(&a, &mut out)?,
         Some(Command::Calibrate(a)) => mmlab::calibrate::cmd_calibrate(&a, &mut out)?,
+        Some(Command::History(a)) => mmlab::storecmd::cmd_history(&a, &mut out)?,
+        Some(Command::Show(a)) => mmlab::storecmd::cmd_show(&a, &mut out)?,
+        Some(Command::Compare(a)) => mmlab::storecmd::cmd_compare(&a, &mut out)?,
+        Some(Command::Tag(a)) => mmlab::storecmd::cmd_tag(&a, &mut out)?,
+        Some(Command::Report(a)) => mmlab::storecmd::cmd_report(&a, &mut out)?,
     }
     out.flush()?;
     Ok(())

@@ -195,6 +195,7 @@ pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     apply_overrides(&mut l.scenario, args);
     let sc = l.scenario.clone();
     let costs = load_costs(&args.common)?;
+    let started = std::time::SystemTime::now();
     let report = execute(&l, &costs)?;
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
     if !json_to_stdout {
@@ -203,6 +204,7 @@ pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &args.common.json {
         write_json(p, &json::report_json(&report), out)?;
     }
+    crate::storecmd::after_run(&args.common, &[report], started, out, json_to_stdout)?;
     Ok(())
 }
 

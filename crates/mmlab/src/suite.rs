@@ -38,6 +38,7 @@ pub fn quick(sc: &mut Scenario) {
 pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
     let costs = load_costs(&args.common)?;
     let started = Instant::now();
+    let started_at = std::time::SystemTime::now();
     let mut reports = Vec::new();
     let mut all_checks: Vec<Check> = Vec::new();
     let json_to_stdout = args.common.json.as_deref() == Some(std::path::Path::new("-"));
@@ -97,5 +98,6 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
         });
         write_json(p, &v, out)?;
     }
+    crate::storecmd::after_run(&args.common, &reports, started_at, out, json_to_stdout)?;
     Ok(())
 }

@@ -123,7 +123,13 @@ fn bad_scenario_file_names_file_line_and_field_and_writes_nothing() {
     )
     .unwrap();
     let out = dir.path().join("out.json");
-    let o = mmlab(&["run", f.to_str().unwrap(), "--json", out.to_str().unwrap()]);
+    let o = mmlab(&[
+        "run",
+        f.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+        "--no-store",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(
@@ -192,4 +198,74 @@ fn bad_cost_file_is_reported() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("costs.toml"), "{}", stderr(&o));
+}
+
+#[test]
+fn runs_are_stored_and_the_store_commands_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let db = db.to_str().unwrap();
+    for seed in ["1", "2"] {
+        let o = mmlab(&[
+            "run",
+            "stale-read",
+            "--runs",
+            "1",
+            "--duration-ms",
+            "30",
+            "--seed",
+            seed,
+            "--db",
+            db,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("stored as run #"));
+    }
+    let o = mmlab(&["history", "--db", db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("stale-read"));
+    let o = mmlab(&["show", "last", "--db", db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("missed_event_rate"));
+    let o = mmlab(&["compare", "last~1", "last", "--db", db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = mmlab(&["tag", "last", "baseline", "--db", db]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = dir.path().join("r.html");
+    let o = mmlab(&[
+        "report",
+        "baseline",
+        "--html",
+        html.to_str().unwrap(),
+        "--db",
+        db,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    let o = mmlab(&["show", "no-such-tag", "--db", db]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn run_writes_html_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let o = mmlab(&[
+        "run",
+        "stale-read",
+        "--runs",
+        "1",
+        "--duration-ms",
+        "30",
+        "--no-store",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        text.contains("stale-read") && text.contains("<html"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
 }
