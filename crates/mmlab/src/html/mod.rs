@@ -53,6 +53,7 @@ svg.plot{display:block;width:100%;height:auto}
 .legend{display:flex;flex-wrap:wrap;gap:2px 12px;margin:4px 0 0;padding:0;list-style:none;font-size:.82rem}
 .legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 .grid{stroke:var(--grid);stroke-width:1}
+.cellbg{fill:var(--grid)}
 .axis{stroke:var(--axis);fill:none;stroke-width:1.2}
 .tick{fill:var(--muted);font-size:12.5px}
 .label{fill:var(--fg);font-size:13px}

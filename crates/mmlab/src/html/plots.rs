@@ -8,7 +8,7 @@
 //! | `throughput-vs-depth` | series `throughput_vs_depth`, else metrics `update_ops_per_sec_depthN` |
 //! | `refault-vs-mismatch` | metrics `refault_latency_ns` and `decision_mismatch_rate` |
 //! | `local-fraction`      | series `local_fraction`                                 |
-//! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name) |
+//! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
 
 use super::svg::{Axis, Chart, Line, ScaleKind, TickFormat};
 use crate::stats;
@@ -46,14 +46,7 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
         TickFormat::Percent,
         false,
     ));
-    out.extend(series_plot(
-        report,
-        &["vma_coverage", "scan_coverage"],
-        "vma-coverage",
-        "Scan coverage per VMA",
-        TickFormat::Percent,
-        true,
-    ));
+    out.extend(coverage_strips(report));
     out
 }
 
@@ -369,6 +362,57 @@ fn refault_vs_mismatch(report: &RunReport) -> Option<Plot> {
         kind: "refault-vs-mismatch",
         title,
         legend: pts.iter().map(|p| (p.0.clone(), p.1)).collect(),
+        svg: chart.finish(None),
+    })
+}
+
+/// Per-VMA scan coverage (series `vma_coverage`, or the sim's
+/// `scan_coverage`): one strip per policy, one cell per VMA shaded by the
+/// fraction scanned. Hundreds of VMAs stay readable, unlike lines.
+fn coverage_strips(report: &RunReport) -> Option<Plot> {
+    let rows: Vec<Line> = colors(report)
+        .into_iter()
+        .filter_map(|(p, c)| {
+            let r = report.policies.get(p)?;
+            let s = ["vma_coverage", "scan_coverage"]
+                .iter()
+                .find_map(|n| r.series.get(*n))?;
+            (!s.points.is_empty()).then(|| Line {
+                name: p.to_string(),
+                color: c,
+                points: s.points.clone(),
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let xs: Vec<f64> = rows
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite())
+        .collect();
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut x = Axis::fit(
+        ScaleKind::Linear,
+        "VMA (shade: fraction scanned, blank: never scanned)",
+        TickFormat::Number,
+        [lo, hi],
+        false,
+    )
+    .integers();
+    // Cells span x ± 0.5: the axis covers exactly the VMAs.
+    x.lo = lo - 0.5;
+    x.hi = hi + 0.5;
+    let y = Axis::fit(ScaleKind::Linear, "", TickFormat::Number, [0.0, 1.0], true);
+    let title = "Scan coverage per VMA".to_string();
+    let mut chart = Chart::new("vma-coverage", &title, x, y);
+    chart.heat_rows(&rows);
+    Some(Plot {
+        kind: "vma-coverage",
+        title,
+        legend: rows.iter().map(|l| (l.name.clone(), l.color)).collect(),
         svg: chart.finish(None),
     })
 }

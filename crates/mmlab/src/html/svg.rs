@@ -151,8 +151,9 @@ impl Axis {
                 if self.format == TickFormat::Nines || self.integer {
                     step = step.max(1.0).round();
                 }
-                let n = ((self.hi - self.lo) / step).round() as i64;
-                (0..=n).map(|i| self.lo + i as f64 * step).collect()
+                let first = (self.lo / step - 1e-9).ceil() * step;
+                let n = ((self.hi - first) / step + 1e-9).floor() as i64;
+                (0..=n).map(|i| first + i as f64 * step).collect()
             }
             ScaleKind::Log10 | ScaleKind::Log2 => {
                 let base: f64 = if self.kind == ScaleKind::Log10 {
@@ -257,6 +258,8 @@ pub struct Chart {
     x: Axis,
     y: Axis,
     body: String,
+    /// Row labels of a heat-strip chart, drawn instead of y ticks.
+    rows: Option<Vec<String>>,
 }
 
 /// One named series of points with its palette index.
@@ -280,7 +283,58 @@ impl Chart {
             x,
             y,
             body: String::new(),
+            rows: None,
         }
+    }
+
+    /// Draws one horizontal strip per line, one cell per point: the cell
+    /// at `x` spans `x ± 0.5` and is shaded by `y` in `[0, 1]` (the
+    /// line's colour at that opacity; empty cells show the strip's
+    /// background). Runs of equal neighbouring cells become one rectangle.
+    /// The row names replace the y ticks.
+    pub fn heat_rows(&mut self, rows: &[Line]) {
+        let n = rows.len().max(1) as f64;
+        let band = (H - TOP - BOTTOM) / n;
+        let (x0, x1) = (LEFT, W - RIGHT);
+        for (i, l) in rows.iter().enumerate() {
+            let y = TOP + i as f64 * band + band * 0.12;
+            let h = band * 0.76;
+            let c = l.color % PALETTE;
+            let _ = write!(
+                self.body,
+                r#"<rect class="cellbg" x="{x0}" y="{y:.1}" width="{:.1}" height="{h:.1}"><title>{}</title></rect>"#,
+                x1 - x0,
+                esc(&l.name)
+            );
+            let mut pts: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .copied()
+                .filter(|(x, v)| x.is_finite() && v.is_finite())
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut k = 0;
+            while k < pts.len() {
+                let (start, v) = pts[k];
+                let mut end = start;
+                while k + 1 < pts.len() && pts[k + 1].1 == v && pts[k + 1].0 - end <= 1.0 {
+                    k += 1;
+                    end = pts[k].0;
+                }
+                k += 1;
+                if v <= 0.0 {
+                    continue;
+                }
+                let (a, b) = (self.px(start - 0.5).max(x0), self.px(end + 0.5).min(x1));
+                let _ = write!(
+                    self.body,
+                    r#"<rect class="bar s{c}" x="{a:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill-opacity="{:.2}"/>"#,
+                    (b - a).max(0.5),
+                    v.clamp(0.08, 1.0)
+                );
+            }
+        }
+        self.rows = Some(rows.iter().map(|l| l.name.clone()).collect());
     }
 
     fn px(&self, v: f64) -> f64 {
@@ -392,8 +446,26 @@ impl Chart {
             esc(&self.title)
         );
         let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
-        // Horizontal grid and y ticks.
-        for v in self.y.ticks() {
+        // Row labels (heat strips) or horizontal grid and y ticks.
+        if let Some(rows) = &self.rows {
+            let band = (y1 - y0) / rows.len().max(1) as f64;
+            for (i, r) in rows.iter().enumerate() {
+                let name: String = r.chars().take(11).collect();
+                let _ = write!(
+                    s,
+                    r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                    x0 - 6.0,
+                    y0 + (i as f64 + 0.5) * band + 4.0,
+                    esc(&name)
+                );
+            }
+        }
+        let y_ticks = if self.rows.is_some() {
+            Vec::new()
+        } else {
+            self.y.ticks()
+        };
+        for v in y_ticks {
             let y = self.py(v);
             let _ = write!(
                 s,
