@@ -10,11 +10,19 @@ use std::path::PathBuf;
 /// With no command, runs the default suite (every scenario with the
 /// policies that tell its story) and prints a readable report.
 #[derive(Debug, Parser)]
-#[command(name = "mmlab", version, propagate_version = true)]
+#[command(
+    name = "mmlab",
+    version,
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// What to do (default: the suite).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The suite's options, when no command is given.
+    #[command(flatten)]
+    pub suite: SuiteArgs,
 }
 
 /// The subcommands.

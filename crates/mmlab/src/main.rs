@@ -10,13 +10,7 @@ fn run(cli: Cli) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
-        None => {
-            let args = Cli::parse_from(["mmlab", "suite"]);
-            match args.command {
-                Some(Command::Suite(a)) => mmlab::suite::cmd_suite(&a, &mut out)?,
-                _ => unreachable!("`mmlab suite` parses as the suite"),
-            }
-        }
+        None => mmlab::suite::cmd_suite(&cli.suite, &mut out)?,
         Some(Command::Suite(a)) => mmlab::suite::cmd_suite(&a, &mut out)?,
         Some(Command::Run(a)) => mmlab::run::cmd_run(&a, &mut out)?,
         Some(Command::List) => mmlab::run::cmd_list(&mut out)?,

@@ -1,5 +1,6 @@
 //! Prints the first stale reads of a scenario under a policy (diagnosis).
-//! `cargo run -p sim --example stale_debug -- stale-read hierstat`
+//! `cargo run -p sim --release --example stale_debug -- stale-read hierstat`
+use sim::report::Mode;
 use sim::scenario::Scenario;
 use sim::scenarios::{schema_items, AnyBackend, PolicyChoice};
 use sim::workload::TreeShape;
@@ -12,20 +13,41 @@ fn main() {
     let choice = PolicyChoice::parse(&args[2]).expect("policy");
     let shape = TreeShape::from_spec(sc.tree.as_ref().expect("tree"));
     let items = schema_items(&sc);
-    let b =
-        AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize).expect("backend");
-    let setup = sim::scenarios::stat_readers::sim_setup(&sc, &Default::default(), items, sc.seed);
-    let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
-    println!(
-        "stale {} of {} reads",
-        o.stale_reads,
-        o.read_latencies.len()
-    );
-    for e in &o.stale_examples {
-        println!(
-            "{e:?} path {} depth {}",
-            shape.path(e.group),
-            shape.group(e.group).depth
-        );
+    match sc.mode {
+        Mode::Sim => {
+            let b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
+                .expect("backend");
+            let setup =
+                sim::scenarios::stat_readers::sim_setup(&sc, &Default::default(), items, sc.seed);
+            let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
+            println!(
+                "stale {} of {} reads",
+                o.stale_reads,
+                o.read_latencies.len()
+            );
+            for e in &o.stale_examples {
+                println!("{e:?} path {}", shape.path(e.group));
+            }
+        }
+        Mode::Real => {
+            let threads = sc.threads.unwrap_or(2) as usize;
+            let w = sc.writers.clone().expect("writers");
+            let setup = sim::runner::real::ReadersSetup {
+                writers: w.cpus.map(|c| c as usize).unwrap_or(1),
+                writer_spec: w,
+                readers: sc.readers.clone().expect("readers"),
+                items,
+                duration: std::time::Duration::from_millis(sc.duration_ms),
+                seed: sc.seed,
+            };
+            for _ in 0..5 {
+                let b = AnyBackend::build(choice, &shape, items, threads).expect("backend");
+                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup));
+                println!("stale {} of {} reads", o.stale_reads, o.latencies.len());
+                for e in &o.stale_examples {
+                    println!("{e:?} path {}", shape.path(e.0));
+                }
+            }
+        }
     }
 }

@@ -4,13 +4,18 @@
 //! threads call the backend's hot path (`add` on the current thread's
 //! shard), reader threads flush (with the engine's own locking) and read,
 //! and latencies are wall-clock `Instant` differences recorded in an
-//! hdrhistogram. An exact oracle (shared atomic sums, updated by the writers
-//! after each engine update) judges reads: a read is stale when its value
-//! lies outside `[min(before, after) − bound − slack, max(before, after) +
-//! bound + slack]`, with `before`/`after` the oracle's values around the
-//! read and `slack` the largest update times the number of writers (a
-//! writer may be preempted between its engine update and its oracle
-//! update, so the oracle lags the engine by at most one update per writer).
+//! hdrhistogram.
+//!
+//! An exact oracle judges reads: per (group, item) the writers keep the
+//! cumulative sums of their charges and of their uncharges (shared atomics,
+//! updated after each engine update). A flush that runs while writers
+//! update reads each (group, shard) counter at its own instant, so it may
+//! include any subset of the updates made during the read: with `exact`
+//! the oracle's value before the read and `+Δ`/`−Δ` the charges and
+//! uncharges made during it, a read is stale when its value lies outside
+//! `[exact − Δuncharged − bound − slack, exact + Δcharged + bound + slack]`,
+//! `slack` being the largest update times the number of writers (a writer
+//! may be preempted between its engine update and its oracle update).
 
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
@@ -171,6 +176,9 @@ pub struct ReadersOutcome {
     pub latencies: Vec<u64>,
     /// Reads outside the bound.
     pub stale_reads: u64,
+    /// The first few stale reads: (group, item, value, lowest and highest
+    /// value the updates during the read allow, bound with slack, flushed).
+    pub stale_examples: Vec<(GroupIdx, usize, u64, i64, i64, u64, bool)>,
     /// Updates done.
     pub updates: u64,
     /// Wall-clock duration.
@@ -189,7 +197,11 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
     let parents: Vec<Option<GroupIdx>> = shape.groups().iter().map(|g| g.parent).collect();
     // ORDERING: the oracle cells are Relaxed statistics; the reader only
     // needs each cell's own modification order (before/after brackets).
-    let exact: Vec<AtomicI64> = (0..shape.len() * items)
+    // `charged` and `uncharged` are cumulative (both only grow).
+    let charged: Vec<AtomicI64> = (0..shape.len() * items)
+        .map(|_| AtomicI64::new(0))
+        .collect();
+    let uncharged: Vec<AtomicI64> = (0..shape.len() * items)
         .map(|_| AtomicI64::new(0))
         .collect();
     let mut targets = shape.targets(setup.writer_spec.targets);
@@ -217,13 +229,15 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
         latency: Histogram::new(3).expect("3 significant figures is valid"),
         latencies: Vec::new(),
         stale_reads: 0,
+        stale_examples: Vec::new(),
         updates: 0,
         elapsed: Duration::ZERO,
     };
     std::thread::scope(|s| {
         for t in 0..setup.writers {
-            let (stop, updates, barrier, exact, targets, parents) =
-                (&stop, &updates, &barrier, &exact, &targets, &parents);
+            let (stop, updates, barrier, charged, uncharged, targets, parents) = (
+                &stop, &updates, &barrier, &charged, &uncharged, &targets, &parents,
+            );
             let w = &setup.writer_spec;
             let seed = setup.seed.wrapping_add(1 + t as u64);
             s.spawn(move || {
@@ -242,14 +256,18 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                         let cell = g as usize * items + item;
                         if w.uncharge_fraction > 0.0
                             && rng.chance(w.uncharge_fraction)
-                            && exact[cell].load(Ordering::Relaxed) >= pages
+                            && charged[cell].load(Ordering::Relaxed)
+                                - uncharged[cell].load(Ordering::Relaxed)
+                                >= pages
                         {
                             pages = -pages;
                         }
                         backend.add(g, item, pages);
+                        let sums = if pages > 0 { charged } else { uncharged };
                         let mut cur = Some(g);
                         while let Some(c) = cur {
-                            exact[c as usize * items + item].fetch_add(pages, Ordering::Relaxed);
+                            sums[c as usize * items + item]
+                                .fetch_add(pages.abs(), Ordering::Relaxed);
                             cur = parents[c as usize];
                         }
                     }
@@ -259,7 +277,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             });
         }
         // The reader thread.
-        let (stop_r, barrier_r, exact_r) = (&stop, &barrier, &exact);
+        let (stop_r, barrier_r, charged_r, uncharged_r) = (&stop, &barrier, &charged, &uncharged);
         let readers = &setup.readers;
         let duration = setup.duration;
         let seed = setup.seed;
@@ -268,6 +286,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             let mut hist = Histogram::<u64>::new(3).expect("valid");
             let mut lat = Vec::new();
             let mut stale = 0u64;
+            let mut examples = Vec::new();
             let w = &setup.writer_spec;
             let slack =
                 setup.writers as u64 * w.pages[1].max(if w.thp_fraction > 0.0 { 512 } else { 0 });
@@ -283,25 +302,36 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                 }
                 due += gap;
                 let g = read_targets[rng.below(read_targets.len() as u64) as usize];
-                let before: Vec<i64> = (0..n_read)
-                    .map(|i| exact_r[g as usize * items + i].load(Ordering::Relaxed))
-                    .collect();
+                let sums = |i: usize| {
+                    let c = g as usize * items + i;
+                    (
+                        charged_r[c].load(Ordering::Relaxed),
+                        uncharged_r[c].load(Ordering::Relaxed),
+                    )
+                };
+                let before: Vec<(i64, i64)> = (0..n_read).map(sums).collect();
                 let t0 = Instant::now();
                 let mut work = Work::default();
-                if backend.needs_flush(g, FlushReason::Read) {
+                let flushed = backend.needs_flush(g, FlushReason::Read);
+                if flushed {
                     backend.flush(g, FlushReason::Read, &mut work);
                 }
                 let vals: Vec<_> = (0..n_read).map(|i| backend.read(g, i, &mut work)).collect();
                 let ns = t0.elapsed().as_nanos() as u64;
                 let mut is_stale = false;
                 for (i, rv) in vals.iter().enumerate() {
-                    let after = exact_r[g as usize * items + i].load(Ordering::Relaxed);
-                    let lo = before[i].min(after).max(0) as u64;
-                    let hi = before[i].max(after).max(0) as u64;
+                    let (c0, u0) = before[i];
+                    let (c1, u1) = sums(i);
+                    let exact = c0 - u0;
+                    let lo = (exact - (u1 - u0)).max(0) as u64;
+                    let hi = (exact + (c1 - c0)).max(0) as u64;
                     if let Some(b) = rv.bound {
                         let b = b + slack;
                         if rv.value + b < lo || rv.value > hi + b {
                             is_stale = true;
+                            if examples.len() < 8 {
+                                examples.push((g, i, rv.value, lo as i64, hi as i64, b, flushed));
+                            }
                         }
                     }
                 }
@@ -309,14 +339,15 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                 hist.record(ns.max(1)).ok();
                 lat.push(ns);
             }
-            (hist, lat, stale)
+            (hist, lat, stale, examples)
         });
         barrier.wait();
         let start = Instant::now();
         std::thread::sleep(setup.duration);
         stop.store(true, Ordering::Relaxed);
         out.elapsed = start.elapsed();
-        let (hist, lat, stale) = reader.join().expect("reader thread does not panic");
+        let (hist, lat, stale, examples) = reader.join().expect("reader thread does not panic");
+        out.stale_examples = examples;
         out.latency = hist;
         out.latencies = lat;
         out.stale_reads = stale;
