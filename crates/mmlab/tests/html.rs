@@ -243,3 +243,48 @@ fn scan_coverage_is_an_alias_of_vma_coverage() {
     }
     assert_eq!(kinds(&r), ["local-fraction", "vma-coverage"]);
 }
+
+#[test]
+fn histograms_of_one_metric_share_their_scale() {
+    let lat = |buckets: Vec<u64>| {
+        let mut p = PolicyResult::default();
+        p.metrics.insert(
+            "read_latency_ns".into(),
+            MetricSamples {
+                unit: "ns".into(),
+                values: vec![1.0],
+                histogram: Some(Log2Histogram { buckets }),
+                ..Default::default()
+            },
+        );
+        p
+    };
+    // "a" has a 1-in-100000 tail (needs a log axis); "b" alone would not.
+    let r = bare(&[
+        ("a", lat(vec![0, 0, 100_000, 0, 0, 1])),
+        ("b", lat(vec![0, 0, 10, 20, 10])),
+        ("c", lat(vec![0, 0, 0, 7])),
+    ]);
+    let hists: Vec<_> = plots(&r)
+        .into_iter()
+        .filter(|p| p.kind == "latency-histogram")
+        .collect();
+    assert_eq!(hists.len(), 3);
+    for h in &hists {
+        assert!(h.svg.contains("share of samples (log)"), "{}", h.title);
+        // Every non-empty bucket draws a bar of positive height, even a
+        // policy whose samples all fall in one bucket (100%).
+        let tall = h
+            .svg
+            .split("<rect class=\"bar")
+            .skip(1)
+            .filter(|r| {
+                let hgt = r.split("height=\"").nth(1).unwrap();
+                hgt[..hgt.find('"').unwrap()].parse::<f64>().unwrap() > 1.0
+            })
+            .count();
+        assert!(tall >= 1, "{}: {}", h.title, h.svg);
+    }
+    let r = bare(&[("b", lat(vec![0, 0, 10, 20, 10]))]);
+    assert!(!plots(&r)[0].svg.contains("(log)"));
+}

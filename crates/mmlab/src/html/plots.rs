@@ -109,6 +109,23 @@ fn latency_histograms(report: &RunReport) -> Vec<Plot> {
             .filter_map(|(_, _, h, _)| h.buckets.iter().rposition(|&c| c > 0))
             .max()
             .unwrap_or(0);
+        // One scale for all policies of a metric, so their plots compare:
+        // log when some policy has buckets 1000× smaller than its tallest
+        // (they would be invisible on a linear axis).
+        let log_scale = hists.iter().any(|(_, _, h, _)| {
+            let nz = h.buckets.iter().filter(|&&c| c > 0);
+            let max = nz.clone().max().copied().unwrap_or(0) as f64;
+            let min = nz.min().copied().unwrap_or(0) as f64;
+            min > 0.0 && max / min > 1000.0
+        });
+        // Smallest non-zero share of any policy: the log axis's floor.
+        let min_share = hists
+            .iter()
+            .filter_map(|(_, _, h, _)| {
+                let min = h.buckets.iter().filter(|&&c| c > 0).min()?;
+                Some(*min as f64 / h.count() as f64)
+            })
+            .fold(1.0, f64::min);
         for (policy, color, h, unit) in hists {
             let total = h.count() as f64;
             let bars: Vec<(f64, f64, String)> = (first..=last)
@@ -129,7 +146,6 @@ fn latency_histograms(report: &RunReport) -> Vec<Plot> {
             let labels: Vec<String> = (first..=last).map(|i| bucket_label(i, unit)).collect();
             let shares: Vec<f64> = bars.iter().map(|b| b.1).filter(|v| *v > 0.0).collect();
             let ymax = shares.iter().copied().fold(0.0, f64::max);
-            let ymin = shares.iter().copied().fold(f64::INFINITY, f64::min);
             let x = Axis::fit(
                 ScaleKind::Linear,
                 &format!("{name} (log2 buckets)"),
@@ -137,14 +153,13 @@ fn latency_histograms(report: &RunReport) -> Vec<Plot> {
                 [0.0, 1.0],
                 true,
             );
-            // Buckets 1000× smaller than the tallest would be invisible on a
-            // linear axis: switch to a log axis so the tail shows.
-            let y = if ymax / ymin > 1000.0 {
+            let y = if log_scale {
+                // From below the smallest share (so its bar shows) to 100%.
                 Axis::fit(
                     ScaleKind::Log10,
                     "share of samples (log)",
                     TickFormat::Percent,
-                    shares.iter().copied(),
+                    [min_share * 0.5, 1.0],
                     false,
                 )
             } else {
