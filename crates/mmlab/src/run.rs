@@ -179,12 +179,10 @@ pub fn write_json(path: &Path, value: &serde_json::Value, out: &mut dyn Write) -
 /// Prints the text report of a run and its directions.
 pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{}", text::render_report(report))?;
-    if let Some(w) = sc.workload {
-        let checks = directions::checks(report, w);
-        if !checks.is_empty() {
-            writeln!(out, "seed directions:")?;
-            writeln!(out, "{}", directions::render_checks(&checks))?;
-        }
+    let checks = directions::checks_for(report, sc);
+    if !checks.is_empty() {
+        writeln!(out, "seed directions:")?;
+        writeln!(out, "{}", directions::render_checks(&checks))?;
     }
     Ok(())
 }

@@ -68,6 +68,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "numa-disjoint",
         include_str!("../../../scenarios/numa-disjoint.toml"),
     ),
+    (
+        "refault-storm",
+        include_str!("../../../scenarios/refault-storm.toml"),
+    ),
 ];
 
 /// Which runner executes a scenario.
