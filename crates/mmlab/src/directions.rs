@@ -450,7 +450,10 @@ mod tests {
     fn reference_rows_are_marked_info() {
         let r = report(
             "false-sharing",
-            &[("separated", "ops_per_sec", 2.0), ("shared", "ops_per_sec", 1.0)],
+            &[
+                ("separated", "ops_per_sec", 2.0),
+                ("shared", "ops_per_sec", 1.0),
+            ],
         );
         let c = checks(&r, Workload::FalseSharing);
         assert!(c[0].pass && !c[0].info);
