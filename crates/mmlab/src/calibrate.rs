@@ -12,7 +12,7 @@
 //! * `line_transfer_ns`: half a ping-pong round trip between two threads
 //!   (kept at the default on a single-CPU host).
 
-use crate::bench::time_atomic;
+use crate::bench::{time_atomic, CpuTimer};
 use crate::cli::CalibrateArgs;
 use anyhow::{Context, Result};
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
@@ -87,11 +87,11 @@ pub fn nnls(rows: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
 
 fn lock_ns(n: u64) -> f64 {
     let m = Mutex::new(0u64);
-    let t = Instant::now();
+    let t = CpuTimer::start();
     for _ in 0..n {
         *black_box(&m).lock().unwrap_or_else(|e| e.into_inner()) += 1;
     }
-    t.elapsed().as_nanos() as f64 / n as f64
+    t.elapsed_ns() / n as f64
 }
 
 fn line_transfer_ns(rounds: u64) -> Option<f64> {
@@ -161,9 +161,9 @@ fn flush_samples(quick: bool) -> Result<Vec<FlushSample>> {
                         }
                     }
                     let mut wc = WorkCounters::default();
-                    let t = Instant::now();
+                    let t = CpuTimer::start();
                     stats.flush_with(&root, FlushKind::Forced, &mut wc);
-                    let ns = t.elapsed().as_nanos() as f64;
+                    let ns = t.elapsed_ns();
                     // The first flush warms the tree; keep the fastest of the rest.
                     if rep > 0 && best.as_ref().is_none_or(|b| ns < b.ns) {
                         best = Some(FlushSample { work: wc, ns });
@@ -198,21 +198,21 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
             (w.atomics + w.list_pops) as f64 / 1000.0
         };
         let t_add = min_of(5, || {
-            let t = Instant::now();
+            let t = CpuTimer::start();
             for _ in 0..n {
                 let _ = stats.add_with(Shard(0), black_box(&g), it, 1, &mut ());
             }
-            t.elapsed().as_nanos() as f64 / n as f64
+            t.elapsed_ns() / n as f64
         });
         m.call_ns = (t_add - per_call_atomics * m.atomic_ns).max(0.1);
         // Reads.
         stats.flush_forced(&stats.root());
         m.item_read_ns = min_of(5, || {
-            let t = Instant::now();
+            let t = CpuTimer::start();
             for _ in 0..n / 4 {
                 black_box(stats.read_bounded(black_box(&g), it).ok());
             }
-            t.elapsed().as_nanos() as f64 / (n / 4) as f64
+            t.elapsed_ns() / (n / 4) as f64
         });
     }
     // Flush fit.
