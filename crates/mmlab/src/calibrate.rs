@@ -137,7 +137,7 @@ fn flush_samples(quick: bool) -> Result<Vec<FlushSample>> {
     let shard_counts: &[usize] = if quick { &[4, 32] } else { &[4, 16, 64, 256] };
     let dirty_counts: &[usize] = if quick { &[10, 200] } else { &[10, 100, 1000] };
     for &shards in shard_counts {
-        for &items in &[4usize, 16] {
+        for &items in &[1usize, 4, 16, 64] {
             let mut b = Schema::builder();
             let ids: Vec<_> = (0..items)
                 .map(|i| b.state(&format!("s{i}"), Unit::Pages))
@@ -154,7 +154,7 @@ fn flush_samples(quick: bool) -> Result<Vec<FlushSample>> {
             }
             for &dirty in dirty_counts {
                 let mut best: Option<FlushSample> = None;
-                for rep in 0..4 {
+                for rep in 0..8 {
                     for (k, g) in leaves.iter().take(dirty).enumerate() {
                         for &it in &ids {
                             stats.add_with(Shard((k * 7 + rep) % shards), g, it, 1, &mut ())?;

@@ -40,7 +40,15 @@ fn main() {
                 duration: std::time::Duration::from_millis(sc.duration_ms),
                 seed: sc.seed,
             };
-            for _ in 0..5 {
+            let reps: u64 = std::env::args()
+                .nth(3)
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(5);
+            for rep in 0..reps {
+                let setup = sim::runner::real::ReadersSetup {
+                    seed: sc.seed + rep,
+                    ..setup.clone()
+                };
                 let b = AnyBackend::build(choice, &shape, items, threads).expect("backend");
                 let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup));
                 println!("stale {} of {} reads", o.stale_reads, o.latencies.len());
