@@ -507,6 +507,31 @@ impl Sim {
                 return;
             };
             match op {
+                Op::Spin { ns } => {
+                    // One scheduler tick of computation per step, so
+                    // `task_tick_numa()` sees the runtime as it accrues.
+                    let chunk = ns.min(self.sysctl.tick_ns());
+                    if chunk < ns {
+                        self.tasks[ti].ops[pc] = Op::Spin { ns: ns - chunk };
+                    } else {
+                        self.tasks[ti].pc += 1;
+                    }
+                    if chunk == 0 {
+                        continue;
+                    }
+                    let (_, ss) = match self.tasks[ti].stack {
+                        Some(st) if !self.mms[self.tasks[ti].mm].vmas[st].units.is_empty() => {
+                            self.touch_stack(ti, st)
+                        }
+                        _ => (0, 0),
+                    };
+                    self.tasks[ti].user_ns += chunk;
+                    self.tasks[ti].sys_ns += ss;
+                    let mut dur = chunk + ss;
+                    dur += self.account_runtime(ti, dur);
+                    self.push(self.now + dur, ti);
+                    return;
+                }
                 Op::Sleep { ns } => {
                     self.tasks[ti].pc += 1;
                     self.set_on_cpu(ti, false);

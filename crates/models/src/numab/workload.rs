@@ -108,6 +108,10 @@ pub enum WorkloadSpec {
         /// Stack pages a thread keeps touching.
         #[serde(default = "default_stack_pages")]
         stack_pages: u64,
+        /// CPU-bound time each thread runs before its first touch of the
+        /// buffer, ms (0 in the benchmark; see [`Op::Spin`]).
+        #[serde(default)]
+        warmup_ms: u64,
     },
     /// numa01_THREAD_ALLOC (mmtests NUMA01_THREADLOCAL): as numa01, but
     /// after the whole-buffer `bzero` thread i loops `passes` times over its
@@ -129,6 +133,13 @@ pub enum WorkloadSpec {
         /// Stack pages a thread keeps touching.
         #[serde(default = "default_stack_pages")]
         stack_pages: u64,
+        /// CPU-bound time each thread runs before its first touch of the
+        /// buffer, ms. 0 in the benchmark; a what-if knob for the timing
+        /// that v6.5's collapse needs: with a warm-up longer than the two
+        /// unconditional passes take, the buffer is first populated (and
+        /// first hint-faulted) after `numa_scan_seq` has reached 2.
+        #[serde(default)]
+        warmup_ms: u64,
     },
     /// numa02: one process, `malloc(buffer)`, the main thread zeroes it
     /// (first touch on its node), then `threads` threads each zero their
@@ -254,6 +265,13 @@ pub enum Op {
         /// taken by every thread in the convoy, serialized on the page-table
         /// lock (see [`CostModel::convoy_fault_ns`]).
         convoy: bool,
+    },
+    /// Compute on CPU for `ns` without touching memory: runtime and
+    /// scheduler ticks accrue (so the thread can run `task_numa_work()`),
+    /// but no page is faulted or written.
+    Spin {
+        /// Duration, ns.
+        ns: u64,
     },
     /// Sleep (off CPU; no runtime, no ticks).
     Sleep {
@@ -382,6 +400,7 @@ struct Numa01Like {
     thp: f64,
     stack_kib: u64,
     stack_pages: u64,
+    warmup_ms: u64,
     thread_alloc: bool,
 }
 
@@ -427,25 +446,32 @@ fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
             let tid = pid + 1 + i as u32;
             let stack = add_thread_stack(&mut vmas, tid, p.stack_kib, p.stack_pages);
             let from = if p.thread_alloc { slice * i as u64 } else { 0 };
+            let mut ops = Vec::with_capacity(3);
+            if p.warmup_ms > 0 {
+                ops.push(Op::Spin {
+                    ns: p.warmup_ms.saturating_mul(1_000_000),
+                });
+            }
+            ops.extend([
+                Op::Sweep {
+                    vma: buffer,
+                    from: 0,
+                    len: size,
+                    passes: 1,
+                    sleep_ns: 0,
+                    convoy: true,
+                },
+                Op::Sweep {
+                    vma: buffer,
+                    from,
+                    len: slice,
+                    passes: p.passes,
+                    sleep_ns: 0,
+                    convoy: false,
+                },
+            ]);
             threads.push(ThreadPlan {
-                ops: vec![
-                    Op::Sweep {
-                        vma: buffer,
-                        from: 0,
-                        len: size,
-                        passes: 1,
-                        sleep_ns: 0,
-                        convoy: true,
-                    },
-                    Op::Sweep {
-                        vma: buffer,
-                        from,
-                        len: slice,
-                        passes: p.passes,
-                        sleep_ns: 0,
-                        convoy: false,
-                    },
-                ],
+                ops,
                 stack: Some(stack),
                 at_start: false,
             });
@@ -737,6 +763,7 @@ impl NumabScenario {
                 thp_fraction,
                 stack_kib,
                 stack_pages,
+                warmup_ms,
             }
             | WorkloadSpec::Numa01ThreadAlloc {
                 buffer_mib,
@@ -745,6 +772,7 @@ impl NumabScenario {
                 thp_fraction,
                 stack_kib,
                 stack_pages,
+                warmup_ms,
             } => numa01_plan(&Numa01Like {
                 buffer_mib: *buffer_mib,
                 passes: *passes,
@@ -752,6 +780,7 @@ impl NumabScenario {
                 thp: *thp_fraction,
                 stack_kib: *stack_kib,
                 stack_pages: *stack_pages,
+                warmup_ms: *warmup_ms,
                 thread_alloc: matches!(self.workload, WorkloadSpec::Numa01ThreadAlloc { .. }),
             })?,
             WorkloadSpec::Numa02 {
