@@ -128,7 +128,8 @@ pub struct CommonRunArgs {
     /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
-    /// Also write a self-contained HTML report with plots to FILE.
+    /// Also write a self-contained HTML report with plots to FILE (the
+    /// suite writes `out/mmlab-report.html` when this is not given).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// The results database the run is stored in.

@@ -11,6 +11,9 @@ use sim::scenario::Scenario;
 use std::io::Write;
 use std::time::Instant;
 
+/// Where the suite writes its HTML report when `--html` is not given.
+pub const DEFAULT_HTML_DIR: &str = "out";
+
 /// The suite's scenarios, in order.
 pub const SUITE: [&str; 10] = [
     "update-path",
@@ -97,6 +100,14 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
         });
         write_json(p, &v, out)?;
     }
-    crate::storecmd::after_run(&args.common, &reports, started_at, out, json_to_stdout)?;
+    // The suite always leaves an HTML report (default `out/mmlab-report.html`).
+    let mut common = args.common.clone();
+    if common.html.is_none() {
+        let dir = std::path::Path::new(DEFAULT_HTML_DIR);
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+        common.html = Some(dir.join("mmlab-report.html"));
+    }
+    crate::storecmd::after_run(&common, &reports, started_at, out, json_to_stdout)?;
     Ok(())
 }
