@@ -214,8 +214,10 @@ mod tests {
 
     #[test]
     fn bad_costs_are_rejected() {
-        let t = DEFAULT_COSTS_TOML.replace("atomic_ns = 2.0", "atomic_ns = -1.0");
-        assert!(CostModel::from_toml(&t).is_err());
+        let mut m = CostModel::defaults();
+        m.atomic_ns = -1.0;
+        let e = CostModel::from_toml(&m.to_toml()).unwrap_err();
+        assert!(e.to_string().contains("atomic_ns"), "{e}");
         assert!(CostModel::from_toml("call_ns = 1").is_err());
     }
 }

@@ -116,7 +116,8 @@ pub fn run_updates<B: StatsBackend + ?Sized>(
                 let mut n = 0u64;
                 barrier.wait();
                 let cpu0 = thread_cpu_ns();
-                while !stop.load(Ordering::Relaxed) {
+                // At least one chunk, even if the stop comes first.
+                loop {
                     for _ in 0..CHUNK {
                         backend.add(group, item, pages);
                         item += 1;
@@ -125,6 +126,9 @@ pub fn run_updates<B: StatsBackend + ?Sized>(
                         }
                     }
                     n += CHUNK;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                 }
                 let cpu = match (cpu0, thread_cpu_ns()) {
                     (Some(a), Some(b)) => Some(b.saturating_sub(a)),

@@ -125,7 +125,11 @@ impl LayoutOutcome {
 
 /// Runs `updaters` updater threads and `eventers` event threads on a fresh
 /// header of type `H` for `duration`.
-pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duration) -> LayoutOutcome {
+pub fn run_layout<H: Header>(
+    updaters: usize,
+    eventers: usize,
+    duration: Duration,
+) -> LayoutOutcome {
     let header = H::default();
     // A power of two, so the slot index is a mask, not a division.
     let n_slots = updaters.max(1).next_power_of_two();
@@ -154,7 +158,8 @@ pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duratio
                 let mut windows = 0u64;
                 let mut concurrent = Vec::new();
                 barrier.wait();
-                while !stop.load(Ordering::Relaxed) {
+                // At least one window, even if the stop comes first.
+                loop {
                     let e0 = progress.0.load(Ordering::Relaxed);
                     let t0 = Instant::now();
                     for _ in 0..WINDOW_OPS {
@@ -169,6 +174,9 @@ pub fn run_layout<H: Header>(updaters: usize, eventers: usize, duration: Duratio
                     }
                     windows += 1;
                     n += WINDOW_OPS;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                 }
                 ops.fetch_add(n, Ordering::Relaxed);
                 (windows, concurrent)

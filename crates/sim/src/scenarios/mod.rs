@@ -178,7 +178,13 @@ fn false_sharing_run(
             let r = out.entry(p.clone()).or_default();
             push(r, "ops_per_sec", "ops/s", o.ops_per_sec(), true);
             push(r, "ops_per_sec_wall", "ops/s", o.ops_per_sec_wall(), true);
-            push(r, "concurrent_fraction", "ratio", o.concurrent_fraction(), true);
+            push(
+                r,
+                "concurrent_fraction",
+                "ratio",
+                o.concurrent_fraction(),
+                true,
+            );
             progress(Progress::Step(format!("{p} run {}", run + 1)));
         }
     }

@@ -87,7 +87,13 @@ pub fn run(
                 let r = out.entry(p.clone()).or_default();
                 push(r, &metric_name(depth), "ops/s", ops, true);
                 if let Some(w) = wall {
-                    push(r, &format!("update_ops_per_wall_sec_depth{depth}"), "ops/s", w, true);
+                    push(
+                        r,
+                        &format!("update_ops_per_wall_sec_depth{depth}"),
+                        "ops/s",
+                        w,
+                        true,
+                    );
                 }
                 progress(Progress::Step(format!("{p} depth {depth} run {}", run + 1)));
             }
