@@ -48,6 +48,24 @@ pub fn thread_cpu_ns() -> Option<u64> {
     }
 }
 
+/// The values a read may return given the oracle's cumulative
+/// `(charged, uncharged)` sums before and after it: any subset of the
+/// updates made during the read may be included (clamped at 0).
+pub fn allowed_range(before: (i64, i64), after: (i64, i64)) -> (u64, u64) {
+    let (c0, u0) = before;
+    let (c1, u1) = after;
+    let exact = c0 - u0;
+    let lo = (exact - (u1 - u0)).max(0) as u64;
+    let hi = (exact + (c1 - c0)).max(0) as u64;
+    (lo, hi)
+}
+
+/// `true` when `value` is further than `bound` from every value in
+/// `[lo, hi]`.
+pub fn is_stale_read(value: u64, bound: u64, lo: u64, hi: u64) -> bool {
+    value.saturating_add(bound) < lo || value > hi.saturating_add(bound)
+}
+
 /// Result of an update-throughput run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateOutcome {
@@ -324,17 +342,20 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                 let ns = t0.elapsed().as_nanos() as u64;
                 let mut is_stale = false;
                 for (i, rv) in vals.iter().enumerate() {
-                    let (c0, u0) = before[i];
-                    let (c1, u1) = sums(i);
-                    let exact = c0 - u0;
-                    let lo = (exact - (u1 - u0)).max(0) as u64;
-                    let hi = (exact + (c1 - c0)).max(0) as u64;
+                    let (lo, hi) = allowed_range(before[i], sums(i));
                     if let Some(b) = rv.bound {
-                        let b = b + slack;
-                        if rv.value + b < lo || rv.value > hi + b {
+                        if is_stale_read(rv.value, b + slack, lo, hi) {
                             is_stale = true;
                             if examples.len() < 8 {
-                                examples.push((g, i, rv.value, lo as i64, hi as i64, b, flushed));
+                                examples.push((
+                                    g,
+                                    i,
+                                    rv.value,
+                                    lo as i64,
+                                    hi as i64,
+                                    b + slack,
+                                    flushed,
+                                ));
                             }
                         }
                     }
@@ -364,6 +385,21 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
 mod tests {
     use super::*;
     use crate::baselines::EagerTree;
+
+    #[test]
+    fn a_read_may_include_any_subset_of_concurrent_updates() {
+        // 100 before; during the read +30 charged and -20 uncharged.
+        let (lo, hi) = allowed_range((150, 50), (180, 70));
+        assert_eq!((lo, hi), (80, 130));
+        assert!(!is_stale_read(80, 0, lo, hi));
+        assert!(!is_stale_read(130, 0, lo, hi));
+        assert!(is_stale_read(131, 0, lo, hi));
+        assert!(!is_stale_read(131, 1, lo, hi));
+        assert!(is_stale_read(70, 9, lo, hi));
+        assert!(!is_stale_read(70, 10, lo, hi));
+        // Negative exact values clamp to 0.
+        assert_eq!(allowed_range((0, 5), (0, 5)), (0, 0));
+    }
 
     #[test]
     fn update_threads_count_their_ops() {
