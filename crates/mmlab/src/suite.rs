@@ -15,12 +15,13 @@ use std::time::Instant;
 pub const DEFAULT_HTML_DIR: &str = "out";
 
 /// The suite's scenarios, in order.
-pub const SUITE: [&str; 10] = [
+pub const SUITE: [&str; 11] = [
     "update-path",
     "update-path-sim",
     "stat-readers",
     "stat-readers-real",
     "stale-read",
+    "stale-read-real",
     "false-sharing",
     "numa01",
     "numa01-thread-alloc",

@@ -55,6 +55,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../scenarios/stale-read.toml"),
     ),
     (
+        "stale-read-real",
+        include_str!("../../../scenarios/stale-read-real.toml"),
+    ),
+    (
         "false-sharing",
         include_str!("../../../scenarios/false-sharing.toml"),
     ),

@@ -1,0 +1,223 @@
+//! Real-mode spikes: a usage spike then reads of the leaf and its parent,
+//! while other threads keep flushing.
+//!
+//! Writer threads update leaves back to back; flusher threads read random
+//! groups (each read flushing per the policy), so a flush is often in
+//! progress — and, on an oversubscribed host, often preempted while it
+//! holds the flush lock, as the kernel's flushers were. A checker thread
+//! repeatedly adds a spike of `pages` to a random leaf, waits
+//! `read_after_us`, reads the leaf (flushing per the policy), then reads
+//! its parent the same way, and takes the spike back.
+//!
+//! * a spike read *misses* the spike when the leaf's value grew by less
+//!   than half the spike over a read of the same leaf just before it;
+//! * a *child > parent* inconsistency is a parent value below the child's
+//!   value by more than the writers can have changed it in between
+//!   (`slack`): the parent's exact value is at least the child's.
+
+use crate::backend::{FlushReason, StatsBackend};
+use crate::cost::Work;
+use crate::rng::SimRng;
+use crate::scenario::{SpikeSpec, Targets, WritersSpec};
+use crate::workload::{GroupIdx, TreeShape};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Setup of a real spikes run.
+#[derive(Debug, Clone)]
+pub struct SpikesSetup {
+    /// Writer threads.
+    pub writers: usize,
+    /// Writers' update mix.
+    pub writer_spec: WritersSpec,
+    /// Flusher (reader) threads.
+    pub flushers: usize,
+    /// Pause between a flusher's reads.
+    pub flusher_period: Duration,
+    /// Spikes.
+    pub spikes: SpikeSpec,
+    /// Measured duration.
+    pub duration: Duration,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// What a real spikes run measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpikesOutcome {
+    /// Spike reads done.
+    pub spike_reads: u64,
+    /// Spike reads that lacked more than half the spike.
+    pub missed: u64,
+    /// Parent reads checked.
+    pub parent_checks: u64,
+    /// Parent values below the child's by more than the slack.
+    pub child_gt_parent: u64,
+    /// Latency of each spike read (ns).
+    pub latencies: Vec<u64>,
+    /// Reads done by the flusher threads.
+    pub flusher_reads: u64,
+}
+
+fn read_item0<B: StatsBackend + ?Sized>(b: &B, g: GroupIdx) -> u64 {
+    let mut w = Work::default();
+    if b.needs_flush(g, FlushReason::Read) {
+        b.flush(g, FlushReason::Read, &mut w);
+    }
+    b.read(g, 0, &mut w).value
+}
+
+/// Runs the spikes workload on `backend` over `shape`.
+pub fn run_spikes<B: StatsBackend + ?Sized>(
+    backend: &B,
+    shape: &TreeShape,
+    setup: &SpikesSetup,
+) -> SpikesOutcome {
+    let leaves = shape.targets(Targets::Leaves);
+    let all = shape.targets(Targets::All);
+    let w = &setup.writer_spec;
+    let slack =
+        2 * setup.writers as u64 * w.pages[1].max(if w.thp_fraction > 0.0 { 512 } else { 0 });
+    // ORDERING: Relaxed; `stop` only ends loops, counts are read after join.
+    let stop = AtomicBool::new(false);
+    let flusher_reads = AtomicU64::new(0);
+    let barrier = Barrier::new(setup.writers + setup.flushers + 2);
+    let mut out = SpikesOutcome::default();
+    std::thread::scope(|s| {
+        for t in 0..setup.writers {
+            let (stop, barrier, leaves) = (&stop, &barrier, &leaves);
+            let seed = setup.seed.wrapping_add(1 + t as u64);
+            s.spawn(move || {
+                let mut rng = SimRng::new(seed);
+                // Each writer keeps its own leaves' values non-negative.
+                let mut mine = vec![0i64; leaves.len() * w.items as usize];
+                barrier.wait();
+                loop {
+                    for _ in 0..64 {
+                        let k = rng.below(leaves.len() as u64) as usize;
+                        let item = rng.below(u64::from(w.items)) as usize;
+                        let mut p = rng.range_inclusive(w.pages[0], w.pages[1]) as i64;
+                        let cell = &mut mine[k * w.items as usize + item];
+                        if rng.chance(w.uncharge_fraction) && *cell >= p {
+                            p = -p;
+                        }
+                        *cell += p;
+                        backend.add(leaves[k], item, p);
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+            });
+        }
+        for t in 0..setup.flushers {
+            let (stop, barrier, all, flusher_reads) = (&stop, &barrier, &all, &flusher_reads);
+            let seed = setup.seed.wrapping_add(1000 + t as u64);
+            let pause = setup.flusher_period;
+            s.spawn(move || {
+                let mut rng = SimRng::new(seed);
+                let mut n = 0u64;
+                barrier.wait();
+                loop {
+                    let g = all[rng.below(all.len() as u64) as usize];
+                    std::hint::black_box(read_item0(backend, g));
+                    n += 1;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if !pause.is_zero() {
+                        std::thread::sleep(pause);
+                    }
+                }
+                flusher_reads.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        let checker = {
+            let (stop, barrier, leaves) = (&stop, &barrier, &leaves);
+            let sp = setup.spikes.clone();
+            let seed = setup.seed ^ 0x5911;
+            s.spawn(move || {
+                let mut rng = SimRng::new(seed);
+                let mut o = SpikesOutcome::default();
+                let gap = Duration::from_secs_f64(sp.every_ms / 1000.0);
+                let after = Duration::from_micros(sp.read_after_us);
+                barrier.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    let g = leaves[rng.below(leaves.len() as u64) as usize];
+                    let pre = read_item0(backend, g);
+                    backend.add(g, 0, sp.pages as i64);
+                    if !after.is_zero() {
+                        std::thread::sleep(after);
+                    }
+                    let t0 = Instant::now();
+                    let child = read_item0(backend, g);
+                    o.latencies.push(t0.elapsed().as_nanos() as u64);
+                    o.spike_reads += 1;
+                    if child < pre + sp.pages / 2 {
+                        o.missed += 1;
+                    }
+                    if let Some(p) = shape.parent(g) {
+                        let parent = read_item0(backend, p);
+                        o.parent_checks += 1;
+                        if parent + slack < child {
+                            o.child_gt_parent += 1;
+                        }
+                    }
+                    backend.add(g, 0, -(sp.pages as i64));
+                    std::thread::sleep(gap);
+                }
+                o
+            })
+        };
+        barrier.wait();
+        std::thread::sleep(setup.duration);
+        stop.store(true, Ordering::Relaxed);
+        out = checker.join().expect("checker thread does not panic");
+    });
+    out.flusher_reads = flusher_reads.load(Ordering::Relaxed);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baselines::EagerTree;
+    use crate::scenario::TreeSpec;
+
+    #[test]
+    fn eager_tree_never_misses_nor_inverts() {
+        let shape = TreeShape::from_spec(&TreeSpec {
+            fanout: vec![2, 3],
+            names: vec![],
+        });
+        let b = EagerTree::new(&shape, 2);
+        let setup = SpikesSetup {
+            writers: 1,
+            writer_spec: WritersSpec {
+                cpus: None,
+                rate_per_cpu: 0.0,
+                targets: Targets::Leaves,
+                hot_fraction: 1.0,
+                pages: [1, 4],
+                thp_fraction: 0.0,
+                items: 2,
+                uncharge_fraction: 0.3,
+                burst: 16,
+            },
+            flushers: 1,
+            flusher_period: Duration::ZERO,
+            spikes: SpikeSpec {
+                every_ms: 0.2,
+                pages: 10_000,
+                read_after_us: 0,
+            },
+            duration: Duration::from_millis(30),
+            seed: 1,
+        };
+        let o = run_spikes(&b, &shape, &setup);
+        assert!(o.spike_reads > 0);
+        assert_eq!(o.missed, 0);
+        assert_eq!(o.child_gt_parent, 0);
+    }
+}
