@@ -29,7 +29,8 @@ use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::slab::RESIDUE_MASK;
 use crate::stats::{Core, HierStats};
 use crate::sync::{lock, Arc, MutexGuard, Ordering};
-use crate::updated::drain_next;
+use crate::tree::Structure;
+use crate::updated::{drain_next, RowMap, ShardTree};
 use crate::work::{Work, WorkSink};
 
 /// Which flush entry point.
@@ -351,6 +352,14 @@ impl Core {
     }
 
     /// The flush proper; the caller holds `gate`.
+    ///
+    /// Threshold counters are reset *exactly*: before the first pass, every
+    /// group of the subtree that is on some shard's updated tree has its
+    /// counter snapshotted; after the last pass, the snapshot (and only the
+    /// snapshot) is subtracted. Magnitude counted before the snapshot belongs
+    /// to (group, shard) pairs that are on the trees, hence flushed by the
+    /// passes; magnitude counted after it stays. (The kernel simply zeroes
+    /// the counter at each visit, which can forget concurrent updates.)
     fn flush_subtree<W: WorkSink>(&self, x: &Arc<Node>, gate: &Gate<'_>, work: &mut W) {
         let is_root = x.hot.parent.is_none();
         if is_root {
@@ -360,37 +369,95 @@ impl Core {
         }
         let st = self.read_structure();
         let parent_row = x.parent_row();
+        let global0 = (is_root && self.policy.threshold == ThresholdRule::Global)
+            // ORDERING: Relaxed; flush trigger.
+            .then(|| self.global_updates.load(Ordering::Relaxed));
+        let mut snapshot: RowMap<u64> = RowMap::default();
+        let per_group = self.policy.threshold == ThresholdRule::PerGroup;
         let mut list = Vec::new();
-        for s in 0..self.shards {
-            let _pass = match gate {
-                Gate::PerPass => {
-                    work.count(Work::LockAcquired, 1);
-                    Some(lock(&self.flush_lock))
+        if per_group {
+            for s in 0..self.shards {
+                let _pass = self.pass_lock(gate, work);
+                let mut tree = lock(&self.trees[s]);
+                self.drain(s, &st, &mut tree, work);
+                list.clear();
+                tree.collect(x.hot.row, &mut list);
+                for &row in &list {
+                    snapshot.entry(row).or_insert_with(|| {
+                        // ORDERING: Relaxed; flush trigger.
+                        st.node(row).updates.load(Ordering::Relaxed)
+                    });
                 }
-                _ => None,
-            };
+            }
+        }
+        for s in 0..self.shards {
+            let _pass = self.pass_lock(gate, work);
             work.count(Work::ShardScanned, 1);
             list.clear();
             {
                 let mut tree = lock(&self.trees[s]);
                 work.count(Work::LockAcquired, 1);
-                let mut cur = self.lists[s].take_all();
-                work.count(Work::Atomic, 1);
-                while cur != 0 {
-                    let row = (cur - 1) as u32;
-                    let n = st.node(row);
-                    cur = drain_next(n.hot.rows.header(s), work);
-                    tree.insert(row, |r| st.parent_row(r));
-                }
+                self.drain(s, &st, &mut tree, work);
                 tree.extract(x.hot.row, parent_row, &mut list);
             }
+            // Take every listed pair's residue before reading any counter:
+            // an update whose residue survives is either not flushed yet
+            // (and still counted) or flushed anyway (over-counted).
+            for &row in &list {
+                // ORDERING: Acquire, like the drain: an update whose residue
+                // add is ordered before this take has its counter write
+                // visible to the swaps below.
+                st.node(row)
+                    .hot
+                    .rows
+                    .header(s)
+                    .fetch_and(!RESIDUE_MASK, Ordering::Acquire);
+            }
+            work.count(Work::Atomic, list.len() as u64);
             for &row in &list {
                 self.aggregate(st.node(row), s, work);
             }
         }
-        if is_root && self.policy.threshold == ThresholdRule::Global {
+        for (row, u0) in snapshot {
             // ORDERING: Relaxed; flush trigger.
-            self.global_updates.store(0, Ordering::Relaxed);
+            let _ = st
+                .node(row)
+                .updates
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some(v.saturating_sub(u0))
+                });
+            work.count(Work::Atomic, 1);
+        }
+        if let Some(g0) = global0 {
+            // ORDERING: Relaxed; flush trigger.
+            let _ = self
+                .global_updates
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some(v.saturating_sub(g0))
+                });
+        }
+    }
+
+    /// The flush lock for one pass, when the gate takes it per pass.
+    fn pass_lock<W: WorkSink>(&self, gate: &Gate<'_>, work: &mut W) -> Option<MutexGuard<'_, ()>> {
+        match gate {
+            Gate::PerPass => {
+                work.count(Work::LockAcquired, 1);
+                Some(lock(&self.flush_lock))
+            }
+            _ => None,
+        }
+    }
+
+    /// Moves shard `s`'s update list into its updated tree.
+    fn drain<W: WorkSink>(&self, s: usize, st: &Structure, tree: &mut ShardTree, work: &mut W) {
+        let mut cur = self.lists[s].take_all();
+        work.count(Work::Atomic, 1);
+        while cur != 0 {
+            let row = (cur - 1) as u32;
+            let n = st.node(row);
+            cur = drain_next(n.hot.rows.header(s), work);
+            tree.insert(row, |r| st.parent_row(r));
         }
     }
 
@@ -436,12 +503,6 @@ impl Core {
                 }
             }
         }
-        // Reset the threshold accounting this flush made exact. Racy with a
-        // concurrent update's residue add, as in the kernel: that can only
-        // delay a future flush, never change a value.
-        // ORDERING: Relaxed; magnitudes only (an RMW keeps the claim bits).
-        rows.header(s).fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
-        n.updates.store(0, Ordering::Relaxed);
-        work.count(Work::Atomic, atomics + 1);
+        work.count(Work::Atomic, atomics);
     }
 }

@@ -8,7 +8,7 @@
 //! | `linux-5.15-ratelimited` | global | root | skip | flush only if the periodic flush is > 2 periods late |
 //! | `linux-6.8` | per group, shards × 64 | subtree | serialize | ratelimited subtree flush |
 //! | `linux-6.17` | per group, early break | subtree, lock dropped per shard | serialize | ratelimited |
-//! | `hierstat` | per group, folded with reservations (O(1) update, error ≤ T = shards × 64) | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
+//! | `hierstat` | per group, folded with reservations, no early break: O(1) update, error ≤ T exactly, T = the kernel's real worst case shards × (2 × 64 − 1), residue batch 16 | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | threshold-guarded subtree flush |
 
 use std::fmt;
 use std::str::FromStr;
@@ -67,6 +67,12 @@ pub enum ThresholdSize {
     BatchPerShard,
     /// `batch × isqrt(shards + 2)` (Waiman Long's 2026 proposal).
     BatchSqrtShards,
+    /// `batch × shards + shards × (batch − 1)`: the kernel's real worst-case
+    /// error for 6.8+ (its threshold plus the per-CPU residue it cannot
+    /// see), used as a threshold that the folded accounting enforces exactly.
+    KernelWorstCase,
+    /// A number of pages per shard, independent of `batch`.
+    PagesPerShard(u64),
     /// A fixed number of pages.
     Fixed(u64),
 }
@@ -235,7 +241,18 @@ impl Preset {
             },
             Preset::Hierstat => Policy {
                 scheme: ThresholdScheme::Folded,
-                early_break: EarlyBreak::Margin,
+                // No early break: a walk that stops at a group being flushed
+                // would skip magnitude the flush then subtracts. The walks
+                // run once per `batch` pages or per claim, so the break
+                // saves little.
+                early_break: EarlyBreak::Off,
+                // The kernel's real worst case for 6.8 (64 × N threshold plus
+                // 63 × N unseen per-CPU residue), enforced exactly.
+                threshold_size: ThresholdSize::PagesPerShard(127),
+                // A small residue batch keeps the per-pair reservation small
+                // (15 pages), so wide, lightly updated subtrees do not look
+                // stale; folds walk the ancestors once per 16 pages.
+                batch: 16,
                 concurrency: Concurrency::DisjointParallel,
                 lock_per_shard: true,
                 hot_path: HotPathFlush::Sync,
@@ -286,6 +303,8 @@ impl Policy {
         match self.threshold_size {
             ThresholdSize::BatchPerShard => b * shards as u64,
             ThresholdSize::BatchSqrtShards => b * isqrt(shards as u64 + 2),
+            ThresholdSize::KernelWorstCase => (2 * b - 1) * shards as u64,
+            ThresholdSize::PagesPerShard(p) => p * shards as u64,
             ThresholdSize::Fixed(t) => t,
         }
     }

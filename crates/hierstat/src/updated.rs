@@ -198,6 +198,21 @@ impl ShardTree {
         out[start..].reverse();
     }
 
+    /// Appends the rows of `root`'s subtree that are on the tree to `out`,
+    /// leaving the tree unchanged.
+    pub(crate) fn collect(&self, root: u32, out: &mut Vec<u32>) {
+        if !self.nodes.contains_key(&root) {
+            return;
+        }
+        let mut stack = vec![root];
+        while let Some(r) = stack.pop() {
+            out.push(r);
+            if let Some(l) = self.nodes.get(&r) {
+                stack.extend(l.children.iter().copied());
+            }
+        }
+    }
+
     /// Checks the tree-shape invariant; returns the first violation.
     pub(crate) fn check_shape(&self, parent_of: impl Fn(u32) -> u32) -> Result<(), String> {
         for (&row, links) in &self.nodes {

@@ -106,3 +106,83 @@ fn stress_linux_5_15_skip() {
 fn stress_linux_6_17_per_shard_lock() {
     stress(Preset::Linux6_17);
 }
+
+/// Bounds hold at quiescence even after flushes raced with updates: the
+/// flusher resets threshold counters by snapshot, not to zero, and takes
+/// residues before reading counters (`bound_race_probe` found both races).
+#[test]
+fn bounds_hold_after_racing_flushes() {
+    for preset in [Preset::Hierstat, Preset::Linux6_8] {
+        let (t, Items { file, .. }) = tree(preset, 2);
+        let tops: Vec<_> = (0..3)
+            .map(|i| t.create(&t.root(), &format!("t{i}")).unwrap())
+            .collect();
+        let leaves: Vec<_> = tops
+            .iter()
+            .flat_map(|p| {
+                (0..3)
+                    .map(|i| t.create(p, &format!("l{i}")).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let exact: Vec<std::sync::atomic::AtomicI64> = leaves
+            .iter()
+            .map(|_| std::sync::atomic::AtomicI64::new(0))
+            .collect();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let (t, tops, stop) = (&t, &tops, &stop);
+            sc.spawn(move || {
+                let mut i = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    let g = if i % 4 == 0 {
+                        t.root()
+                    } else {
+                        tops[i % 3].clone()
+                    };
+                    t.flush(&g);
+                    i += 1;
+                }
+            });
+            std::thread::scope(|inner| {
+                for th in 0..2 {
+                    let (t, leaves, exact) = (&t, &leaves, &exact);
+                    inner.spawn(move || {
+                        for i in 0..100_000usize {
+                            let k = (i * 5 + th) % leaves.len();
+                            let d = ((i % 13) as i64) - 3;
+                            t.add(&leaves[k], file, d).unwrap();
+                            exact[k].fetch_add(d, Ordering::Relaxed);
+                        }
+                    });
+                }
+            });
+            stop.store(true, Ordering::Relaxed);
+        });
+        let total = |range: &[usize]| -> i64 {
+            range
+                .iter()
+                .map(|&k| exact[k].load(Ordering::Relaxed))
+                .sum()
+        };
+        let all: Vec<usize> = (0..leaves.len()).collect();
+        let mut checks = vec![(t.root(), total(&all))];
+        for (j, top) in tops.iter().enumerate() {
+            let ks: Vec<usize> = (j * 3..j * 3 + 3).collect();
+            checks.push((top.clone(), total(&ks)));
+        }
+        for (k, l) in leaves.iter().enumerate() {
+            checks.push((l.clone(), total(&[k])));
+        }
+        for (g, want) in checks {
+            let got = t.read_signed(&g, file).unwrap();
+            if let Some(bound) = t.read_bounded(&g, file).unwrap().bound {
+                assert!(
+                    (got - want).unsigned_abs() <= bound,
+                    "{preset} {}: value {got}, exact {want}, bound {bound}",
+                    g.path()
+                );
+            }
+        }
+    }
+}
