@@ -179,11 +179,11 @@ fn hot_path_plans_follow_each_preset() {
     assert_eq!(plan(Preset::Linux6_8, 1000, late), "subtree");
     assert_eq!(plan(Preset::Linux6_17, 1000, late), "subtree");
     assert_eq!(plan(Preset::Hierstat, 1000, 0), "subtree");
-    // Ours: T = (2 x 64 - 1) x 4 = 508, with 63 pages reserved per (group, shard)
-    // claimed: four shards touched once stay under it (252), and a 70-page
-    // update on each (folded at once) crosses it.
+    // Ours: T = 127 x 4 = 508, with batch - 1 = 15 pages reserved per
+    // (group, shard) claimed: four shards touched once stay under it (60),
+    // and a 130-page update on each (folded at once) crosses it (580).
     assert_eq!(plan_on(Preset::Hierstat, 1, 0, 4), "none");
-    assert_eq!(plan_on(Preset::Hierstat, 70, 0, 4), "subtree");
+    assert_eq!(plan_on(Preset::Hierstat, 130, 0, 4), "subtree");
     assert_eq!(plan(Preset::Linux5_13, 1000, late), "none");
 }
 
