@@ -203,7 +203,13 @@ impl Core {
         match self.policy.threshold {
             ThresholdRule::None => true,
             ThresholdRule::Global => self.global_updates.load(Ordering::Relaxed) > self.threshold,
-            ThresholdRule::PerGroup => node.updates.load(Ordering::Relaxed) > self.threshold,
+            ThresholdRule::PerGroup => {
+                let mut u = node.updates.load(Ordering::Relaxed);
+                if self.policy.strict_bound {
+                    u += node.reserved.load(Ordering::Relaxed);
+                }
+                u > self.threshold
+            }
         }
     }
 
@@ -372,7 +378,7 @@ impl Core {
         let global0 = (is_root && self.policy.threshold == ThresholdRule::Global)
             // ORDERING: Relaxed; flush trigger.
             .then(|| self.global_updates.load(Ordering::Relaxed));
-        let mut snapshot: RowMap<u64> = RowMap::default();
+        let mut snapshot: RowMap<(u64, u64)> = RowMap::default();
         let per_group = self.policy.threshold == ThresholdRule::PerGroup;
         let mut list = Vec::new();
         if per_group {
@@ -384,8 +390,12 @@ impl Core {
                 tree.collect(x.hot.row, &mut list);
                 for &row in &list {
                     snapshot.entry(row).or_insert_with(|| {
+                        let n = st.node(row);
                         // ORDERING: Relaxed; flush trigger.
-                        st.node(row).updates.load(Ordering::Relaxed)
+                        (
+                            n.updates.load(Ordering::Relaxed),
+                            n.reserved.load(Ordering::Relaxed),
+                        )
                     });
                 }
             }
@@ -418,15 +428,17 @@ impl Core {
                 self.aggregate(st.node(row), s, work);
             }
         }
-        for (row, u0) in snapshot {
-            // ORDERING: Relaxed; flush trigger.
-            let _ = st
-                .node(row)
-                .updates
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                    Some(v.saturating_sub(u0))
-                });
-            work.count(Work::Atomic, 1);
+        for (row, (u0, r0)) in snapshot {
+            let n = st.node(row);
+            for (counter, v0) in [(&n.updates, u0), (&n.reserved, r0)] {
+                if v0 != 0 {
+                    // ORDERING: Relaxed; flush trigger.
+                    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                        Some(v.saturating_sub(v0))
+                    });
+                    work.count(Work::Atomic, 1);
+                }
+            }
         }
         if let Some(g0) = global0 {
             // ORDERING: Relaxed; flush trigger.

@@ -60,6 +60,11 @@ pub(crate) struct Node {
     /// *when* to flush and publishes no data. It starts the second line
     /// pair, which it shares only with fields updaters never touch.
     pub(crate) updates: AtomicU64,
+    /// Folded scheme: `batch − 1` pages reserved per (group, shard) pair of
+    /// this subtree queued since the last flush that covered it: the most
+    /// those pairs' unfolded residues can hold. ORDERING: Relaxed, as
+    /// `updates`.
+    pub(crate) reserved: AtomicU64,
     /// Hierarchical aggregate per slot (subtree total, flushed).
     pub(crate) agg: Box<[AtomicI64]>,
     /// Local aggregate per slot (this group only, flushed).
@@ -101,6 +106,7 @@ impl Node {
                 parent,
             }),
             updates: AtomicU64::new(0),
+            reserved: AtomicU64::new(0),
             agg: zeroed(slots),
             local: zeroed(slots),
             pending: zeroed(slots),

@@ -103,7 +103,7 @@ impl HierStats {
     ///
     /// The bound, in pages of update magnitude converted to the item's unit:
     /// * per-group, kernel-exact accounting: `updates(g) + shards × (batch − 1)`;
-    /// * per-group, folded accounting with reservations: `updates(g)`;
+    /// * per-group, folded accounting: `updates(g) + reserved(g)`;
     /// * global threshold: `global + shards × (batch − 1) × groups`;
     /// * none once the group (or the tree, for a global threshold) is above
     ///   the threshold `T`, since early-break and skipped flushes stop the
@@ -137,13 +137,13 @@ impl HierStats {
                 (g <= c.threshold).then(|| g + residue * groups)
             }
             ThresholdRule::PerGroup => {
-                let u = n.updates.load(Ordering::Relaxed);
-                if u > c.threshold {
+                if c.needs_flush(n) {
                     return None;
                 }
+                let u = n.updates.load(Ordering::Relaxed);
                 Some(match c.policy.scheme {
                     ThresholdScheme::PerAncestor => u + residue,
-                    ThresholdScheme::Folded => u,
+                    ThresholdScheme::Folded => u + n.reserved.load(Ordering::Relaxed),
                 })
             }
         }

@@ -192,8 +192,15 @@ impl Core {
                 && self.policy.scheme == ThresholdScheme::Folded
             {
                 // Reserve the most this pair's residue can hold before it
-                // folds, so the threshold counters never under-count.
-                self.add_up(node, self.batch - 1, work);
+                // folds, so that counters plus reservations never
+                // under-count. No early break: reservations are not capped.
+                let mut a = Some(node);
+                while let Some(n) = a {
+                    // ORDERING: Relaxed; flush trigger and bound only.
+                    n.reserved.fetch_add(self.batch - 1, Ordering::Relaxed);
+                    work.count(Work::Atomic, 1);
+                    a = n.hot.parent.as_deref();
+                }
             }
         }
     }

@@ -179,9 +179,9 @@ fn hot_path_plans_follow_each_preset() {
     assert_eq!(plan(Preset::Linux6_8, 1000, late), "subtree");
     assert_eq!(plan(Preset::Linux6_17, 1000, late), "subtree");
     assert_eq!(plan(Preset::Hierstat, 1000, 0), "subtree");
-    // Ours: T = 127 x 4 = 508, with batch - 1 = 15 pages reserved per
-    // (group, shard) claimed: four shards touched once stay under it (60),
-    // and a 130-page update on each (folded at once) crosses it (580).
+    // Ours: T = 64 x 4 = 256 pages of folded magnitude (reservations only
+    // widen the reported bound): four 1-page updates fold nothing, four
+    // 130-page updates (folded at once) cross it (520).
     assert_eq!(plan_on(Preset::Hierstat, 1, 0, 4), "none");
     assert_eq!(plan_on(Preset::Hierstat, 130, 0, 4), "subtree");
     assert_eq!(plan(Preset::Linux5_13, 1000, late), "none");
@@ -258,10 +258,9 @@ fn full_scenario_report() {
 }
 
 /// Why the `hierstat` preset keeps the kernel's `64 x shards` threshold:
-/// Waiman Long's `64 x isqrt(shards + 2)` (576 pages on 96 CPUs, with 63
-/// pages reserved per (group, shard) claimed) makes the workload flushable
-/// after about ten CPUs touched it, so refaults flush ~10x more often and
-/// lose the latency race, for no gain in decisions.
+/// Waiman Long's `64 x isqrt(shards + 2)` (576 pages on 96 CPUs at our
+/// batch of 16) makes refaults flush over 3x more often and lose the
+/// latency race, for no real gain in decisions.
 #[test]
 #[ignore = "release build, ~5 s"]
 fn a_sqrt_threshold_costs_refault_latency() {
@@ -284,7 +283,7 @@ fn a_sqrt_threshold_costs_refault_latency() {
     show("hierstat", &ours);
     show("hierstat T=64*isqrt(shards+2)", &sqrt);
     show("hierstat ratelimited", &rl);
-    assert!(ours.refault_flushes * 5 < sqrt.refault_flushes);
+    assert!(ours.refault_flushes * 3 < sqrt.refault_flushes);
     assert!(ours.mean_refault_ns() <= 2.0 * rl.mean_refault_ns());
     assert!(ours.mismatch_rate() <= rl.mismatch_rate() / 10.0);
 }
