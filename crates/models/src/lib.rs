@@ -10,4 +10,5 @@
 
 pub mod memcg;
 pub mod numab;
+pub mod rng;
 pub mod workingset;

@@ -6,45 +6,30 @@
 //! entropy. Only the simulation state owns one; components draw from it
 //! through the runner.
 
-/// SplitMix64 step: advances `state` and returns a well-mixed 64-bit value.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use models::rng::splitmix64;
+use models::rng::Pcg32;
 
 /// Deterministic PCG32 generator with helpers for the distributions the
 /// workloads use.
 #[derive(Debug, Clone)]
 pub struct SimRng {
-    state: u64,
-    inc: u64,
+    pcg: Pcg32,
 }
-
-const PCG_MULT: u64 = 6_364_136_223_846_793_005;
 
 impl SimRng {
     /// Creates a generator from a seed; every seed gives a distinct stream.
     pub fn new(seed: u64) -> Self {
         let mut sm = seed;
         let state = splitmix64(&mut sm);
-        let inc = splitmix64(&mut sm) | 1;
-        let mut rng = SimRng { state: 0, inc };
-        rng.next_u32();
-        rng.state = rng.state.wrapping_add(state);
-        rng.next_u32();
-        rng
+        let stream = splitmix64(&mut sm);
+        SimRng {
+            pcg: Pcg32::with_stream(state, stream),
+        }
     }
 
     /// Next 32 random bits.
     pub fn next_u32(&mut self) -> u32 {
-        let old = self.state;
-        self.state = old.wrapping_mul(PCG_MULT).wrapping_add(self.inc);
-        let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
-        let rot = (old >> 59) as u32;
-        xorshifted.rotate_right(rot)
+        self.pcg.next_u32()
     }
 
     /// Next 64 random bits.

@@ -1,52 +1,9 @@
-//! The model's only source of randomness: a seeded PCG32 stream.
-//!
-//! The generator is PCG-XSH-RR (64-bit state, 32-bit output) with its state
-//! and stream derived from the user's seed through SplitMix64, so nearby seeds
-//! give unrelated streams. Nothing here reads OS entropy or the clock.
+//! The model's only source of randomness: the crate's seeded PCG32 stream
+//! ([`crate::rng`]), with the distributions the scanner model draws.
 
-/// SplitMix64 step: advances `state` and returns a well-mixed 64-bit value.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A deterministic PCG32 generator.
-#[derive(Debug, Clone)]
-pub struct Pcg32 {
-    state: u64,
-    inc: u64,
-}
-
-const PCG_MULT: u64 = 6_364_136_223_846_793_005;
+pub use crate::rng::{splitmix64, Pcg32};
 
 impl Pcg32 {
-    /// Creates a generator whose whole stream is a function of `seed`.
-    pub fn new(seed: u64) -> Self {
-        let mut sm = seed;
-        let init_state = splitmix64(&mut sm);
-        let stream = splitmix64(&mut sm);
-        let mut rng = Pcg32 {
-            state: 0,
-            inc: (stream << 1) | 1,
-        };
-        rng.next_u32();
-        rng.state = rng.state.wrapping_add(init_state);
-        rng.next_u32();
-        rng
-    }
-
-    /// Next 32 uniformly distributed bits.
-    pub fn next_u32(&mut self) -> u32 {
-        let old = self.state;
-        self.state = old.wrapping_mul(PCG_MULT).wrapping_add(self.inc);
-        let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
-        let rot = (old >> 59) as u32;
-        xorshifted.rotate_right(rot)
-    }
-
     /// Uniform integer in `0..bound` (`bound > 0`), without modulo bias.
     pub fn below(&mut self, bound: u32) -> u32 {
         debug_assert!(bound > 0);
