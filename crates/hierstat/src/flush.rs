@@ -385,7 +385,7 @@ impl Core {
             for s in 0..self.shards {
                 let _pass = self.pass_lock(gate, work);
                 let mut tree = lock(&self.trees[s]);
-                self.drain(s, &st, &mut tree, work);
+                self.drain(s, &st, &mut tree, false, work);
                 list.clear();
                 tree.collect(x.hot.row, &mut list);
                 for &row in &list {
@@ -407,7 +407,7 @@ impl Core {
             {
                 let mut tree = lock(&self.trees[s]);
                 work.count(Work::LockAcquired, 1);
-                self.drain(s, &st, &mut tree, work);
+                self.drain(s, &st, &mut tree, true, work);
                 tree.extract(x.hot.row, parent_row, &mut list);
             }
             // Take every listed pair's residue before reading any counter:
@@ -461,8 +461,21 @@ impl Core {
         }
     }
 
-    /// Moves shard `s`'s update list into its updated tree.
-    fn drain<W: WorkSink>(&self, s: usize, st: &Structure, tree: &mut ShardTree, work: &mut W) {
+    /// Moves shard `s`'s update list into its updated tree; with
+    /// `wait_claims`, first waits for claims in progress to push (see
+    /// `ListHead`), so that no update that completed before the flush began
+    /// is missed because another thread's push of its row was preempted.
+    fn drain<W: WorkSink>(
+        &self,
+        s: usize,
+        st: &Structure,
+        tree: &mut ShardTree,
+        wait_claims: bool,
+        work: &mut W,
+    ) {
+        if wait_claims {
+            self.lists[s].wait_for_claims();
+        }
         let mut cur = self.lists[s].take_all();
         work.count(Work::Atomic, 1);
         while cur != 0 {

@@ -26,3 +26,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
         Err(p) => p.into_inner(),
     }
 }
+
+/// Yields the processor (loom: lets the model checker schedule another
+/// thread, which a spin loop needs under loom).
+pub(crate) fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+}

@@ -155,9 +155,12 @@ impl Core {
         let mag = self.schema.slot_unit(slot).pages(delta);
         let small = if mag < self.batch { mag } else { 0 };
         let hdr = rows.bucket.word(base);
-        // ORDERING: Release; pairs with the flusher's Acquire `fetch_and` in
-        // `updated::drain_next` (see there for the argument).
-        let old = hdr.fetch_add(small, Ordering::Release);
+        // ORDERING: Release pairs with the flusher's Acquire `fetch_and` in
+        // `updated::drain_next` (see there for the argument). Acquire pairs
+        // with a claimer's Release `fetch_or` of `QUEUED`: if we find the row
+        // queued, the claimer's `begin_claim` is visible to any flush we
+        // start afterwards (see `ListHead`).
+        let old = hdr.fetch_add(small, Ordering::AcqRel);
         work.count(Work::Atomic, 2);
         if old & QUEUED == 0 {
             self.claim(s, node, hdr, work);
@@ -179,15 +182,18 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn claim<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, work: &mut W) {
-        // ORDERING: Relaxed; this update's counter write was already ordered
-        // by the Release RMW on the same word, and the push below publishes
-        // the link with its own Release CAS. A real RMW, never a plain
-        // store: the flusher clears the bit from another thread (the kernel
-        // learned this in `3309b63a2281`).
-        let old = hdr.fetch_or(QUEUED, Ordering::Relaxed);
-        work.count(Work::Atomic, 1);
+        let list = &self.lists[s];
+        list.begin_claim();
+        // ORDERING: Release publishes `begin_claim` to updaters that find
+        // the row queued (their header RMW acquires). This update's counter
+        // write was already ordered by its own RMW on the same word, and the
+        // push below publishes the link with its own Release CAS. A real
+        // RMW, never a plain store: the flusher clears the bit from another
+        // thread (the kernel learned this in `3309b63a2281`).
+        let old = hdr.fetch_or(QUEUED, Ordering::Release);
+        work.count(Work::Atomic, 3);
         if old & QUEUED == 0 {
-            self.lists[s].push(node.hot.row, hdr, work);
+            list.push(node.hot.row, hdr, work);
             if self.policy.threshold == ThresholdRule::PerGroup
                 && self.policy.scheme == ThresholdScheme::Folded
             {
@@ -203,6 +209,7 @@ impl Core {
                 }
             }
         }
+        list.end_claim();
     }
 
     /// Adds `m` to the threshold counters of `node` and its ancestors,

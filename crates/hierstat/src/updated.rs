@@ -26,13 +26,45 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub(crate) const NONE: u32 = u32::MAX;
 
 /// Head of one shard's update list: row + 1 of the first element, 0 if empty.
+///
+/// `claiming` counts claims in progress on this shard. An updater that
+/// finds its pair already `QUEUED` returns at once, trusting the claimer to
+/// push it; if that claimer is preempted between its claim and its push, a
+/// flush that only took the list would miss the pair, and with it an update
+/// that completed before the flush began. So a flush's drain first waits for
+/// `claiming` to reach 0 (claims are rare: once per pair per flush, and a
+/// push is a handful of instructions).
 #[derive(Debug, Default)]
 #[repr(C, align(128))]
 pub(crate) struct ListHead {
     head: AtomicU64,
+    claiming: AtomicU64,
 }
 
 impl ListHead {
+    /// Announces a claim attempt; call before setting `QUEUED`.
+    pub(crate) fn begin_claim(&self) {
+        // ORDERING: Relaxed; published by the claimer's Release `fetch_or`
+        // of `QUEUED`, which any updater that then sees `QUEUED` acquires.
+        self.claiming.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Ends a claim attempt; call after the push (if any).
+    pub(crate) fn end_claim(&self) {
+        // ORDERING: Release; pairs with the Acquire load in
+        // `wait_for_claims`, making the push visible to the flusher's
+        // `take_all` that follows it.
+        self.claiming.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Waits until no claim is in progress on this shard.
+    pub(crate) fn wait_for_claims(&self) {
+        // ORDERING: Acquire; pairs with `end_claim`.
+        while self.claiming.load(Ordering::Acquire) != 0 {
+            crate::sync::yield_now();
+        }
+    }
+
     /// Pushes `row`, whose header on this shard is `hdr` and whose claim the
     /// caller won.
     pub(crate) fn push<W: WorkSink>(&self, row: u32, hdr: &AtomicU64, work: &mut W) {

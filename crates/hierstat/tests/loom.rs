@@ -134,6 +134,26 @@ mod engine {
         });
     }
 
+    /// Regression: an updater that finds its row already `QUEUED` trusts the
+    /// claimer to push it. If the claimer is preempted between its claim
+    /// and its push, a flush that only took the list missed the row, and
+    /// with it an update that completed before the flush began (found in
+    /// real mode by the stale-read scenario: a 50,000-page spike missed).
+    #[test]
+    fn update_seen_queued_is_flushed_by_a_later_flush_on_the_same_thread() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
+            t.flush_forced(&g);
+            let seen = t.read(&g, x).unwrap();
+            assert!(seen >= 10, "our own update is missing: {seen}");
+            claimer.join().unwrap();
+        });
+    }
+
     #[test]
     fn two_updaters_race_to_claim() {
         model(|| {
