@@ -261,35 +261,48 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     pb.finish_and_clear();
 
     let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
-    let mut ratios: BTreeMap<String, f64> = BTreeMap::new();
-    ratios.insert(
-        "hierstat_depth1_vs_atomic".into(),
-        g("hierstat_update_depth1") / g("atomic_fetch_add"),
-    );
-    ratios.insert(
-        "hierstat_depth8_vs_depth1".into(),
-        g("hierstat_update_depth8") / g("hierstat_update_depth1"),
-    );
-    ratios.insert(
-        "hierstat_2threads_vs_1thread".into(),
-        g("hierstat_update_2threads") / g("hierstat_update_depth1"),
-    );
-    ratios.insert(
-        "shared_atomic_vs_hierstat_2threads".into(),
-        g("shared_atomic_2threads") / g("hierstat_update_2threads"),
-    );
-    ratios.insert(
-        "pre-rstat_vs_hierstat_depth4".into(),
-        g("pre-rstat_update_depth4") / g("hierstat_update_depth4"),
-    );
-    ratios.insert(
-        "linux-6.8_vs_linux-5.15_depth4".into(),
-        g("linux-6.8_update_depth4") / g("linux-5.15_update_depth4"),
-    );
-    ratios.insert(
-        "flush_100k_vs_10k".into(),
-        g("hierstat_flush_100_dirty_100k") / g("hierstat_flush_100_dirty_10k"),
-    );
+    // (ratio name, numerator, denominator), all from `ns` above.
+    const RATIOS: [(&str, &str, &str); 7] = [
+        (
+            "hierstat_depth1_vs_atomic",
+            "hierstat_update_depth1",
+            "atomic_fetch_add",
+        ),
+        (
+            "hierstat_depth8_vs_depth1",
+            "hierstat_update_depth8",
+            "hierstat_update_depth1",
+        ),
+        (
+            "hierstat_2threads_vs_1thread",
+            "hierstat_update_2threads",
+            "hierstat_update_depth1",
+        ),
+        (
+            "shared_atomic_vs_hierstat_2threads",
+            "shared_atomic_2threads",
+            "hierstat_update_2threads",
+        ),
+        (
+            "pre-rstat_vs_hierstat_depth4",
+            "pre-rstat_update_depth4",
+            "hierstat_update_depth4",
+        ),
+        (
+            "linux-6.8_vs_linux-5.15_depth4",
+            "linux-6.8_update_depth4",
+            "linux-5.15_update_depth4",
+        ),
+        (
+            "flush_100k_vs_10k",
+            "hierstat_flush_100_dirty_100k",
+            "hierstat_flush_100_dirty_10k",
+        ),
+    ];
+    let ratios: BTreeMap<String, f64> = RATIOS
+        .iter()
+        .map(|&(name, num, den)| (name.to_string(), g(num) / g(den)))
+        .collect();
     let mut rates: BTreeMap<String, f64> = BTreeMap::new();
     rates.insert("sim_engine_updates_per_sec".into(), 1e9 / sim_ns);
     rates.insert("numab_units_per_sec".into(), numab_rate()?);
