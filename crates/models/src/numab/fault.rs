@@ -138,9 +138,6 @@ impl Sim {
         }
         if let Some(st) = self.mms[mm].vmas[vi].numab.as_mut() {
             st.pids.record(tid);
-            if !local {
-                st.remote_faults[1] += faults;
-            }
         }
         let mut sys = if huge {
             self.cost.hint_fault_2m_ns
@@ -189,8 +186,10 @@ impl Sim {
         if (t.preferred.is_none() || t.scan_seq <= 4) && (last == 0 || same_pid) {
             return true;
         }
-        // Two-stage filter: the previous fault must have come from dst.
-        if last == 0 || self.node_of_cpu(cpupid_cpu(last)) != dst {
+        // Two-stage filter: a previous fault, if any, must have come from
+        // dst. An unset `last_cpupid` (no hint fault since the page was
+        // allocated or migrated) passes on to the group rules.
+        if last != 0 && self.node_of_cpu(cpupid_cpu(last)) != dst {
             return false;
         }
         if same_pid || !t.in_group {
