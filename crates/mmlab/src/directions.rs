@@ -294,40 +294,90 @@ pub fn refault_checks(report: &RunReport) -> Vec<Check> {
     out
 }
 
-/// The checks of a NUMA-balancing run (seed 004): the RFC 2/6 against
-/// v6.5 on `numa01-thread-alloc`.
+/// The checks of a NUMA-balancing run (seed 004): on
+/// `numa01-thread-alloc`, v6.5's collapse and the versions that end it;
+/// on `numa02`, Mel Gorman's RFC 2/6 regression; on every numab scenario,
+/// mmlab starving nothing and keeping up with the best kernel version.
 pub fn numab_checks(report: &RunReport) -> Vec<Check> {
     let mut out = Vec::new();
-    if report.scenario != "numa01-thread-alloc" {
-        return out;
-    }
-    let (e0, e1) = (
-        mean_of(report, "v6.5", "elapsed_s"),
-        mean_of(report, "rfc-2of6", "elapsed_s"),
-    );
-    if let (Some(a), Some(b)) = (e0, e1) {
+    let mut add = |claim: &str, measured: String, seed: &str, pass: bool| {
         out.push(Check {
             scenario: report.scenario.clone(),
-            claim: "rfc-2of6 finishes faster than v6.5".into(),
-            measured: format!("{a:.1} s → {b:.1} s"),
-            seed: "82.8 s → 69.2 s".into(),
-            pass: b < a,
+            claim: claim.into(),
+            measured,
+            seed: seed.into(),
+            pass,
             info: false,
         });
+    };
+    let el = |p: &str| mean_of(report, p, "elapsed_s");
+    let pte = |p: &str| mean_of(report, p, "numa_pte_updates");
+    if report.scenario == "numa01-thread-alloc" {
+        if let (Some(a), Some(b)) = (pte("v6.5"), pte("rfc-2of6")) {
+            add(
+                "v6.5 collapses to <= 10^4 PTE updates, rfc-2of6 restores >= 10^5",
+                format!("{a:.0} → {b:.0}"),
+                "6,985 → 1.57 M",
+                a <= 1e4 && b >= 1e5,
+            );
+        }
+        if let (Some(a), Some(b)) = (el("v6.5"), el("rfc-2of6")) {
+            add(
+                "rfc-2of6 finishes faster than v6.5",
+                format!("{a:.1} s → {b:.1} s"),
+                "82.8 s → 69.2 s",
+                b < a,
+            );
+        }
+        if let (Some(a), Some(b)) = (el("v6.5"), el("v6.7")) {
+            add(
+                "v6.7 finishes faster than v6.5",
+                format!("{a:.2} s → {b:.2} s"),
+                "T7 (2 sockets): −29.8%; T9 (this box): 82.8 → 81.79 s",
+                b < a,
+            );
+        }
+        if let (Some(a), Some(b)) = (el("v6.7"), el("v6.8")) {
+            add(
+                "v6.8 start_scan_seq finishes faster than v6.7",
+                format!("{a:.1} s → {b:.1} s"),
+                "T9: 81.79 → 67.74 s",
+                b < a,
+            );
+        }
     }
-    let (p0, p1) = (
-        mean_of(report, "v6.5", "numa_pte_updates"),
-        mean_of(report, "rfc-2of6", "numa_pte_updates"),
-    );
-    if let (Some(a), Some(b)) = (p0, p1) {
-        out.push(Check {
-            scenario: report.scenario.clone(),
-            claim: "rfc-2of6 scans the starved VMAs: more PTE updates than v6.5".into(),
-            measured: format!("{a:.0} → {b:.0}"),
-            seed: "6,985 → 1.57 M".into(),
-            pass: b > a,
-            info: false,
-        });
+    if report.scenario == "numa02" {
+        if let (Some(a), Some(b)) = (el("v6.7"), el("rfc-2of6")) {
+            add(
+                "rfc-2of6 makes numa02 slower than v6.7",
+                format!("{a:.2} s vs {b:.2} s"),
+                "T6 (Mel): 12.93 → 21.69 s",
+                b > a,
+            );
+        }
+    }
+    let kernels = ["v6.5", "rfc-2of6", "v6.7", "v6.8", "v6.12"];
+    let best = kernels
+        .iter()
+        .filter_map(|p| el(p))
+        .fold(f64::INFINITY, f64::min);
+    if let Some(ours) = el("mmlab") {
+        if best.is_finite() {
+            add(
+                "mmlab no slower than the best kernel version (1% noise allowance)",
+                format!("{ours:.2} s vs {best:.2} s"),
+                "ours",
+                ours <= best * 1.01,
+            );
+        }
+    }
+    if let Some(starved) = mean_of(report, "mmlab", "starved_vmas") {
+        add(
+            "mmlab starves no VMA",
+            format!("{starved:.0} starved"),
+            "ours",
+            starved == 0.0,
+        );
     }
     out
 }

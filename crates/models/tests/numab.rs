@@ -7,7 +7,7 @@
 
 use models::numab::{
     builtin_scenario, parse_scenario, run, NumabError, NumabResult, NumabScenario, ScannerVersion,
-    WorkloadSpec, BUILTIN,
+    BUILTIN,
 };
 
 const ALL: [ScannerVersion; 6] = ScannerVersion::ALL;
@@ -20,7 +20,9 @@ fn scenario(text: &str) -> NumabScenario {
 /// slices, 250 passes, so each thread writes about the same 26 GiB as in
 /// the 256-CPU original and the run lasts about as long in virtual time.
 /// The convoy cost is per thread of the convoy, so it is scaled ×4 to keep
-/// the whole-buffer `bzero()` phase as long as with 128 threads.
+/// the whole-buffer `bzero()` phase as long as with 128 threads. As in the
+/// built-in scenario, the buffer and stacks appear after two scanner passes
+/// (`premap_passes`, the state the kernel's counters show).
 const THREAD_ALLOC_64: &str = r#"
 name = "numa01-thread-alloc-64"
 kind = "numab"
@@ -36,32 +38,9 @@ cpus_per_node = 32
 kind = "numa01-thread-alloc"
 buffer_mib = 3072
 passes = 250
+premap_passes = 2
 [numab.cost]
-convoy_fault_ns = 1560
-"#;
-
-/// The same 64-CPU twin with an 8 s CPU-bound warm-up before each thread's
-/// first touch of the buffer (`warmup_ms`, a what-if: the benchmark has
-/// none). The scanner runs on the threads' CPU time, so both unconditional
-/// passes (`numa_scan_seq < 2`) happen while the buffer is still empty.
-const THREAD_ALLOC_64_LATE: &str = r#"
-name = "numa01-thread-alloc-64-late"
-kind = "numab"
-mode = "sim"
-description = "scaled numa01_THREAD_ALLOC, buffer first touched after the unconditional passes"
-runs = 1
-seed = 1
-policies = ["v6.5", "rfc-2of6", "v6.7", "mmlab"]
-[numab]
-nodes = 2
-cpus_per_node = 32
-[numab.workload]
-kind = "numa01-thread-alloc"
-buffer_mib = 3072
-passes = 250
-warmup_ms = 8000
-[numab.cost]
-convoy_fault_ns = 1560
+convoy_fault_ns = 120
 "#;
 
 /// The disjoint-VMA corner cases on 16 CPUs.
@@ -233,74 +212,42 @@ fn numab_metrics_carry_the_required_names_and_counters_agree() {
     assert!(c.numa_pages_migrated > 0);
 }
 
-/// The model's side of the seed's comparison, on the 64-CPU scaling of
-/// numa01_THREAD_ALLOC (runs in debug builds).
+/// The seed's comparison on the 64-CPU scaling of numa01_THREAD_ALLOC
+/// (runs in debug builds). The buffer and the stacks first meet the
+/// scanner at `numa_scan_seq` 2: no PTE of theirs was ever made PROT_NONE,
+/// so no hint fault ever records a PID in their windows, and v6.5's filter
+/// skips them for good (an absorbing state). RFC 2/6's forced every-other
+/// visit and v6.7's forced retry break out of it (seed: 6,985 vs 1,573,363
+/// PTE updates, 2,705 vs 1,022,623 hint faults, 82.8 s vs 69.2 s; T7:
+/// v6.7 −29.8% on a 2-socket machine with fewer threads than 256).
 #[test]
-fn numab_scaled_thread_alloc_directions() {
+fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it() {
     let sc = scenario(THREAD_ALLOC_64);
-    let seeds = [1, 2];
-    let v65 = runs(&sc, ScannerVersion::V6_5, &seeds);
-    let v67 = runs(&sc, ScannerVersion::V6_7, &seeds);
-    let ours = runs(&sc, ScannerVersion::Mmlab, &seeds);
-    let el = |rs: &[NumabResult]| mean(rs, |r| r.elapsed_s());
-    let local = |rs: &[NumabResult]| mean(rs, |r| r.local_fraction);
-    let migrated = |rs: &[NumabResult]| mean(rs, |r| r.counters.numa_pages_migrated as f64);
-    // v6.7 completes the PID-inactive buffer: more migrated, more local,
-    // faster than v6.5.
-    assert!(
-        migrated(&v67) > 1.5 * migrated(&v65),
-        "{} vs {}",
-        migrated(&v67),
-        migrated(&v65)
-    );
-    assert!(
-        local(&v67) > local(&v65) + 0.05,
-        "{} vs {}",
-        local(&v67),
-        local(&v65)
-    );
-    assert!(el(&v67) < el(&v65), "{} vs {}", el(&v67), el(&v65));
-    // v6.5 leaves most VMAs (the thread stacks) starving; mmlab none.
-    assert!(v65.iter().all(|r| r.starved_vmas > 10));
-    assert!(ours.iter().all(|r| r.starved_vmas == 0));
-    assert!(el(&ours) <= el(&v65));
-}
-
-/// The seed's collapse, as a conditional result: when the buffer is first
-/// touched after `numa_scan_seq` has reached 2, no buffer PTE was ever made
-/// PROT_NONE, so no hint fault ever records a PID in its windows, and
-/// v6.5's filter skips it for good (an absorbing state). RFC 2/6's forced
-/// every-other visit breaks out of it (seed: 6,985 vs 1,573,363 PTE
-/// updates, 2,705 vs 1,022,623 hint faults, 82.8 s vs 69.2 s).
-#[test]
-fn numab_scaled_late_population_collapses_v6_5_and_rfc_restores_it() {
-    let sc = scenario(THREAD_ALLOC_64_LATE);
     let seeds = [1, 2];
     let v65 = runs(&sc, ScannerVersion::V6_5, &seeds);
     let rfc = runs(&sc, ScannerVersion::Rfc2of6, &seeds);
     let v67 = runs(&sc, ScannerVersion::V6_7, &seeds);
     let ours = runs(&sc, ScannerVersion::Mmlab, &seeds);
     let el = |rs: &[NumabResult]| mean(rs, |r| r.elapsed_s());
-    // The warm-up draws nothing from the seeded stream: still deterministic.
-    assert_eq!(v65[0], run(&sc, ScannerVersion::V6_5, 1).expect("run"));
+    let migrated = |rs: &[NumabResult]| mean(rs, |r| r.counters.numa_pages_migrated as f64);
     for (a, b) in v65.iter().zip(&rfc) {
         let (ca, cb) = (a.counters, b.counters);
-        // 10^3 (stacks and data only) against ~10^6 order.
         assert!(ca.numa_pte_updates <= 10_000, "v6.5 {ca:?}");
         assert!(ca.numa_hint_faults <= 10_000, "v6.5 {ca:?}");
         assert!(cb.numa_pte_updates >= 100_000, "rfc-2of6 {cb:?}");
         assert!(cb.numa_hint_faults >= 100_000, "rfc-2of6 {cb:?}");
         assert!(cb.numa_pages_migrated > ca.numa_pages_migrated);
-        // The buffer itself is starved under v6.5.
         assert!(a
             .coverage
             .iter()
             .any(|c| c.name == "buffer" && c.passes_behind > models::numab::STARVED_PASSES));
     }
-    // RFC 2/6 is faster than v6.5 (the model's gap is ~1%, the seed's 16%).
     assert!(el(&rfc) < el(&v65), "{} vs {}", el(&rfc), el(&v65));
+    assert!(migrated(&v67) > migrated(&v65));
     assert!(el(&v67) < el(&v65), "{} vs {}", el(&v67), el(&v65));
-    // mmlab starves nothing and is within 2% of the best kernel version.
+    // v6.5 leaves the stacks and the buffer starving; mmlab nothing, and it
+    // is within 2% of the best kernel version.
+    assert!(v65.iter().all(|r| r.starved_vmas > 10));
     assert!(ours.iter().all(|r| r.starved_vmas == 0));
     let best = [&v65, &rfc, &v67]
         .iter()
@@ -325,10 +272,13 @@ fn numab_scaled_disjoint_corner_cases_starve_under_v6_5_not_under_mmlab() {
         assert!(starved(&base, "vma_z"), "seed {seed}: {:?}", base.coverage);
         assert!(base.starved_vmas >= 5, "seed {seed}: {}", base.starved_vmas);
         assert_eq!(ours.starved_vmas, 0, "seed {seed}: {:?}", ours.coverage);
-        // Every populated VMA got a complete scan after its unconditional
-        // passes under mmlab.
+        // Every populated VMA got complete scans under mmlab: three or
+        // more, except (e) the VMA created late, which has a third of the
+        // run and at least one.
         assert!(
-            ours.coverage.iter().all(|c| c.complete_scans >= 3),
+            ours.coverage
+                .iter()
+                .all(|c| c.complete_scans >= if c.name == "vma_v" { 1 } else { 3 }),
             "{:?}",
             ours.coverage
         );
@@ -384,69 +334,23 @@ fn numab_seed_thread_alloc_side_by_side() {
     }
     // Seed: base 82.8 s; the model's base is in that range.
     assert!((60.0..100.0).contains(&el(ScannerVersion::V6_5)));
+    // v6.5 collapses to 10^3–10^4 PTE updates (seed: 6,985; the model
+    // marks fewer: the exec-time pages sit on the node of the then
+    // single-threaded process, which change_prot_numa() leaves alone).
+    for r in by(ScannerVersion::V6_5) {
+        assert!(r.counters.numa_pte_updates <= 10_000, "{:?}", r.counters);
+    }
     // RFC 2/6 cuts elapsed time (seed: 82.8 → 69.2 s) and PTE updates are
     // of the order of 10^6 (seed: 1,573,363).
     assert!(el(ScannerVersion::Rfc2of6) < el(ScannerVersion::V6_5));
     assert!((3e5..5e6).contains(&pte(ScannerVersion::Rfc2of6)));
-    // v6.7 improves on v6.5 (T7: -29.8%).
-    assert!(el(ScannerVersion::V6_7) < el(ScannerVersion::V6_5));
-    assert!(local(ScannerVersion::V6_7) > local(ScannerVersion::V6_5) + 0.1);
+    // v6.8's start_scan_seq gives the late VMAs their two unconditional
+    // passes (T9, this machine: 81.79 → 67.74 s) and beats v6.7, which on
+    // 256 CPUs spends its one-VMA-per-call forced scans on 128 stacks
+    // first (T9's v6.7 base, 81.79 s, is within 1.2% of T3's v6.5 base).
+    assert!(el(ScannerVersion::V6_8) < 0.9 * el(ScannerVersion::V6_7));
+    assert!(local(ScannerVersion::V6_8) > local(ScannerVersion::V6_7) + 0.1);
     // mmlab starves nothing and is within 2% of the best version.
-    let best = ALL[..5].iter().map(|&v| el(v)).fold(f64::MAX, f64::min);
-    assert!(by(ScannerVersion::Mmlab)
-        .iter()
-        .all(|r| r.starved_vmas == 0));
-    assert!(
-        el(ScannerVersion::Mmlab) <= best * 1.02,
-        "{} vs {best}",
-        el(ScannerVersion::Mmlab)
-    );
-}
-
-/// The seed's scenario at full size with the buffer first touched after
-/// the two unconditional passes (a 20 s CPU-bound warm-up per thread; the
-/// benchmark has none): the v6.5 collapse and RFC 2/6's recovery emerge
-/// from the scan rules (release builds).
-#[test]
-#[cfg_attr(debug_assertions, ignore = "full-size run; release only")]
-fn numab_seed_thread_alloc_late_population_side_by_side() {
-    let mut sc = builtin_scenario("numa01-thread-alloc")
-        .expect("builtin")
-        .numab;
-    match &mut sc.workload {
-        WorkloadSpec::Numa01ThreadAlloc { warmup_ms, .. } => *warmup_ms = 20_000,
-        other => panic!("unexpected workload {other:?}"),
-    }
-    let seeds = [1, 2, 3];
-    let all: Vec<(ScannerVersion, Vec<NumabResult>)> =
-        ALL.iter().map(|&v| (v, runs(&sc, v, &seeds))).collect();
-    let by = |v: ScannerVersion| &all.iter().find(|(w, _)| *w == v).expect("version").1;
-    let el = |v| mean(by(v), |r| r.elapsed_s());
-    for (v, rs) in &all {
-        let r = &rs[0];
-        println!(
-            "{v:<9} pte {:>9} hint {:>9} local {:>9} migrated {:>8} elapsed {:6.2} sys {:6.2} starved {}",
-            r.counters.numa_pte_updates,
-            r.counters.numa_hint_faults,
-            r.counters.numa_hint_faults_local,
-            r.counters.numa_pages_migrated,
-            r.elapsed_s(),
-            r.sys_s(),
-            r.starved_vmas
-        );
-    }
-    // Seed: 6,985 PTE updates and 2,705 hint faults under the base kernel,
-    // 1,573,363 and 1,022,623 with RFC 2/6.
-    for r in by(ScannerVersion::V6_5) {
-        assert!(r.counters.numa_pte_updates <= 10_000, "{:?}", r.counters);
-        assert!(r.counters.numa_hint_faults <= 10_000, "{:?}", r.counters);
-    }
-    for r in by(ScannerVersion::Rfc2of6) {
-        assert!(r.counters.numa_pte_updates >= 300_000, "{:?}", r.counters);
-        assert!(r.counters.numa_hint_faults >= 100_000, "{:?}", r.counters);
-    }
-    assert!(el(ScannerVersion::Rfc2of6) < el(ScannerVersion::V6_5));
-    assert!(el(ScannerVersion::V6_7) < el(ScannerVersion::V6_5));
     let best = ALL[..5].iter().map(|&v| el(v)).fold(f64::MAX, f64::min);
     assert!(by(ScannerVersion::Mmlab)
         .iter()

@@ -101,10 +101,9 @@ pub fn autonuma_cost(pte_updates: u64, hint_faults: u64, pages_migrated: u64) ->
 /// Per-event costs in virtual nanoseconds. User time comes from accesses,
 /// system time from faults, scans and migrations. Defaults are calibrated
 /// against the seed's base run (2-node, 256-CPU Milan, numa01_THREAD_ALLOC,
-/// 82.8 s elapsed, 58.5 s user per thread on average): the slowest thread
-/// is one whose slice stayed remote, the average one is half remote, which
-/// puts a saturated remote write at 2.5× a local one (4.2 µs per 4 KiB
-/// page locally, about 1 GB/s per thread with all 256 CPUs writing).
+/// 82.8 s elapsed): a saturated remote write at 2.5× a local one (7 µs per
+/// local 4 KiB page with all 256 CPUs writing, about 0.6 GB/s per thread)
+/// and a whole-buffer convoy of a few seconds (see the module docs).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct CostModel {
@@ -154,14 +153,14 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            local_page_ns: 2_800,
-            remote_page_ns: 7_000,
+            local_page_ns: 7_000,
+            remote_page_ns: 17_500,
             solo_page_ns: 1_000,
             jitter_permille: 50,
             speed_spread_permille: 100,
             first_touch_4k_ns: 1_500,
             first_touch_2m_ns: 400_000,
-            convoy_fault_ns: 390,
+            convoy_fault_ns: 30,
             hint_fault_4k_ns: 20_000,
             hint_fault_2m_ns: 40_000,
             migrate_fixed_ns: 200_000,

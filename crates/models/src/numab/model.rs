@@ -63,8 +63,6 @@ pub(crate) struct NumabState {
     pub start_scan_seq: i64,
     pub prev_scan_seq: i64,
     pub scan_select: u32,
-    /// mmlab: remote hint faults in the previous and current PID window.
-    pub remote_faults: [u64; 2],
 }
 
 #[derive(Debug, Clone)]
@@ -519,17 +517,15 @@ impl Sim {
                     if chunk == 0 {
                         continue;
                     }
-                    let (_, ss) = match self.tasks[ti].stack {
-                        Some(st) if !self.mms[self.tasks[ti].mm].vmas[st].units.is_empty() => {
-                            self.touch_stack(ti, st)
-                        }
-                        _ => (0, 0),
-                    };
-                    self.tasks[ti].user_ns += chunk;
-                    self.tasks[ti].sys_ns += ss;
-                    let mut dur = chunk + ss;
-                    dur += self.account_runtime(ti, dur);
-                    self.push(self.now + dur, ti);
+                    self.spin(ti, chunk);
+                    return;
+                }
+                Op::SpinUntilScanSeq { seq } => {
+                    if self.mms[self.tasks[ti].mm].scan_seq >= seq {
+                        self.tasks[ti].pc += 1;
+                        continue;
+                    }
+                    self.spin(ti, self.sysctl.tick_ns());
                     return;
                 }
                 Op::Sleep { ns } => {
@@ -650,6 +646,22 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// Computes on CPU for `ns` (one step): user time, the thread's stack
+    /// touches, and `task_tick_numa()`.
+    fn spin(&mut self, ti: usize, ns: u64) {
+        let (_, ss) = match self.tasks[ti].stack {
+            Some(st) if !self.mms[self.tasks[ti].mm].vmas[st].units.is_empty() => {
+                self.touch_stack(ti, st)
+            }
+            _ => (0, 0),
+        };
+        self.tasks[ti].user_ns += ns;
+        self.tasks[ti].sys_ns += ss;
+        let mut dur = ns + ss;
+        dur += self.account_runtime(ti, dur);
+        self.push(self.now + dur, ti);
     }
 
     fn proc_of_mm(&self, mm: usize) -> usize {

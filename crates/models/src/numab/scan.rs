@@ -81,7 +81,6 @@ impl Sim {
         if seq != 0 && now > st.pids_reset {
             st.pids_reset += period;
             st.pids.rotate();
-            st.remote_faults = [st.remote_faults[1], 0];
         }
     }
 
@@ -99,9 +98,6 @@ impl Sim {
             m.scan_seq < 2
         };
         if early || st.pids.contains(tid) {
-            return true;
-        }
-        if f.scan_on_remote_faults && st.remote_faults[0] + st.remote_faults[1] > 0 {
             return true;
         }
         if f.complete_partial && m.scan_offset > vma.start {
@@ -162,7 +158,6 @@ impl Sim {
                 start_scan_seq: seq,
                 prev_scan_seq: seq - 1,
                 scan_select: 0,
-                remote_faults: [0; 2],
             });
         }
         let next_scan = self.mms[mm].vmas[vi]

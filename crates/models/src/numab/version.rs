@@ -74,10 +74,6 @@ pub struct Features {
     /// mmlab: charge the page budget with PTEs actually changed, not with the
     /// whole range handed to `change_prot_numa`.
     pub budget_by_updates: bool,
-    /// mmlab: a VMA that took remote hint faults (from any task) in the last
-    /// two PID windows counts as accessed: there is placement work left in
-    /// it, whoever the scanning task is.
-    pub scan_on_remote_faults: bool,
     /// mmlab: a VMA whose last range exhausted the budget exactly at its
     /// end still counts as completed (the kernel's `goto out` skips the
     /// `prev_scan_seq` update there, so the VMA looks unscanned for a pass).
@@ -110,7 +106,6 @@ impl Features {
             force_after_nr_threads: true,
             force_every_other_pass: true,
             budget_by_updates: true,
-            scan_on_remote_faults: true,
             complete_on_budget_edge: true,
             local_skip_visits: 3,
         }
@@ -151,7 +146,6 @@ impl ScannerVersion {
             force_after_nr_threads: false,
             force_every_other_pass: false,
             budget_by_updates: false,
-            scan_on_remote_faults: false,
             complete_on_budget_edge: false,
             local_skip_visits: 0,
         };
