@@ -312,7 +312,8 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
     };
     let el = |p: &str| mean_of(report, p, "elapsed_s");
     let pte = |p: &str| mean_of(report, p, "numa_pte_updates");
-    if report.scenario == "numa01-thread-alloc" {
+    let scaled = report.scenario == "numa01-thread-alloc-64";
+    if report.scenario == "numa01-thread-alloc" || scaled {
         if let (Some(a), Some(b)) = (pte("v6.5"), pte("rfc-2of6")) {
             add(
                 "v6.5 collapses to <= 10^4 PTE updates, rfc-2of6 restores >= 10^5",
@@ -330,12 +331,25 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             );
         }
         if let (Some(a), Some(b)) = (el("v6.5"), el("v6.7")) {
-            add(
-                "v6.7 finishes faster than v6.5",
-                format!("{a:.2} s → {b:.2} s"),
-                "T7 (2 sockets): −29.8%; T9 (this box): 82.8 → 81.79 s",
-                b < a,
-            );
+            // v6.7 forces one PID-inactive VMA per call: on 64 CPUs it gets
+            // through 32 stacks to the buffer (T7, a 2-socket box: −29.8%);
+            // on 256 CPUs the 128 stacks take the whole run (T9 on the
+            // seed's box: v6.7 81.79 s against v6.5's 82.8 s).
+            if scaled {
+                add(
+                    "v6.7 finishes at least 1% faster than v6.5",
+                    format!("{a:.2} s → {b:.2} s"),
+                    "T7 (2 sockets): −29.8%",
+                    b < 0.99 * a,
+                );
+            } else {
+                add(
+                    "v6.7 within 2% of v6.5 on 256 CPUs",
+                    format!("{a:.2} s → {b:.2} s"),
+                    "T9: 82.8 → 81.79 s",
+                    (b / a - 1.0).abs() <= 0.02,
+                );
+            }
         }
         if let (Some(a), Some(b)) = (el("v6.7"), el("v6.8")) {
             add(

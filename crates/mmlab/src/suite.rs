@@ -15,7 +15,7 @@ use std::time::Instant;
 pub const DEFAULT_HTML_DIR: &str = "out";
 
 /// The suite's scenarios, in order.
-pub const SUITE: [&str; 11] = [
+pub const SUITE: [&str; 12] = [
     "update-path",
     "update-path-sim",
     "stat-readers",
@@ -25,6 +25,7 @@ pub const SUITE: [&str; 11] = [
     "false-sharing",
     "numa01",
     "numa01-thread-alloc",
+    "numa01-thread-alloc-64",
     "numa02",
     "refault-storm",
 ];

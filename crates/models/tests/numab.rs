@@ -16,33 +16,6 @@ fn scenario(text: &str) -> NumabScenario {
     parse_scenario(text).expect("valid scenario").numab
 }
 
-/// numa01_THREAD_ALLOC on 64 CPUs (2 × 32): 32 threads per process, 96 MiB
-/// slices, 250 passes, so each thread writes about the same 26 GiB as in
-/// the 256-CPU original and the run lasts about as long in virtual time.
-/// The convoy cost is per thread of the convoy, so it is scaled ×4 to keep
-/// the whole-buffer `bzero()` phase as long as with 128 threads. As in the
-/// built-in scenario, the buffer and stacks appear after two scanner passes
-/// (`premap_passes`, the state the kernel's counters show).
-const THREAD_ALLOC_64: &str = r#"
-name = "numa01-thread-alloc-64"
-kind = "numab"
-mode = "sim"
-description = "scaled numa01_THREAD_ALLOC"
-runs = 1
-seed = 1
-policies = ["v6.5", "rfc-2of6", "v6.7", "mmlab"]
-[numab]
-nodes = 2
-cpus_per_node = 32
-[numab.workload]
-kind = "numa01-thread-alloc"
-buffer_mib = 3072
-passes = 250
-premap_passes = 2
-[numab.cost]
-convoy_fault_ns = 120
-"#;
-
 /// The disjoint-VMA corner cases on 16 CPUs.
 const DISJOINT_16: &str = r#"
 name = "numa-disjoint-16"
@@ -99,7 +72,7 @@ fn runs(sc: &NumabScenario, v: ScannerVersion, seeds: &[u64]) -> Vec<NumabResult
 
 #[test]
 fn numab_builtin_scenarios_parse_and_name_every_version() {
-    assert_eq!(BUILTIN.len(), 4);
+    assert_eq!(BUILTIN.len(), 5);
     for (name, _) in BUILTIN {
         let f = builtin_scenario(name).expect("builtin");
         assert_eq!(f.name, name);
@@ -213,7 +186,8 @@ fn numab_metrics_carry_the_required_names_and_counters_agree() {
 }
 
 /// The seed's comparison on the 64-CPU scaling of numa01_THREAD_ALLOC
-/// (runs in debug builds). The buffer and the stacks first meet the
+/// (`numa01-thread-alloc-64`: the same bytes per thread and about the same
+/// virtual duration as on 256 CPUs; runs in debug builds). The buffer and the stacks first meet the
 /// scanner at `numa_scan_seq` 2: no PTE of theirs was ever made PROT_NONE,
 /// so no hint fault ever records a PID in their windows, and v6.5's filter
 /// skips them for good (an absorbing state). RFC 2/6's forced every-other
@@ -222,7 +196,9 @@ fn numab_metrics_carry_the_required_names_and_counters_agree() {
 /// v6.7 −29.8% on a 2-socket machine with fewer threads than 256).
 #[test]
 fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it() {
-    let sc = scenario(THREAD_ALLOC_64);
+    let sc = builtin_scenario("numa01-thread-alloc-64")
+        .expect("builtin")
+        .numab;
     let seeds = [1, 2];
     let v65 = runs(&sc, ScannerVersion::V6_5, &seeds);
     let rfc = runs(&sc, ScannerVersion::Rfc2of6, &seeds);

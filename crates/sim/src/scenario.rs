@@ -67,6 +67,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "numa01-thread-alloc",
         include_str!("../../../scenarios/numa01-thread-alloc.toml"),
     ),
+    (
+        "numa01-thread-alloc-64",
+        include_str!("../../../scenarios/numa01-thread-alloc-64.toml"),
+    ),
     ("numa02", include_str!("../../../scenarios/numa02.toml")),
     (
         "numa-disjoint",

@@ -45,10 +45,12 @@
 //! * `numa01` runs on 64 CPUs (2 × 32; 32 threads per process, 3 GiB, 50
 //!   passes) so one run stays near a second of host time.
 //! * `numa-disjoint` is a synthetic process on 32 CPUs.
-//! * The debug-build tests use a 64-CPU numa01_THREAD_ALLOC (32 threads per
-//!   process, 96 MiB slices, 250 passes: the same bytes per thread and the
-//!   same virtual duration) with the per-thread convoy cost ×4, so the
-//!   first whole-buffer `bzero()` lasts as long as with 128 threads.
+//! * `numa01-thread-alloc-64` is the same on 64 CPUs, the size of the
+//!   2-socket boxes of the v6.7 series (T7): 32 threads per process, 96 MiB
+//!   slices, 250 passes (the same bytes per thread and about the same
+//!   virtual duration), the per-thread convoy cost ×4 so the first
+//!   whole-buffer `bzero()` lasts as long as with 128 threads. The
+//!   debug-build tests run it.
 //!
 //! # Calibration and what the model reproduces
 //!

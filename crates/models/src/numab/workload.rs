@@ -920,11 +920,15 @@ pub fn parse_scenario(text: &str) -> Result<ScenarioFile, NumabError> {
 }
 
 /// The scenario files shipped in `scenarios/`, embedded.
-pub const BUILTIN: [(&str, &str); 4] = [
+pub const BUILTIN: [(&str, &str); 5] = [
     ("numa01", include_str!("../../../../scenarios/numa01.toml")),
     (
         "numa01-thread-alloc",
         include_str!("../../../../scenarios/numa01-thread-alloc.toml"),
+    ),
+    (
+        "numa01-thread-alloc-64",
+        include_str!("../../../../scenarios/numa01-thread-alloc-64.toml"),
     ),
     ("numa02", include_str!("../../../../scenarios/numa02.toml")),
     (
@@ -933,8 +937,8 @@ pub const BUILTIN: [(&str, &str); 4] = [
     ),
 ];
 
-/// A built-in scenario by name (`numa01`, `numa01-thread-alloc`, `numa02`,
-/// `numa-disjoint`), parsed. `None` for an unknown name.
+/// A built-in scenario by name (`numa01`, `numa01-thread-alloc`,
+/// `numa01-thread-alloc-64`, `numa02`, `numa-disjoint`), parsed. `None` for an unknown name.
 pub fn builtin_scenario(name: &str) -> Option<ScenarioFile> {
     BUILTIN
         .iter()
