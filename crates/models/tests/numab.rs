@@ -213,6 +213,14 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         assert!(cb.numa_pte_updates >= 100_000, "rfc-2of6 {cb:?}");
         assert!(cb.numa_hint_faults >= 100_000, "rfc-2of6 {cb:?}");
         assert!(cb.numa_pages_migrated > ca.numa_pages_migrated);
+        // Every remote hint fault on these private slices migrates its
+        // page, as in the seed's RFC run (632,990 = 1,022,623 − 389,633):
+        // the two-stage filter lets an unset or own `last_cpupid` through.
+        assert_eq!(
+            cb.numa_pages_migrated,
+            cb.numa_hint_faults - cb.numa_hint_faults_local,
+            "rfc-2of6 {cb:?}"
+        );
         assert!(a
             .coverage
             .iter()
