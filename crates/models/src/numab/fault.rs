@@ -381,6 +381,7 @@ impl Sim {
             self.cpu_owner[cpu as usize] = Some(ti);
             self.tasks[ti].cpu = cpu;
             self.counters.numa_task_moves += 1;
+            self.update_scan_period(ti, src, dst);
             return;
         }
         let n = self.cpus_per_node;
@@ -400,8 +401,30 @@ impl Sim {
             self.tasks[ti].cpu = cpu;
             self.cpu_owner[cpu as usize] = Some(ti);
             self.counters.numa_task_moves += 2;
+            self.update_scan_period(ti, src, dst);
+            self.update_scan_period(other, dst, src);
             return;
         }
+    }
+
+    /// `update_scan_period()`, run when a task moves from node `src` to
+    /// node `dst`: a task that took hint faults but has not yet seen a
+    /// scan sequence of its own restarts at `task_scan_start()` ("a new
+    /// task that is pulled cross-node"); later, only a move that is
+    /// neither to the preferred node nor away from a non-preferred one
+    /// does.
+    fn update_scan_period(&mut self, ti: usize, src: usize, dst: usize) {
+        let t = &self.tasks[ti];
+        if t.total_faults == 0 || src == dst {
+            return;
+        }
+        if t.scan_seq != 0 {
+            let pref = t.preferred.map(usize::from);
+            if pref == Some(dst) || (pref.is_some() && pref != Some(src)) {
+                return;
+            }
+        }
+        self.tasks[ti].period_ms = self.task_scan_start_ms(ti);
     }
 }
 
@@ -414,4 +437,45 @@ fn argmax(it: impl Iterator<Item = u64>) -> (usize, u64) {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::Sim;
+    use super::super::{builtin_scenario, ScannerVersion};
+
+    fn sim() -> Sim {
+        let sc = builtin_scenario("numa02").expect("builtin").numab;
+        let plan = sc.plan().expect("plan");
+        Sim::new(&sc, &plan, ScannerVersion::V6_5, 1)
+    }
+
+    #[test]
+    fn cross_node_move_resets_the_scan_period_only_early_or_off_preference() {
+        let mut s = sim();
+        let ti = 1;
+        let start = s.task_scan_start_ms(ti);
+        // No hint fault yet: nothing to reset.
+        s.tasks[ti].period_ms = 7000;
+        s.update_scan_period(ti, 0, 1);
+        assert_eq!(s.tasks[ti].period_ms, 7000);
+        // Faults but no scan sequence of its own: any cross-node move resets.
+        s.tasks[ti].total_faults = 1;
+        s.update_scan_period(ti, 0, 0);
+        assert_eq!(s.tasks[ti].period_ms, 7000, "same node");
+        s.update_scan_period(ti, 0, 1);
+        assert_eq!(s.tasks[ti].period_ms, start);
+        // Later: moving to the preferred node, or from a non-preferred one,
+        // keeps the period; leaving the preferred node resets it.
+        s.tasks[ti].scan_seq = 3;
+        s.tasks[ti].preferred = Some(1);
+        s.tasks[ti].period_ms = 7000;
+        s.update_scan_period(ti, 0, 1);
+        assert_eq!(s.tasks[ti].period_ms, 7000, "to preferred");
+        s.tasks[ti].preferred = Some(0);
+        s.update_scan_period(ti, 1, 0);
+        assert_eq!(s.tasks[ti].period_ms, 7000, "to preferred again");
+        s.update_scan_period(ti, 0, 1);
+        assert_eq!(s.tasks[ti].period_ms, start, "away from preferred");
+    }
 }
