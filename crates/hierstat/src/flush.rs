@@ -259,6 +259,15 @@ impl Core {
                 HotPathFlush::Sync => self.flush_read(node, work),
                 HotPathFlush::Ratelimited => self.flush_entry(node, FlushKind::Ratelimited, work),
                 HotPathFlush::Async => {
+                    if !self.needs_flush(node) {
+                        return FlushOutcome::NotNeeded;
+                    }
+                    // ORDERING: Relaxed; a mode hint. A flusher stopping
+                    // concurrently may leave this one request unserved; the
+                    // next guarded read flushes it.
+                    if self.flushers.load(Ordering::Relaxed) == 0 {
+                        return self.flush_read(node, work);
+                    }
                     self.request_async();
                     FlushOutcome::AsyncRequested
                 }

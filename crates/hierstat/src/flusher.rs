@@ -65,6 +65,8 @@ impl HierStats {
         let thread = std::thread::Builder::new()
             .name("hierstat-flusher".into())
             .spawn(move || run(stats, sh, period))?;
+        // ORDERING: Relaxed; a mode hint for async hot paths (`flush_entry`).
+        self.core.flushers.fetch_add(1, Ordering::Relaxed);
         Ok(BackgroundFlusher {
             core,
             shared,
@@ -150,6 +152,8 @@ impl BackgroundFlusher {
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+            // ORDERING: Relaxed; see `start_flusher`.
+            self.core.flushers.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -69,6 +69,10 @@ pub(crate) struct Core {
     pub(crate) last_root_flush: AtomicU64,
     /// An async flush was requested and not yet served.
     pub(crate) async_requested: AtomicBool,
+    /// Background flushers running (started and not yet stopped). An async
+    /// hot path with none to serve it flushes synchronously instead.
+    /// ORDERING: Relaxed; a mode hint (see `flush_entry`).
+    pub(crate) flushers: AtomicU64,
     /// Wakes the background flusher (async requests, stop).
     pub(crate) wake: Mutex<u64>,
     pub(crate) wake_cv: Condvar,
@@ -142,6 +146,7 @@ impl HierStats {
             global_updates: CachePadded(AtomicU64::new(0)),
             last_root_flush: AtomicU64::new(now),
             async_requested: AtomicBool::new(false),
+            flushers: AtomicU64::new(0),
             wake: Mutex::new(0),
             wake_cv: Condvar::new(),
             flush_stats: FlushStatCounters::default(),

@@ -222,9 +222,30 @@ fn hot_path_rules_follow_the_preset() {
     let a = t.create(&t.root(), "a").unwrap();
     t.add(&a, file, 1).unwrap();
     assert_eq!(t.flush_hot_path(&a), FlushOutcome::NoFlush);
-    let (t, _) = tree(Preset::Linux5_15Async, 1);
-    assert_eq!(t.flush_hot_path(&t.root()), FlushOutcome::AsyncRequested);
+    // Async: nothing to do under the threshold; over it, with no
+    // background flusher to serve a request, a synchronous flush.
+    let (t, Items { file, .. }) = tree(Preset::Linux5_15Async, 1);
+    let a = t.create(&t.root(), "a").unwrap();
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::NotNeeded);
+    t.add(&a, file, 10_000).unwrap();
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(t.flush_stats().async_requests, 0);
+    // With a flusher running, a request it serves soon.
+    let f = t
+        .start_flusher(std::time::Duration::from_secs(3600))
+        .unwrap();
+    t.add(&a, file, 10_000).unwrap();
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::AsyncRequested);
     assert_eq!(t.flush_stats().async_requests, 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while f.stats().async_flushes == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(f.stop().async_flushes, 1);
+    assert_eq!(t.read(&a, file), Ok(20_000));
+    // Stopped: back to synchronous.
+    t.add(&a, file, 10_000).unwrap();
+    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Flushed { root: true });
 }
 
 #[test]

@@ -178,12 +178,13 @@ fn hot_path_plans_follow_each_preset() {
     assert_eq!(plan(Preset::Linux6_8, 1000, 0), "none");
     assert_eq!(plan(Preset::Linux6_8, 1000, late), "subtree");
     assert_eq!(plan(Preset::Linux6_17, 1000, late), "subtree");
-    assert_eq!(plan(Preset::Hierstat, 1000, 0), "subtree");
+    assert_eq!(plan(Preset::Hierstat, 1000, 0), "async");
     // Ours: T = 64 x 4 = 256 pages of folded magnitude (reservations only
     // widen the reported bound): four 1-page updates fold nothing, four
-    // 130-page updates (folded at once) cross it (520).
+    // 130-page updates (folded at once) cross it (520) and hand the flush
+    // to the kworker.
     assert_eq!(plan_on(Preset::Hierstat, 1, 0, 4), "none");
-    assert_eq!(plan_on(Preset::Hierstat, 130, 0, 4), "subtree");
+    assert_eq!(plan_on(Preset::Hierstat, 130, 0, 4), "async");
     assert_eq!(plan(Preset::Linux5_13, 1000, late), "none");
 }
 
@@ -258,12 +259,14 @@ fn full_scenario_report() {
 }
 
 /// Why the `hierstat` preset keeps the kernel's `64 x shards` threshold:
-/// Waiman Long's `batch x isqrt(shards + 2)` (288 pages on 96 CPUs at our
-/// batch of 32) makes refaults flush about twice as often and lose the
-/// latency race, for no real gain in decisions.
+/// with Waiman Long's `batch x isqrt(shards + 2)` (288 pages on 96 CPUs at
+/// our batch of 32) the refault path asks the background flusher about
+/// 2.4 times as often (more root flushes, more lock waits) to get the last
+/// 0.05% of decisions right; the refault latency is the same, since
+/// neither flushes on the refault path.
 #[test]
 #[ignore = "release build, ~5 s"]
-fn a_sqrt_threshold_costs_refault_latency() {
+fn a_sqrt_threshold_doubles_background_flush_requests() {
     use hierstat::{HotPathFlush, ThresholdSize};
     let text = include_str!("../../../../scenarios/refault-storm.toml");
     let sc = RefaultScenario::parse("refault-storm.toml", text).unwrap();
@@ -283,8 +286,10 @@ fn a_sqrt_threshold_costs_refault_latency() {
     show("hierstat", &ours);
     show("hierstat T=64*isqrt(shards+2)", &sqrt);
     show("hierstat ratelimited", &rl);
-    assert!(ours.refault_flushes * 2 < sqrt.refault_flushes);
-    assert!(ours.mean_refault_ns() < sqrt.mean_refault_ns());
-    assert!(ours.mean_refault_ns() <= 2.0 * rl.mean_refault_ns());
+    // The refault path no longer flushes (over the threshold it asks the
+    // kworker), so the threshold sets the background flush work: the sqrt
+    // threshold asks 2.4x as often for 0.05% of decisions.
+    assert!(ours.async_requests * 2 < sqrt.async_requests);
+    assert!(ours.mean_refault_ns() <= 1.05 * rl.mean_refault_ns());
     assert!(ours.mismatch_rate() <= rl.mismatch_rate() / 10.0);
 }
