@@ -157,6 +157,12 @@ fn two_threads(c: &mut Criterion) {
             })
         })
     });
+    // The same through the implicit shard of each thread (`add`): fresh
+    // threads per sample take the lowest free slots, so two live threads
+    // always have two shards.
+    grp.bench_function("hierstat_2threads_implicit", |b| {
+        b.iter_custom(|iters| per_op_threads(2, iters, |_| t.add(&g, item, 1).unwrap()))
+    });
     let shared = AtomicU64::new(0);
     grp.bench_function("shared_atomic_2threads", |b| {
         b.iter_custom(|iters| {

@@ -34,6 +34,21 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// Median (mean of the two middle values for an even count); NaN if empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Sample variance (divides by `n - 1`); `0` for fewer than two values.
 pub fn variance(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
@@ -271,6 +286,14 @@ mod tests {
         assert_eq!(stddev(&[3.0]), 0.0);
         assert_eq!(pct_stddev(&[3.0]), 0.0);
         assert!(mean(&[]).is_nan());
+    }
+
+    #[test]
+    fn median_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[1.0, f64::NAN, 9.0, 5.0]), 5.0);
+        assert!(median(&[]).is_nan());
     }
 
     #[test]

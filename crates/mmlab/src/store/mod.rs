@@ -131,7 +131,17 @@ impl Store {
     }
 
     /// Refuses non-SQLite files, other programs' databases and newer schemas.
+    ///
+    /// The reads share one read transaction: another process migrating a
+    /// brand-new file between them would otherwise show an application id
+    /// of 0 next to its freshly created tables, which looks foreign.
     fn check_identity(&self) -> Result<(), StoreError> {
+        let snapshot = self.conn.unchecked_transaction().map_err(|e| self.sql(e))?;
+        self.check_identity_in_snapshot()?;
+        snapshot.commit().map_err(|e| self.sql(e))
+    }
+
+    fn check_identity_in_snapshot(&self) -> Result<(), StoreError> {
         let app: i64 = self
             .conn
             .pragma_query_value(None, "application_id", |r| r.get(0))

@@ -38,7 +38,14 @@ pub fn run(
     for run in 0..sc.runs {
         for p in &sc.policies {
             let choice = PolicyChoice::parse(p).expect("checked policies");
-            for &depth in &u.depths {
+            // Alternate the depth order between runs, so drift in the
+            // host's speed does not always favour the same depth.
+            let order: Vec<u32> = if run % 2 == 0 {
+                u.depths.clone()
+            } else {
+                u.depths.iter().rev().copied().collect()
+            };
+            for depth in order {
                 let shape = TreeShape::chain(depth);
                 let mut wall = None;
                 let ops = match sc.mode {
