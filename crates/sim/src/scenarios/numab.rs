@@ -60,6 +60,14 @@ pub fn run(
                             .collect(),
                     },
                 );
+                r.series.insert(
+                    "local_fraction".into(),
+                    Series {
+                        x_label: "virtual time (s)".into(),
+                        y_label: "local accesses".into(),
+                        points: res.local_series.clone(),
+                    },
+                );
             }
             progress(Progress::Step(format!("{name} run {}", run + 1)));
         }
