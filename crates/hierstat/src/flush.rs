@@ -499,8 +499,13 @@ impl Core {
     fn aggregate<W: WorkSink>(&self, n: &Node, s: usize, work: &mut W) {
         work.count(Work::GroupVisited, 1);
         let rows = &n.hot.rows;
-        let parent = n.hot.parent.as_deref();
         let slots = self.schema.slots();
+        let pending = n.pending();
+        let parent_pending = n
+            .hot
+            .parent
+            .as_deref()
+            .map(|p| p.pending_for_children(slots));
         work.count(Work::CounterAggregated, slots as u64);
         let mut atomics = 0;
         for k in 0..slots {
@@ -516,12 +521,12 @@ impl Core {
             } else {
                 0
             };
-            let p = &n.pending[k];
-            let mut delta = if p.load(Ordering::Relaxed) != 0 {
-                atomics += 1;
-                p.swap(0, Ordering::Relaxed)
-            } else {
-                0
+            let mut delta = match pending.map(|ps| &ps[k]) {
+                Some(p) if p.load(Ordering::Relaxed) != 0 => {
+                    atomics += 1;
+                    p.swap(0, Ordering::Relaxed)
+                }
+                _ => 0,
             };
             delta = delta.wrapping_add(d);
             if d != 0 {
@@ -531,8 +536,8 @@ impl Core {
             if delta != 0 {
                 n.agg[k].fetch_add(delta, Ordering::Relaxed);
                 atomics += 1;
-                if let Some(p) = parent {
-                    p.pending[k].fetch_add(delta, Ordering::Relaxed);
+                if let Some(pp) = parent_pending {
+                    pp[k].fetch_add(delta, Ordering::Relaxed);
                     atomics += 1;
                 }
             }

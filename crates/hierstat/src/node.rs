@@ -20,6 +20,7 @@ use crate::slab::RowRef;
 use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64};
 use crate::updated::NONE;
 use std::ops::Deref;
+use std::sync::OnceLock;
 
 /// Aligns `T` to 128 bytes (a cache-line pair, because the adjacent-line
 /// prefetcher of x86 pulls lines in pairs), so it shares no line with
@@ -69,16 +70,19 @@ pub(crate) struct Node {
     pub(crate) agg: Box<[AtomicI64]>,
     /// Local aggregate per slot (this group only, flushed).
     pub(crate) local: Box<[AtomicI64]>,
-    /// Deltas pushed up by flushed children, not yet absorbed.
-    pub(crate) pending: Box<[AtomicI64]>,
+    /// Deltas pushed up by flushed children, not yet absorbed. Allocated
+    /// when the group gets its first child: leaves, most groups of a real
+    /// tree, never receive any (8 B × slots each saved).
+    pending: OnceLock<Box<[AtomicI64]>>,
     /// Groups in this subtree, including itself (for error bounds).
     pub(crate) subtree_size: AtomicU64,
     /// Set once the group is removed.
     pub(crate) removed: AtomicBool,
-    /// Name (last path component; empty for the root).
-    pub(crate) name: String,
     /// Full path (`/` for the root).
     pub(crate) path: String,
+    /// Where the name (the last path component) starts in `path`: one
+    /// string instead of two keeps the node within two line pairs.
+    name_at: u32,
 }
 
 fn zeroed(n: usize) -> Box<[AtomicI64]> {
@@ -109,12 +113,29 @@ impl Node {
             reserved: AtomicU64::new(0),
             agg: zeroed(slots),
             local: zeroed(slots),
-            pending: zeroed(slots),
+            pending: OnceLock::new(),
             subtree_size: AtomicU64::new(1),
             removed: AtomicBool::new(false),
-            name,
+            name_at: (path.len() - name.len()) as u32,
             path,
         }
+    }
+
+    /// Name (last path component; empty for the root).
+    pub(crate) fn name(&self) -> &str {
+        &self.path[self.name_at as usize..]
+    }
+
+    /// Pending deltas, if the group ever had a child (else all zero).
+    pub(crate) fn pending(&self) -> Option<&[AtomicI64]> {
+        self.pending.get().map(|b| &b[..])
+    }
+
+    /// Pending deltas, allocated on first use: called when a child is
+    /// created, before the child is visible, and by flushes pushing a
+    /// child's delta up (a no-op load by then).
+    pub(crate) fn pending_for_children(&self, slots: usize) -> &[AtomicI64] {
+        self.pending.get_or_init(|| zeroed(slots))
     }
 
     /// Row of the parent, or `NONE`.
@@ -149,7 +170,7 @@ pub struct Group {
 impl Group {
     /// The group's name (empty for the root).
     pub fn name(&self) -> &str {
-        &self.node.name
+        self.node.name()
     }
 
     /// The group's path (`/` for the root, `/a/b` below it).
@@ -200,6 +221,8 @@ mod tests {
             "updates must not share the hot fields' lines"
         );
         // `updates` shares its line pair only with fields the update path
-        // never reads (aggregate pointers, flags, names).
+        // never reads (aggregate pointers, flags, names), and the node
+        // stays within two line pairs.
+        assert_eq!(size_of::<Node>(), 256);
     }
 }

@@ -92,6 +92,7 @@ impl HierStats {
             .slab
             .alloc()
             .ok_or(Error::TooManyGroups(crate::slab::MAX_ROWS))?;
+        parent.node.pending_for_children(core.schema.slots());
         let node = Arc::new(Node::new(
             row,
             rows,
@@ -138,7 +139,7 @@ impl HierStats {
                 return Err(Error::NotEmpty(n.path.clone()));
             }
             n.removed.store(true, Ordering::Relaxed);
-            st.children[parent.hot.row as usize].remove(&n.name);
+            st.children[parent.hot.row as usize].remove(n.name());
             st.live -= 1;
             st.zombies.push(n.clone());
             let mut a = n.hot.parent.as_deref();
@@ -272,12 +273,12 @@ impl HierStats {
     pub fn memory_bytes(&self) -> usize {
         let st = self.core.read_structure();
         let slots = self.core.schema.slots();
-        let per_node = std::mem::size_of::<Node>() + 3 * slots * 8;
+        let per_node = std::mem::size_of::<Node>() + 2 * slots * 8;
         let nodes: usize = st
             .nodes
             .iter()
             .flatten()
-            .map(|n| per_node + n.name.len() + n.path.len())
+            .map(|n| per_node + n.pending().map_or(0, |p| p.len() * 8) + n.path.len())
             .sum();
         let tables = st.nodes.len() * (std::mem::size_of::<Option<Arc<Node>>>() + 48)
             + st.children.iter().map(|c| c.len() * 48).sum::<usize>();
@@ -297,6 +298,8 @@ impl crate::stats::Core {
             hdr & QUEUED == 0
                 && !crate::sync::lock(&self.trees[s]).contains(n.hot.row)
                 && (0..self.schema.slots()).all(|k| rows.counter(s, k).load(Ordering::Relaxed) == 0)
-        }) && n.pending.iter().all(|p| p.load(Ordering::Relaxed) == 0)
+        }) && n
+            .pending()
+            .is_none_or(|ps| ps.iter().all(|p| p.load(Ordering::Relaxed) == 0))
     }
 }

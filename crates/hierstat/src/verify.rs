@@ -55,7 +55,7 @@ impl HierStats {
             let r = node.hot.row as usize;
             for k in 0..slots {
                 let a = node.agg[k].load(Ordering::Relaxed);
-                let p = node.pending[k].load(Ordering::Relaxed);
+                let p = node.pending().map_or(0, |ps| ps[k].load(Ordering::Relaxed));
                 let f = node.local[k].load(Ordering::Relaxed);
                 if a.wrapping_add(p) != f.wrapping_add(child_sum[r * slots + k]) {
                     return Err(Violation(format!(
