@@ -183,7 +183,7 @@ impl Core {
     #[inline(never)]
     fn claim<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, work: &mut W) {
         let list = &self.lists[s];
-        list.begin_claim();
+        let token = list.begin_claim();
         // ORDERING: Release publishes `begin_claim` to updaters that find
         // the row queued (their header RMW acquires). This update's counter
         // write was already ordered by its own RMW on the same word, and the
@@ -209,7 +209,7 @@ impl Core {
                 }
             }
         }
-        list.end_claim();
+        list.end_claim(token);
     }
 
     /// Adds `m` to the threshold counters of `node` and its ancestors,

@@ -27,41 +27,72 @@ pub(crate) const NONE: u32 = u32::MAX;
 
 /// Head of one shard's update list: row + 1 of the first element, 0 if empty.
 ///
-/// `claiming` counts claims in progress on this shard. An updater that
-/// finds its pair already `QUEUED` returns at once, trusting the claimer to
-/// push it; if that claimer is preempted between its claim and its push, a
-/// flush that only took the list would miss the pair, and with it an update
-/// that completed before the flush began. So a flush's drain first waits for
-/// `claiming` to reach 0 (claims are rare: once per pair per flush, and a
-/// push is a handful of instructions).
+/// Claims in progress are counted here too. An updater that finds its pair
+/// already `QUEUED` returns at once, trusting the claimer to push it; if
+/// that claimer is preempted between its claim and its push, a flush that
+/// only took the list would miss the pair, and with it an update that
+/// completed before the flush began. So a flush's drain first waits for
+/// every claim that *began before the flush* to finish.
+///
+/// Claims that begin later need no wait (their updates are later than the
+/// flush), and waiting for them could starve the flusher while claims keep
+/// coming. So claims count in one of two parities, chosen by the shard's
+/// claim `epoch` when they begin, and the flusher advances the epoch and
+/// drains the parity it left, twice (userspace RCU's grace period):
+///
+/// * a claim that began before the flush read the epoch before the
+///   flusher's first advance, so it read `E` or an older value; one of the
+///   two waits (parity `E`, then parity `E + 1`) covers its parity, and its
+///   increment, which happened before the flush began, is visible there;
+/// * claims that read the epoch after the second advance count in parity
+///   `E + 2 ≡ E`, already drained: new claims never extend a wait. Each
+///   wait covers at most the claims in flight when it started.
 #[derive(Debug, Default)]
 #[repr(C, align(128))]
 pub(crate) struct ListHead {
     head: AtomicU64,
-    claiming: AtomicU64,
+    epoch: AtomicU64,
+    claiming: [AtomicU64; 2],
 }
+
+/// A claim in progress; pass it back to [`ListHead::end_claim`].
+#[must_use]
+pub(crate) struct ClaimToken(usize);
 
 impl ListHead {
     /// Announces a claim attempt; call before setting `QUEUED`.
-    pub(crate) fn begin_claim(&self) {
-        // ORDERING: Relaxed; published by the claimer's Release `fetch_or`
-        // of `QUEUED`, which any updater that then sees `QUEUED` acquires.
-        self.claiming.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn begin_claim(&self) -> ClaimToken {
+        // ORDERING: Relaxed for both. The epoch only picks a parity (see
+        // the type's docs: any value read before the flusher's first
+        // advance is covered). The increment is published by the
+        // claimer's Release `fetch_or` of `QUEUED`, which any updater that
+        // then sees `QUEUED` acquires, so it happens before any flush that
+        // updater starts afterwards.
+        let p = (self.epoch.load(Ordering::Relaxed) & 1) as usize;
+        self.claiming[p].fetch_add(1, Ordering::Relaxed);
+        ClaimToken(p)
     }
 
     /// Ends a claim attempt; call after the push (if any).
-    pub(crate) fn end_claim(&self) {
+    pub(crate) fn end_claim(&self, t: ClaimToken) {
         // ORDERING: Release; pairs with the Acquire load in
         // `wait_for_claims`, making the push visible to the flusher's
         // `take_all` that follows it.
-        self.claiming.fetch_sub(1, Ordering::Release);
+        self.claiming[t.0].fetch_sub(1, Ordering::Release);
     }
 
-    /// Waits until no claim is in progress on this shard.
+    /// Waits until every claim that began before this call has ended.
+    /// Call with the shard's tree lock held (one flusher per shard).
     pub(crate) fn wait_for_claims(&self) {
-        // ORDERING: Acquire; pairs with `end_claim`.
-        while self.claiming.load(Ordering::Acquire) != 0 {
-            crate::sync::yield_now();
+        for _ in 0..2 {
+            // ORDERING: Relaxed; the advance only steers new claims to the
+            // other parity. The load below is what synchronizes.
+            let old = self.epoch.fetch_add(1, Ordering::Relaxed);
+            let p = (old & 1) as usize;
+            // ORDERING: Acquire; pairs with `end_claim`.
+            while self.claiming[p].load(Ordering::Acquire) != 0 {
+                crate::sync::yield_now();
+            }
         }
     }
 

@@ -154,6 +154,27 @@ mod engine {
         });
     }
 
+    /// A claim that straddles an earlier flush: the claimer picks its
+    /// parity, is preempted while a whole flush runs, then claims and is
+    /// preempted again before pushing; an updater that finds the row
+    /// queued returns, and the next flush must still wait for that claim
+    /// (it catches a flusher that advances the claim epoch only once).
+    #[test]
+    fn a_claim_straddling_an_earlier_flush_is_still_waited_for() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            t.flush_forced(&g);
+            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
+            t.flush_forced(&g);
+            let seen = t.read(&g, x).unwrap();
+            assert!(seen >= 10, "our own update is missing: {seen}");
+            claimer.join().unwrap();
+        });
+    }
+
     #[test]
     fn two_updaters_race_to_claim() {
         model(|| {
