@@ -15,7 +15,7 @@
 //! * **Real mode** ([`runner::real`]): real threads on real cores,
 //!   wall-clock timing, hdrhistogram latencies.
 //!
-//! Scenarios are TOML files ([`scenario`]); [`run_scenario`] dispatches a
+//! Scenarios are TOML files ([`scenario`]); [`scenarios::run_scenario`] dispatches a
 //! parsed scenario to its runner and returns the shared results model
 //! ([`report::RunReport`]).
 

@@ -261,7 +261,7 @@ pub struct VmaPlan {
     /// Fraction of 2 MiB blocks backed by THP (dense VMAs only).
     pub thp_fraction: f64,
     /// Exists from the start (`true`) or created by an [`Op::Mmap`] or
-    /// [`Op::Spawn`].
+    /// [`Op::SpawnAndJoin`].
     pub at_start: bool,
     /// Placed in the `mmap` area top-down (`true`) or in the low area of
     /// the binary and heap (`false`).

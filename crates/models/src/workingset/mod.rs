@@ -4,7 +4,7 @@
 //! * [`lruvec`]: the four LRU lists of a (memcg, node) and its
 //!   hierarchical non-resident age;
 //! * [`refault`]: the workingset size rule and the refault flush policy;
-//! * [`reclaim`](self::reclaim): the [`Reclaim`](crate::memcg::Reclaim)
+//! * [`reclaim`]: the [`Reclaim`](crate::memcg::Reclaim)
 //!   implementation (shrink active/inactive lists, evict to shadows).
 //!
 //! Memory is a set of *mappings* (a file's page cache or an anonymous
