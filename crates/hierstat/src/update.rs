@@ -32,7 +32,10 @@ use crate::work::{Work, WorkSink};
 
 impl HierStats {
     /// Adds `delta` to a state item, or counts `delta` events, on the current
-    /// thread's shard.
+    /// thread's shard: each thread holds the lowest free slot of a
+    /// process-wide pool while it lives, and slot `i` writes shard
+    /// `i % shards`, so live threads share a shard only when there are more
+    /// of them than shards.
     ///
     /// # Errors
     /// [`Error::UnknownItem`] / [`Error::WrongItemKind`] for a handle of
