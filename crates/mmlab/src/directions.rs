@@ -322,13 +322,21 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             measured,
             seed: seed.into(),
             pass,
-            info: false,
+            info: claim.ends_with("(reference)"),
         });
     };
     let el = |p: &str| mean_of(report, p, "elapsed_s");
     let pte = |p: &str| mean_of(report, p, "numa_pte_updates");
     let scaled = report.scenario == "numa01-thread-alloc-64";
     if report.scenario == "numa01-thread-alloc" || scaled {
+        if let (Some(a), Some(b)) = (el("v6.3"), el("v6.5")) {
+            add(
+                "v6.4's access-PID filter (v6.5) is slower than no filter (v6.3)",
+                format!("{a:.1} s → {b:.1} s ({:+.0}%)", 100.0 * (b / a - 1.0)),
+                "T2: 61.5 → 83.3 s (+35%)",
+                b > a,
+            );
+        }
         if let (Some(a), Some(b)) = (pte("v6.5"), pte("rfc-2of6")) {
             add(
                 "v6.5 collapses to <= 10^4 PTE updates, rfc-2of6 restores >= 10^5",
@@ -375,6 +383,20 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             );
         }
     }
+    if report.scenario == "numa01" {
+        if let (Some(a), Some(b), Some(ea), Some(eb)) =
+            (pte("v6.3"), pte("v6.5"), el("v6.3"), el("v6.5"))
+        {
+            // Not reproduced: our numa01 keeps scanning under the filter
+            // (every thread faults on the whole buffer), where T1's did not.
+            add(
+                "v6.3 → v6.5 on numa01: PTE updates and elapsed (reference)",
+                format!("{a:.0} → {b:.0}; {ea:.0} s → {eb:.0} s"),
+                "T1: 152 M → 50 k; 313.26 s → 313.11 s",
+                true,
+            );
+        }
+    }
     if report.scenario == "numa02" {
         if let (Some(a), Some(b)) = (el("v6.7"), el("rfc-2of6")) {
             add(
@@ -385,7 +407,7 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             );
         }
     }
-    let kernels = ["v6.5", "rfc-2of6", "v6.7", "v6.8", "v6.12"];
+    let kernels = ["v6.3", "v6.5", "rfc-2of6", "v6.7", "v6.8", "v6.12"];
     let best = kernels
         .iter()
         .filter_map(|p| el(p))

@@ -7,7 +7,8 @@
 //! page-table units, NUMA hint faults with the two-reference migration
 //! filter, `task_numa_fault()`, placement toward the preferred node and
 //! scan-period adaptation. Scanner behaviour is selected by
-//! [`ScannerVersion`]: v6.5, RFC V1 2/6, v6.7, v6.8, v6.12 and mmlab's own.
+//! [`ScannerVersion`]: v6.3 (no access-PID filter: the reference point
+//! of T1/T2), v6.5, RFC V1 2/6, v6.7, v6.8, v6.12 and mmlab's own.
 //!
 //! Model choices (see `research/numa-workingset.md`, "Simulator
 //! specification"):
@@ -135,7 +136,9 @@ use model::Sim;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NumabError {
     /// A scanner version name that is not one of [`ScannerVersion::ALL`].
-    #[error("unknown scanner version {0:?} (known: v6.5, rfc-2of6, v6.7, v6.8, v6.12, mmlab)")]
+    #[error(
+        "unknown scanner version {0:?} (known: v6.3, v6.5, rfc-2of6, v6.7, v6.8, v6.12, mmlab)"
+    )]
     UnknownVersion(String),
     /// A scenario whose parameters the model cannot run.
     #[error("bad numab scenario: {0}")]

@@ -160,6 +160,13 @@ impl Sim {
                 scan_select: 0,
             });
         }
+        if !f.vma_filters {
+            // v6.3: no per-VMA state in the kernel (the model keeps its
+            // own for coverage bookkeeping), so nothing to skip on.
+            return Visit::Scan {
+                forced_by_select: false,
+            };
+        }
         let next_scan = self.mms[mm].vmas[vi]
             .numab
             .as_ref()
