@@ -105,8 +105,10 @@ fn default_stack_pages() -> u64 {
 /// two passes before `malloc()`; `premap_passes = N` reproduces the
 /// observed state by letting the main thread compute (so its CPU time
 /// drives `task_numa_work()`) until `numa_scan_seq >= N` before it maps
-/// the buffer. The built-in numa01/numa02 scenarios set 2; 0 is the
-/// program read literally.
+/// the buffer. The built-in `numa01-thread-alloc` scenarios set 2 (the
+/// benchmark the counters come from); `numa01` and `numa02` keep 0, the
+/// program read literally, since with 2 the model contradicts their
+/// published results (T1, T4/T5).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadSpec {
