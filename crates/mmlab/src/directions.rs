@@ -3,6 +3,7 @@
 //! figure, and whether the measurement shows the same direction.
 
 use crate::stats;
+use models::numab::ScannerVersion;
 use sim::report::RunReport;
 use sim::scenario::Workload;
 use std::fmt::Write as _;
@@ -70,21 +71,38 @@ fn us(ns: f64) -> String {
     }
 }
 
+/// The checks of one report, in the order they are added.
+struct Checks {
+    scenario: String,
+    out: Vec<Check>,
+}
+
+impl Checks {
+    fn new(report: &RunReport) -> Checks {
+        Checks {
+            scenario: report.scenario.clone(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Adds a claim; one whose text ends in "(reference)" is shown for
+    /// information and not counted.
+    fn add(&mut self, claim: &str, measured: String, seed: &str, pass: bool) {
+        self.out.push(Check {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            seed: seed.into(),
+            pass,
+            info: claim.ends_with("(reference)"),
+        });
+    }
+}
+
 /// The checks that apply to `report` of a `workload` scenario (those whose
 /// policies are missing from the run are left out).
 pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
-    let mut out = Vec::new();
-    let sc = report.scenario.clone();
-    let mut add = |claim: &str, measured: String, seed: &str, pass: bool| {
-        out.push(Check {
-            scenario: sc.clone(),
-            claim: claim.to_string(),
-            measured,
-            seed: seed.to_string(),
-            pass,
-            info: claim.ends_with("(reference)"),
-        })
-    };
+    let mut claims = Checks::new(report);
     match workload {
         Workload::UpdatePath => {
             let d2 = "update_ops_per_sec_depth2";
@@ -93,7 +111,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
             // back to back, so a noisy run (2 vCPUs here) moves one ratio,
             // not the mean of every run.
             if let Some(k) = paired_median_ratio(report, "hierstat", d4, d2) {
-                add(
+                claims.add(
                     "hierstat keeps >= 90% of its depth-2 throughput at depth 4",
                     format!("{:.1}%", 100.0 * k),
                     "kernel 6.8: 4-level netperf −18.7% vs 2-level (mostly charging)",
@@ -105,7 +123,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                     mean_of(report, "hierstat", d),
                     mean_of(report, "pre-rstat", d),
                 ) {
-                    add(
+                    claims.add(
                         &format!(
                             "hierstat beats the pre-rstat eager-atomic tree ({})",
                             &d[d.len() - 6..]
@@ -125,7 +143,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                     mean_of(report, "linux-6.8", d),
                 ) {
                     let c = stats::pct_change(a, b).unwrap_or(f64::NAN);
-                    add(
+                    claims.add(
                         &format!("linux-6.8 per-group thresholds cost update throughput vs linux-5.15 ({})", &d[d.len() - 6..]),
                         format!("{c:+.1}%"),
                         seed,
@@ -141,7 +159,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 pct_of(report, "hierstat", m, "p999"),
                 pct_of(report, "hierstat", m, "max"),
             ) {
-                add(
+                claims.add(
                     if real {
                         "hierstat p99.9, wall clock on this host (reference)"
                     } else {
@@ -151,7 +169,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                     "99.9% <= 50 µs (250k readers, 50k cgroups, 384 CPUs)",
                     p999 <= 50_000.0,
                 );
-                add(
+                claims.add(
                     "hierstat: no read over 100 ms",
                     format!("max {}", us(max)),
                     "none > 100 ms",
@@ -159,7 +177,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let Some(s) = sum_of(report, "hierstat", "stale_reads") {
-                add(
+                claims.add(
                     "hierstat: zero stale reads",
                     format!("{s:.0}"),
                     "—",
@@ -170,7 +188,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 if let Some(p999) = pct_of(report, p, m, "p999") {
                     let stale = sum_of(report, p, "stale_reads").unwrap_or(0.0);
                     let max = pct_of(report, p, m, "max").unwrap_or(0.0);
-                    add(
+                    claims.add(
                         &format!("{p} (reference)"),
                         format!("p99.9 {}, max {}, {stale:.0} stale", us(p999), us(max)),
                         if p == "linux-6.8" {
@@ -187,7 +205,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
             let r515 = mean_of(report, "linux-5.15", "missed_event_rate");
             let r68 = mean_of(report, "linux-6.8", "missed_event_rate");
             if let Some(a) = r515 {
-                add(
+                claims.add(
                     "linux-5.15 (skip if a flush runs) misses events",
                     format!("{:.2}% of spike reads", 100.0 * a),
                     "stale reads up to 2 s (7d7ef0a4686a)",
@@ -195,7 +213,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let (Some(a), Some(b)) = (r515, r68) {
-                add(
+                claims.add(
                     "linux-6.8 misses at most a tenth as often",
                     format!("{:.2}% vs {:.2}%", 100.0 * b, 100.0 * a),
                     "6.8 stopped skipping",
@@ -203,7 +221,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let Some(h) = sum_of(report, "hierstat", "missed_events") {
-                add(
+                claims.add(
                     "hierstat misses no event",
                     format!("{h:.0} missed"),
                     "—",
@@ -211,7 +229,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let Some(c) = sum_of(report, "hierstat", "child_gt_parent") {
-                add(
+                claims.add(
                     "hierstat never shows child > parent",
                     format!("{c:.0}"),
                     "—",
@@ -219,7 +237,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 );
             }
             if let Some(c) = sum_of(report, "linux-5.15", "child_gt_parent") {
-                add(
+                claims.add(
                     "linux-5.15 child > parent (reference)",
                     format!("{c:.0}"),
                     "observed with skipping",
@@ -232,7 +250,7 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
                 mean_of(report, "separated", "ops_per_sec"),
                 mean_of(report, "shared", "ops_per_sec"),
             ) {
-                add(
+                claims.add(
                     "separated layout >= 1.15× the shared one",
                     format!("{:.2}×", s / p),
                     "57311 → 36542 → 57089 ops/s (1.57×)",
@@ -241,23 +259,12 @@ pub fn checks(report: &RunReport, workload: Workload) -> Vec<Check> {
             }
         }
     }
-    out
+    claims.out
 }
 
 /// The checks of a refault-storm run (seed 003).
 pub fn refault_checks(report: &RunReport) -> Vec<Check> {
-    let mut out = Vec::new();
-    let sc = report.scenario.clone();
-    let mut add = |claim: &str, measured: String, seed: &str, pass: bool| {
-        out.push(Check {
-            scenario: sc.clone(),
-            claim: claim.to_string(),
-            measured,
-            seed: seed.to_string(),
-            pass,
-            info: claim.ends_with("(reference)"),
-        })
-    };
+    let mut claims = Checks::new(report);
     let lat = "refault_latency_ns";
     let mm = "decision_mismatch_rate";
     let (l515, lrl, lh) = (
@@ -266,7 +273,7 @@ pub fn refault_checks(report: &RunReport) -> Vec<Check> {
         mean_of(report, "hierstat", lat),
     );
     if let (Some(a), Some(b)) = (l515, lrl) {
-        add(
+        claims.add(
             "linux-5.15 refault latency >> linux-5.15-ratelimited",
             format!("{a:.0} ns vs {b:.0} ns ({:.0}×)", a / b),
             "221955 ns vs 1663 ns (133×)",
@@ -279,7 +286,7 @@ pub fn refault_checks(report: &RunReport) -> Vec<Check> {
         mean_of(report, "hierstat", mm),
     );
     if let (Some(a), Some(b)) = (m515, mrl) {
-        add(
+        claims.add(
             "linux-5.15-ratelimited decides on staler stats than linux-5.15",
             format!(
                 "{:.3}% vs {:.3}% of decisions differ from exact",
@@ -291,7 +298,7 @@ pub fn refault_checks(report: &RunReport) -> Vec<Check> {
         );
     }
     if let (Some(h), Some(b)) = (lh, lrl) {
-        add(
+        claims.add(
             "hierstat refault latency <= linux-5.15-ratelimited",
             format!("{:.2}×", h / b),
             "ours must win both",
@@ -299,14 +306,14 @@ pub fn refault_checks(report: &RunReport) -> Vec<Check> {
         );
     }
     if let (Some(h), Some(b)) = (mh, mrl) {
-        add(
+        claims.add(
             "hierstat decisions closer to exact than linux-5.15-ratelimited",
             format!("{:.3}% vs {:.3}%", 100.0 * h, 100.0 * b),
             "ours must win both",
             h < b,
         );
     }
-    out
+    claims.out
 }
 
 /// The checks of a NUMA-balancing run (seed 004): on
@@ -314,23 +321,13 @@ pub fn refault_checks(report: &RunReport) -> Vec<Check> {
 /// on `numa02`, Mel Gorman's RFC 2/6 regression; on every numab scenario,
 /// mmlab starving nothing and keeping up with the best kernel version.
 pub fn numab_checks(report: &RunReport) -> Vec<Check> {
-    let mut out = Vec::new();
-    let mut add = |claim: &str, measured: String, seed: &str, pass: bool| {
-        out.push(Check {
-            scenario: report.scenario.clone(),
-            claim: claim.into(),
-            measured,
-            seed: seed.into(),
-            pass,
-            info: claim.ends_with("(reference)"),
-        });
-    };
+    let mut claims = Checks::new(report);
     let el = |p: &str| mean_of(report, p, "elapsed_s");
     let pte = |p: &str| mean_of(report, p, "numa_pte_updates");
     let scaled = report.scenario == "numa01-thread-alloc-64";
     if report.scenario == "numa01-thread-alloc" || scaled {
         if let (Some(a), Some(b)) = (el("v6.3"), el("v6.5")) {
-            add(
+            claims.add(
                 "v6.4's access-PID filter (v6.5) is slower than no filter (v6.3)",
                 format!("{a:.1} s → {b:.1} s ({:+.0}%)", 100.0 * (b / a - 1.0)),
                 "T2: 61.5 → 83.3 s (+35%)",
@@ -338,7 +335,7 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             );
         }
         if let (Some(a), Some(b)) = (pte("v6.5"), pte("rfc-2of6")) {
-            add(
+            claims.add(
                 "v6.5 collapses to <= 10^4 PTE updates, rfc-2of6 restores >= 10^5",
                 format!("{a:.0} → {b:.0}"),
                 "6,985 → 1.57 M",
@@ -346,7 +343,7 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             );
         }
         if let (Some(a), Some(b)) = (el("v6.5"), el("rfc-2of6")) {
-            add(
+            claims.add(
                 "rfc-2of6 finishes faster than v6.5",
                 format!("{a:.1} s → {b:.1} s"),
                 "82.8 s → 69.2 s",
@@ -359,14 +356,14 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             // on 256 CPUs the 128 stacks take the whole run (T9 on the
             // seed's box: v6.7 81.79 s against v6.5's 82.8 s).
             if scaled {
-                add(
+                claims.add(
                     "v6.7 finishes at least 1% faster than v6.5",
                     format!("{a:.2} s → {b:.2} s"),
                     "T7 (2 sockets): −29.8%",
                     b < 0.99 * a,
                 );
             } else {
-                add(
+                claims.add(
                     "v6.7 within 2% of v6.5 on 256 CPUs",
                     format!("{a:.2} s → {b:.2} s"),
                     "T9: 82.8 → 81.79 s",
@@ -375,7 +372,7 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             }
         }
         if let (Some(a), Some(b)) = (el("v6.7"), el("v6.8")) {
-            add(
+            claims.add(
                 "v6.8 start_scan_seq finishes faster than v6.7",
                 format!("{a:.1} s → {b:.1} s"),
                 "T9: 81.79 → 67.74 s",
@@ -389,7 +386,7 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
         {
             // Not reproduced: our numa01 keeps scanning under the filter
             // (every thread faults on the whole buffer), where T1's did not.
-            add(
+            claims.add(
                 "v6.3 → v6.5 on numa01: PTE updates and elapsed (reference)",
                 format!("{a:.0} → {b:.0}; {ea:.0} s → {eb:.0} s"),
                 "T1: 152 M → 50 k; 313.26 s → 313.11 s",
@@ -399,7 +396,7 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
     }
     if report.scenario == "numa02" {
         if let (Some(a), Some(b)) = (el("v6.7"), el("rfc-2of6")) {
-            add(
+            claims.add(
                 "rfc-2of6 makes numa02 slower than v6.7",
                 format!("{a:.2} s vs {b:.2} s"),
                 "T6 (Mel): 12.93 → 21.69 s",
@@ -407,14 +404,14 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
             );
         }
     }
-    let kernels = ["v6.3", "v6.5", "rfc-2of6", "v6.7", "v6.8", "v6.12"];
-    let best = kernels
+    let best = ScannerVersion::ALL
         .iter()
-        .filter_map(|p| el(p))
+        .filter(|v| **v != ScannerVersion::Mmlab)
+        .filter_map(|v| el(v.name()))
         .fold(f64::INFINITY, f64::min);
     if let Some(ours) = el("mmlab") {
         if best.is_finite() {
-            add(
+            claims.add(
                 "mmlab no slower than the best kernel version (1% noise allowance)",
                 format!("{ours:.2} s vs {best:.2} s"),
                 "ours",
@@ -423,14 +420,14 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
         }
     }
     if let Some(starved) = mean_of(report, "mmlab", "starved_vmas") {
-        add(
+        claims.add(
             "mmlab starves no VMA",
             format!("{starved:.0} starved"),
             "ours",
             starved == 0.0,
         );
     }
-    out
+    claims.out
 }
 
 /// Every check that applies to a run of scenario `sc`.

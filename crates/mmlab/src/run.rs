@@ -115,30 +115,14 @@ pub fn execute(l: &Loaded, costs: &CostModel) -> Result<RunReport> {
             let policies =
                 sim::scenarios::numab::run(&file, &sc.policies, sc.runs, sc.seed, &mut cb)
                     .with_context(ctx)?;
-            RunReport {
-                scenario: sc.name.clone(),
-                mode: sc.mode,
-                runs: sc.runs,
-                seed: sc.seed,
-                scenario_toml: l.text.clone(),
-                policy_order: sc.policies.clone(),
-                policies,
-            }
+            RunReport::new(sc, l.text.clone(), policies)
         }
         Kind::Refault => {
             let r = sim::refault::RefaultScenario::parse(&l.file, &l.text)?;
             let policies =
                 sim::refault::run(&r.refault, &sc.policies, sc.runs, sc.seed, &opts, &mut cb)
                     .with_context(ctx)?;
-            RunReport {
-                scenario: sc.name.clone(),
-                mode: sc.mode,
-                runs: sc.runs,
-                seed: sc.seed,
-                scenario_toml: l.text.clone(),
-                policy_order: sc.policies.clone(),
-                policies,
-            }
+            RunReport::new(sc, l.text.clone(), policies)
         }
     };
     pb.finish_and_clear();

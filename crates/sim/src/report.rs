@@ -128,3 +128,23 @@ pub struct RunReport {
     /// Results by policy name.
     pub policies: BTreeMap<String, PolicyResult>,
 }
+
+impl RunReport {
+    /// The report of scenario `sc`, run from the file text `scenario_toml`,
+    /// with its per-policy results.
+    pub fn new(
+        sc: &crate::scenario::Scenario,
+        scenario_toml: String,
+        policies: BTreeMap<String, PolicyResult>,
+    ) -> RunReport {
+        RunReport {
+            scenario: sc.name.clone(),
+            mode: sc.mode,
+            runs: sc.runs,
+            seed: sc.seed,
+            scenario_toml,
+            policy_order: sc.policies.clone(),
+            policies,
+        }
+    }
+}

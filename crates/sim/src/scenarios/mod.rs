@@ -150,15 +150,11 @@ pub fn run_scenario(
         Workload::StaleRead => stale_read::run(sc, opts, progress)?,
         Workload::FalseSharing => false_sharing_run(sc, progress)?,
     };
-    Ok(RunReport {
-        scenario: sc.name.clone(),
-        mode: sc.mode,
-        runs: sc.runs,
-        seed: sc.seed,
-        scenario_toml: toml::to_string(sc).unwrap_or_default(),
-        policy_order: sc.policies.clone(),
+    Ok(RunReport::new(
+        sc,
+        toml::to_string(sc).unwrap_or_default(),
         policies,
-    })
+    ))
 }
 
 fn false_sharing_run(
@@ -207,32 +203,8 @@ pub fn push(r: &mut PolicyResult, name: &str, unit: &str, value: f64, higher_is_
 /// Appends one run's latency distribution: mean as the value, p50/p99/
 /// p999/max as percentiles, and the samples into the merged histogram.
 pub fn push_latency(r: &mut PolicyResult, name: &str, samples: &[u64]) {
-    let m = r
-        .metrics
-        .entry(name.to_string())
-        .or_insert_with(|| MetricSamples {
-            unit: "ns".to_string(),
-            higher_is_better: false,
-            ..MetricSamples::default()
-        });
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable();
-    let mean = if sorted.is_empty() {
-        0.0
-    } else {
-        sorted.iter().map(|&v| v as f64).sum::<f64>() / sorted.len() as f64
-    };
-    m.values.push(mean);
-    for (k, q) in [("p50", 0.50), ("p99", 0.99), ("p999", 0.999)] {
-        m.percentiles
-            .entry(k.to_string())
-            .or_default()
-            .push(quantile(&sorted, q) as f64);
-    }
-    m.percentiles
-        .entry("max".to_string())
-        .or_default()
-        .push(sorted.last().copied().unwrap_or(0) as f64);
+    push_distribution(r, name, "ns", samples);
+    let m = r.metrics.get_mut(name).expect("pushed above");
     let h = m.histogram.get_or_insert_with(Log2Histogram::default);
     for &v in samples {
         h.record(v);
