@@ -134,6 +134,26 @@ mod engine {
         });
     }
 
+    /// A claimer races this thread's update on the same (group, shard);
+    /// after `flushes_before` flushes, the update, then a forced flush,
+    /// this thread must read its own update whatever the claimer did.
+    fn own_update_survives_a_racing_claimer(flushes_before: usize) {
+        model(move || {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            for _ in 0..flushes_before {
+                t.flush_forced(&g);
+            }
+            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
+            t.flush_forced(&g);
+            let seen = t.read(&g, x).unwrap();
+            assert!(seen >= 10, "our own update is missing: {seen}");
+            claimer.join().unwrap();
+        });
+    }
+
     /// Regression: an updater that finds its row already `QUEUED` trusts the
     /// claimer to push it. If the claimer is preempted between its claim
     /// and its push, a flush that only took the list missed the row, and
@@ -141,17 +161,7 @@ mod engine {
     /// real mode by the stale-read scenario: a 50,000-page spike missed).
     #[test]
     fn update_seen_queued_is_flushed_by_a_later_flush_on_the_same_thread() {
-        model(|| {
-            let (t, x) = tree(Preset::Hierstat);
-            let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
-            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
-            t.flush_forced(&g);
-            let seen = t.read(&g, x).unwrap();
-            assert!(seen >= 10, "our own update is missing: {seen}");
-            claimer.join().unwrap();
-        });
+        own_update_survives_a_racing_claimer(0);
     }
 
     /// A claim that straddles an earlier flush: the claimer picks its
@@ -161,18 +171,7 @@ mod engine {
     /// (it catches a flusher that advances the claim epoch only once).
     #[test]
     fn a_claim_straddling_an_earlier_flush_is_still_waited_for() {
-        model(|| {
-            let (t, x) = tree(Preset::Hierstat);
-            let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
-            t.flush_forced(&g);
-            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
-            t.flush_forced(&g);
-            let seen = t.read(&g, x).unwrap();
-            assert!(seen >= 10, "our own update is missing: {seen}");
-            claimer.join().unwrap();
-        });
+        own_update_survives_a_racing_claimer(1);
     }
 
     #[test]
