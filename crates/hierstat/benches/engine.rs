@@ -183,7 +183,7 @@ fn reads(c: &mut Criterion) {
     let (t, item) = tree(Preset::Hierstat, 2);
     let g = chain(&t, 2);
     t.add(&g, item, 5).unwrap();
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     grp.bench_function("hierstat_clean", |b| {
         b.iter(|| t.read(black_box(&g), item).unwrap())
     });
@@ -192,7 +192,7 @@ fn reads(c: &mut Criterion) {
     });
     grp.bench_function("hierstat_flush_if_needed_clean", |b| {
         b.iter(|| {
-            t.flush(&g);
+            t.flush(&g).unwrap();
             t.read(&g, item).unwrap()
         })
     });
@@ -231,7 +231,7 @@ fn flushes(c: &mut Criterion) {
                             .unwrap();
                     }
                     let start = Instant::now();
-                    t.flush_forced(&t.root());
+                    t.flush_forced(&t.root()).unwrap();
                     total += start.elapsed();
                 }
                 total

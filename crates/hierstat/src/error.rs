@@ -68,6 +68,13 @@ pub enum Error {
     /// The configuration is invalid (shard count, batch, ...).
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+    /// A group handle of another tree was passed to this one.
+    #[error("group {0:?} belongs to another tree")]
+    ForeignGroup(String),
+    /// An item handle of another schema was passed (a schema with other
+    /// items: handles of structurally identical schemas are interchangeable).
+    #[error("item handle #{0} belongs to another schema")]
+    ForeignItem(usize),
     /// The tree cannot hold more groups.
     #[error("too many groups (limit {0})")]
     TooManyGroups(usize),

@@ -24,11 +24,12 @@
 //! Conservation, true for every group `n` between passes:
 //! `agg[n] + pending[n] == local[n] + Σ agg[children(n)]`.
 
+use crate::error::Error;
 use crate::node::{Group, Node};
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::slab::RESIDUE_MASK;
 use crate::stats::{Core, HierStats};
-use crate::sync::{lock, Arc, MutexGuard, Ordering};
+use crate::sync::{lock, lock_tree, ranked, Arc, Held, MutexGuard, Ordering, Rank, Ranked};
 use crate::tree::Structure;
 use crate::updated::{drain_next, RowMap, ShardTree};
 use crate::work::{Work, WorkSink};
@@ -87,19 +88,20 @@ pub struct FlushStats {
     pub async_requests: u64,
 }
 
-/// Exclusion held by a running flush.
+/// Exclusion held by a running flush (rank `Gate`, see `sync::Rank`).
 pub(crate) enum Gate<'a> {
     /// The tree-wide flush lock, for the whole flush.
-    Whole(#[allow(dead_code)] MutexGuard<'a, ()>),
-    /// The tree-wide flush lock, taken per shard pass.
+    Whole(#[allow(dead_code)] Ranked<MutexGuard<'a, ()>>),
+    /// The tree-wide flush lock, taken per shard pass (`lock_per_shard`).
     PerPass,
     /// Registered as an active flush root (no overlapping flush runs).
-    Registered(&'a Core, Arc<Node>),
+    Registered(&'a Core, Arc<Node>, #[allow(dead_code)] Held),
 }
 
 impl Drop for Gate<'_> {
     fn drop(&mut self) {
-        if let Gate::Registered(core, node) = self {
+        if let Gate::Registered(core, node, _) = self {
+            let _leaf = ranked(Rank::Leaf);
             let mut active = lock(&core.active);
             if let Some(i) = active.iter().position(|n| Arc::ptr_eq(n, node)) {
                 active.swap_remove(i);
@@ -109,36 +111,54 @@ impl Drop for Gate<'_> {
     }
 }
 
+/// Every flush entry point fails only for a group of another tree
+/// ([`Error::ForeignGroup`]), and then does nothing.
 impl HierStats {
     /// The policy's read-side flush of `group` (threshold-guarded).
-    pub fn flush(&self, group: &Group) -> FlushOutcome {
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush(&self, group: &Group) -> Result<FlushOutcome, Error> {
         self.flush_with(group, FlushKind::Read, &mut ())
     }
 
     /// Flushes `group`'s subtree regardless of thresholds; waits for a
     /// running flush even under the skip policy.
-    pub fn flush_forced(&self, group: &Group) -> FlushOutcome {
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush_forced(&self, group: &Group) -> Result<FlushOutcome, Error> {
         self.flush_with(group, FlushKind::Forced, &mut ())
     }
 
     /// The ratelimited flush (see [`FlushKind::Ratelimited`]).
-    pub fn flush_ratelimited(&self, group: &Group) -> FlushOutcome {
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush_ratelimited(&self, group: &Group) -> Result<FlushOutcome, Error> {
         self.flush_with(group, FlushKind::Ratelimited, &mut ())
     }
 
     /// The hot-path (refault/reclaim) flush of the policy.
-    pub fn flush_hot_path(&self, group: &Group) -> FlushOutcome {
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush_hot_path(&self, group: &Group) -> Result<FlushOutcome, Error> {
         self.flush_with(group, FlushKind::HotPath, &mut ())
     }
 
     /// Any flush entry point, reporting work.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
     pub fn flush_with<W: WorkSink>(
         &self,
         group: &Group,
         kind: FlushKind,
         work: &mut W,
-    ) -> FlushOutcome {
-        let out = self.core.flush_entry(&group.node, kind, work);
+    ) -> Result<FlushOutcome, Error> {
+        let node = self.core.own(group)?;
+        let out = self.core.flush_entry(node, kind, work);
         let c = &self.core.flush_stats;
         // ORDERING: Relaxed; statistics.
         let field = match out {
@@ -157,7 +177,7 @@ impl HierStats {
         if matches!(out, FlushOutcome::Flushed { root: true }) {
             self.reap_if_any();
         }
-        out
+        Ok(out)
     }
 
     fn reap_if_any(&self) {
@@ -167,8 +187,11 @@ impl HierStats {
     }
 
     /// Whether a threshold-guarded read flush of `group` would flush.
-    pub fn needs_flush(&self, group: &Group) -> bool {
-        self.core.needs_flush(&group.node)
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn needs_flush(&self, group: &Group) -> Result<bool, Error> {
+        Ok(self.core.needs_flush(self.core.own(group)?))
     }
 
     /// Asks the background flusher to flush the root now; returns at once.
@@ -217,6 +240,7 @@ impl Core {
         // ORDERING: Release; pairs with the background flusher's Acquire
         // swap, though nothing but the flag itself is communicated.
         self.async_requested.store(true, Ordering::Release);
+        let _leaf = ranked(Rank::Leaf);
         let mut g = lock(&self.wake);
         *g += 1;
         self.wake_cv.notify_all();
@@ -308,12 +332,13 @@ impl Core {
     pub(crate) fn enter_for_verify(
         &self,
         root: &Arc<Node>,
-    ) -> (Gate<'_>, Option<MutexGuard<'_, ()>>) {
+    ) -> (Gate<'_>, Option<Ranked<MutexGuard<'_, ()>>>) {
         let gate = self
             .enter(root, true, &mut ())
             .expect("blocking entry succeeds");
         // A per-pass gate does not hold the flush lock between passes.
-        let extra = matches!(gate, Gate::PerPass).then(|| lock(&self.flush_lock));
+        let extra = matches!(gate, Gate::PerPass)
+            .then(|| Ranked::take(Rank::Gate, || lock(&self.flush_lock)));
         (gate, extra)
     }
 
@@ -330,20 +355,23 @@ impl Core {
                 if self.policy.concurrency == Concurrency::Serialize && self.policy.lock_per_shard {
                     return Some(Gate::PerPass);
                 }
+                let held = ranked(Rank::Gate);
                 match self.flush_lock.try_lock() {
                     Ok(g) => {
                         work.count(Work::LockAcquired, 1);
-                        Some(Gate::Whole(g))
+                        Some(Gate::Whole(Ranked::with(g, held)))
                     }
                     Err(_) if !blocking => None,
                     Err(_) => {
                         work.count(Work::LockWaited, 1);
                         work.count(Work::LockAcquired, 1);
-                        Some(Gate::Whole(lock(&self.flush_lock)))
+                        Some(Gate::Whole(Ranked::with(lock(&self.flush_lock), held)))
                     }
                 }
             }
             Concurrency::DisjointParallel => {
+                let held = ranked(Rank::Gate);
+                let _leaf = ranked(Rank::Leaf);
                 let mut active = lock(&self.active);
                 let overlaps = |a: &Vec<Arc<Node>>| {
                     a.iter().any(|n| {
@@ -361,7 +389,7 @@ impl Core {
                 }
                 work.count(Work::LockAcquired, 1);
                 active.push(target.clone());
-                Some(Gate::Registered(self, target.clone()))
+                Some(Gate::Registered(self, target.clone(), held))
             }
         }
     }
@@ -375,6 +403,11 @@ impl Core {
     /// to (group, shard) pairs that are on the trees, hence flushed by the
     /// passes; magnitude counted after it stays. (The kernel simply zeroes
     /// the counter at each visit, which can forget concurrent updates.)
+    ///
+    /// Lock order (see `sync::Rank`): under a per-pass gate, each pass takes
+    /// the flush lock, then the structure lock, then the shard's tree;
+    /// otherwise the gate is already held and the structure lock is taken
+    /// once for the whole flush.
     fn flush_subtree<W: WorkSink>(&self, x: &Arc<Node>, gate: &Gate<'_>, work: &mut W) {
         let is_root = x.hot.parent.is_none();
         if is_root {
@@ -382,19 +415,25 @@ impl Core {
             self.last_root_flush
                 .store(self.clock.now_ns(), Ordering::Relaxed);
         }
-        let st = self.read_structure();
+        let per_pass = matches!(gate, Gate::PerPass);
+        let whole = (!per_pass).then(|| self.read_structure());
         let parent_row = x.parent_row();
         let global0 = (is_root && self.policy.threshold == ThresholdRule::Global)
             // ORDERING: Relaxed; flush trigger.
             .then(|| self.global_updates.load(Ordering::Relaxed));
-        let mut snapshot: RowMap<(u64, u64)> = RowMap::default();
+        // Keyed by row, holding the node itself: under a per-pass gate the
+        // structure lock is dropped between passes, and a row could be
+        // recycled meanwhile (not this one: the Arc keeps it a zombie).
+        let mut snapshot: RowMap<(Arc<Node>, u64, u64)> = RowMap::default();
         let per_group = self.policy.threshold == ThresholdRule::PerGroup;
         let mut list = Vec::new();
         if per_group {
             for s in 0..self.shards {
                 let _pass = self.pass_lock(gate, work);
-                let mut tree = lock(&self.trees[s]);
-                self.drain(s, &st, &mut tree, false, work);
+                let pass_st = per_pass.then(|| self.read_structure());
+                let st: &Structure = whole.as_deref().or(pass_st.as_deref()).expect("one is set");
+                let mut tree = lock_tree(&self.trees[s]);
+                self.drain(s, st, &mut tree, false, work);
                 list.clear();
                 tree.collect(x.hot.row, &mut list);
                 for &row in &list {
@@ -402,6 +441,7 @@ impl Core {
                         let n = st.node(row);
                         // ORDERING: Relaxed; flush trigger.
                         (
+                            n.clone(),
                             n.updates.load(Ordering::Relaxed),
                             n.reserved.load(Ordering::Relaxed),
                         )
@@ -411,21 +451,28 @@ impl Core {
         }
         for s in 0..self.shards {
             let _pass = self.pass_lock(gate, work);
+            let pass_st = per_pass.then(|| self.read_structure());
+            let st: &Structure = whole.as_deref().or(pass_st.as_deref()).expect("one is set");
             work.count(Work::ShardScanned, 1);
             list.clear();
             {
-                let mut tree = lock(&self.trees[s]);
+                let mut tree = lock_tree(&self.trees[s]);
                 work.count(Work::LockAcquired, 1);
-                self.drain(s, &st, &mut tree, true, work);
+                self.drain(s, st, &mut tree, true, work);
                 tree.extract(x.hot.row, parent_row, &mut list);
             }
             // Take every listed pair's residue before reading any counter:
             // an update whose residue survives is either not flushed yet
             // (and still counted) or flushed anyway (over-counted).
             for &row in &list {
-                // ORDERING: Acquire, like the drain: an update whose residue
-                // add is ordered before this take has its counter write
-                // visible to the swaps below.
+                // ORDERING: Acquire. This RMW is later in the header's
+                // modification order than the drain's clear, so it
+                // synchronizes with every updater's Release header RMW
+                // ordered before that clear (release sequences continue
+                // through RMWs): their counter writes are visible to the
+                // reads below, including the `load() != 0` guards, which
+                // could otherwise skip a non-zero counter (loom:
+                // `an_update_after_the_push_on_another_slot_is_flushed`).
                 st.node(row)
                     .hot
                     .rows
@@ -437,8 +484,8 @@ impl Core {
                 self.aggregate(st.node(row), s, work);
             }
         }
-        for (row, (u0, r0)) in snapshot {
-            let n = st.node(row);
+        drop(whole);
+        for (n, u0, r0) in snapshot.into_values() {
             for (counter, v0) in [(&n.updates, u0), (&n.reserved, r0)] {
                 if v0 != 0 {
                     // ORDERING: Relaxed; flush trigger.
@@ -460,11 +507,15 @@ impl Core {
     }
 
     /// The flush lock for one pass, when the gate takes it per pass.
-    fn pass_lock<W: WorkSink>(&self, gate: &Gate<'_>, work: &mut W) -> Option<MutexGuard<'_, ()>> {
+    fn pass_lock<W: WorkSink>(
+        &self,
+        gate: &Gate<'_>,
+        work: &mut W,
+    ) -> Option<Ranked<MutexGuard<'_, ()>>> {
         match gate {
             Gate::PerPass => {
                 work.count(Work::LockAcquired, 1);
-                Some(lock(&self.flush_lock))
+                Some(Ranked::take(Rank::Gate, || lock(&self.flush_lock)))
             }
             _ => None,
         }

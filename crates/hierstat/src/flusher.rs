@@ -82,6 +82,7 @@ fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period: Duration) {
     let root = stats.root();
     loop {
         {
+            let _leaf = crate::sync::ranked(crate::sync::Rank::Leaf);
             let mut g = lock(&core.wake);
             loop {
                 if sh.stop.load(Ordering::Acquire) || core.async_requested.load(Ordering::Acquire) {
@@ -104,14 +105,14 @@ fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period: Duration) {
         }
         // ORDERING: Acquire pairs with `request_async`'s Release store.
         if core.async_requested.swap(false, Ordering::Acquire) {
-            stats.flush_with(&root, FlushKind::Periodic, &mut ());
+            let _ = stats.flush_with(&root, FlushKind::Periodic, &mut ());
             sh.asyncs.fetch_add(1, Ordering::Relaxed);
             deadline = core.clock.now_ns() + period_ns;
             continue;
         }
         let now = core.clock.now_ns();
         let lag = now.saturating_sub(deadline);
-        stats.flush_with(&root, FlushKind::Periodic, &mut ());
+        let _ = stats.flush_with(&root, FlushKind::Periodic, &mut ());
         sh.periodic.fetch_add(1, Ordering::Relaxed);
         sh.last_lag.store(lag, Ordering::Relaxed);
         sh.max_lag.fetch_max(lag, Ordering::Relaxed);
@@ -147,6 +148,7 @@ impl BackgroundFlusher {
         // ORDERING: Release pairs with the thread's Acquire loads.
         self.shared.stop.store(true, Ordering::Release);
         {
+            let _leaf = crate::sync::ranked(crate::sync::Rank::Leaf);
             let _g = lock(&self.core.wake);
             self.core.wake_cv.notify_all();
         }

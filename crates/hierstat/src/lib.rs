@@ -34,7 +34,7 @@
 //! let svc = stats.create(&slice, "nginx.service")?;
 //! stats.add(&svc, anon, 1 << 20)?;
 //! stats.add(&svc, pgfault, 256)?;
-//! stats.flush_forced(&stats.root());
+//! stats.flush_forced(&stats.root()).unwrap();
 //! assert_eq!(stats.read(&slice, anon)?, 1 << 20);
 //! assert_eq!(stats.read(&stats.root(), pgfault)?, 256);
 //! # Ok::<(), hierstat::Error>(())

@@ -47,6 +47,29 @@ pub(crate) struct NodeHot {
     pub(crate) rows: RowRef,
     /// Parent node, `None` for the root.
     pub(crate) parent: Option<Arc<Node>>,
+    /// The tree the node belongs to: compared with the tree's own tag on
+    /// every entry point, so a handle of another tree is an error.
+    pub(crate) tree: TreeTag,
+}
+
+/// Identity of one [`HierStats`](crate::HierStats) tree. Every node holds a
+/// clone, so the allocation (and with it the identity) cannot be reused by
+/// another tree while any handle of this one lives; comparing two tags is
+/// one pointer compare.
+#[derive(Debug, Clone)]
+pub(crate) struct TreeTag(std::sync::Arc<()>);
+
+impl TreeTag {
+    /// A tag no other live tree has.
+    pub(crate) fn new() -> Self {
+        TreeTag(std::sync::Arc::new(()))
+    }
+
+    /// Whether both tags name the same tree.
+    #[inline(always)]
+    pub(crate) fn same(&self, other: &TreeTag) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A group's shared state.
@@ -96,6 +119,7 @@ impl Node {
         parent: Option<Arc<Node>>,
         slots: usize,
         name: String,
+        tree: TreeTag,
     ) -> Self {
         let (depth, path) = match &parent {
             None => (0, "/".to_string()),
@@ -108,6 +132,7 @@ impl Node {
                 depth,
                 rows,
                 parent,
+                tree,
             }),
             updates: AtomicU64::new(0),
             reserved: AtomicU64::new(0),

@@ -84,27 +84,65 @@ impl ItemKind {
     }
 }
 
-/// Handle of a state or event item (cheap to copy; valid for the schema that
-/// issued it).
+/// Handle of a state or event item (cheap to copy).
+///
+/// A handle knows which item it names: its position and a 48-bit
+/// fingerprint of the item's definition (name, kind, unit) chained with
+/// every item defined before it. A schema accepts a handle only if its own
+/// item at that position has the same fingerprint, so a handle of a schema
+/// with other items is an [`Error::ForeignItem`], while schemas built by the
+/// same sequence of definitions (a tree rebuilt per run) share handles.
+/// The check is one compare of a word the lookup loads anyway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ItemId(pub(crate) u16);
+pub struct ItemId(pub(crate) u64);
 
-/// Handle of a per-node state item.
+/// Handle of a per-node state item (identified as [`ItemId`] is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeItemId(pub(crate) u16);
+pub struct NodeItemId(pub(crate) u64);
+
+/// Bits of a handle holding the index; the fingerprint is above them.
+const INDEX_BITS: u32 = 16;
 
 impl ItemId {
     /// Dense index of the item in its schema.
     pub fn index(self) -> usize {
-        self.0 as usize
+        (self.0 & ((1 << INDEX_BITS) - 1)) as usize
+    }
+
+    fn tag(self) -> u64 {
+        self.0 >> INDEX_BITS
     }
 }
 
 impl NodeItemId {
     /// Dense index of the item in its schema.
     pub fn index(self) -> usize {
-        self.0 as usize
+        (self.0 & ((1 << INDEX_BITS) - 1)) as usize
     }
+
+    fn tag(self) -> u64 {
+        self.0 >> INDEX_BITS
+    }
+}
+
+/// Chains one item definition into a fingerprint (FNV-1a, 64-bit, folded
+/// to 48 bits by the caller).
+fn chain(mut h: u64, name: &str, kind: ItemKind, unit: Unit) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let bytes = name.bytes().chain([0xff, kind as u8, unit as u8, 0xfe]);
+    for b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(PRIME);
+    }
+    h
+}
+
+/// Fingerprint chain start (the FNV offset basis).
+const CHAIN_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Packs an index and a chained fingerprint into handle bits.
+fn handle(index: u16, chain: u64) -> u64 {
+    ((chain ^ (chain >> 48)) << INDEX_BITS) | index as u64
 }
 
 /// Description of one item.
@@ -118,6 +156,8 @@ pub struct ItemInfo {
     pub unit: Unit,
     /// First counter slot of the item (the total, for per-node items).
     pub(crate) slot: u32,
+    /// Handle bits of this item (index and fingerprint).
+    pub(crate) handle: u64,
 }
 
 /// The set of items every group of a tree carries. Build one with
@@ -133,16 +173,31 @@ pub struct Schema {
 }
 
 /// Builder for a [`Schema`].
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SchemaBuilder {
     items: Vec<(String, ItemKind, Unit)>,
     nodes: usize,
+    /// Fingerprint of the items so far.
+    chain: u64,
+}
+
+impl Default for SchemaBuilder {
+    fn default() -> Self {
+        SchemaBuilder {
+            items: Vec::new(),
+            nodes: 0,
+            chain: CHAIN_START,
+        }
+    }
 }
 
 impl SchemaBuilder {
-    fn push(&mut self, name: &str, kind: ItemKind, unit: Unit) -> u16 {
+    /// Adds an item; returns its handle bits. Past 65535 items the index
+    /// wraps, and `build` rejects the schema.
+    fn push(&mut self, name: &str, kind: ItemKind, unit: Unit) -> u64 {
+        self.chain = chain(self.chain, name, kind, unit);
         self.items.push((name.to_string(), kind, unit));
-        (self.items.len() - 1) as u16
+        handle((self.items.len() - 1) as u16, self.chain)
     }
 
     /// Adds a signed state item.
@@ -182,7 +237,9 @@ impl SchemaBuilder {
         let mut by_name = HashMap::new();
         let mut items = Vec::with_capacity(self.items.len());
         let mut slot_units = Vec::new();
+        let mut fp = CHAIN_START;
         for (i, (name, kind, unit)) in self.items.iter().enumerate() {
+            fp = chain(fp, name, *kind, *unit);
             if by_name.insert(name.clone(), i as u16).is_some() {
                 return Err(Error::DuplicateItem(name.clone()));
             }
@@ -195,6 +252,7 @@ impl SchemaBuilder {
                 kind: *kind,
                 unit: *unit,
                 slot: slot_units.len() as u32,
+                handle: handle(i as u16, fp),
             });
             slot_units.extend(std::iter::repeat_n(*unit, width));
         }
@@ -222,7 +280,7 @@ impl Schema {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
             ItemKind::NodeState => Err(self.wrong_kind(i, "state or event")),
-            _ => Ok(ItemId(i)),
+            _ => Ok(ItemId(self.items[i as usize].handle)),
         }
     }
 
@@ -233,7 +291,7 @@ impl Schema {
     pub fn node_item(&self, name: &str) -> Result<NodeItemId, Error> {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
-            ItemKind::NodeState => Ok(NodeItemId(i)),
+            ItemKind::NodeState => Ok(NodeItemId(self.items[i as usize].handle)),
             _ => Err(self.wrong_kind(i, "per-node state")),
         }
     }
@@ -260,13 +318,31 @@ impl Schema {
     }
 
     /// Description of a state/event item.
-    pub fn info(&self, item: ItemId) -> &ItemInfo {
-        &self.items[item.index()]
+    ///
+    /// # Errors
+    /// [`Error::ForeignItem`], [`Error::WrongItemKind`].
+    pub fn info(&self, item: ItemId) -> Result<&ItemInfo, Error> {
+        self.slot_of(item)?;
+        Ok(&self.items[item.index()])
     }
 
     /// Description of a per-node item.
-    pub fn node_info(&self, item: NodeItemId) -> &ItemInfo {
-        &self.items[item.index()]
+    ///
+    /// # Errors
+    /// [`Error::ForeignItem`], [`Error::WrongItemKind`].
+    pub fn node_info(&self, item: NodeItemId) -> Result<&ItemInfo, Error> {
+        self.node_slots(item, 0)?;
+        Ok(&self.items[item.index()])
+    }
+
+    /// The schema's own definition of the item a handle names, if the
+    /// handle is one of this schema's (see [`ItemId`]).
+    #[inline(always)]
+    fn own(&self, index: usize, tag: u64) -> Result<&ItemInfo, Error> {
+        match self.items.get(index) {
+            Some(info) if info.handle >> INDEX_BITS == tag => Ok(info),
+            _ => Err(Error::ForeignItem(index)),
+        }
     }
 
     /// Number of NUMA nodes of per-node items.
@@ -288,23 +364,28 @@ impl Schema {
     /// Slot of a state/event item, checking the handle belongs here.
     #[inline]
     pub(crate) fn slot_of(&self, item: ItemId) -> Result<usize, Error> {
-        match self.items.get(item.index()) {
-            Some(info) if info.kind != ItemKind::NodeState => Ok(info.slot as usize),
-            Some(_) => Err(self.wrong_kind(item.0, "state or event")),
-            None => Err(Error::UnknownItem(format!("#{}", item.0))),
+        self.slot_and_kind(item).map(|(slot, _)| slot)
+    }
+
+    /// Slot and kind of a state/event item, checking the handle belongs here.
+    #[inline]
+    pub(crate) fn slot_and_kind(&self, item: ItemId) -> Result<(usize, ItemKind), Error> {
+        let info = self.own(item.index(), item.tag())?;
+        match info.kind {
+            ItemKind::NodeState => Err(self.wrong_kind(item.index() as u16, "state or event")),
+            kind => Ok((info.slot as usize, kind)),
         }
     }
 
     /// Slot of an item for an update of `delta`: events only count up.
     #[inline]
     pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<usize, Error> {
-        match self.items.get(item.index()) {
-            Some(info) if info.kind == ItemKind::State => Ok(info.slot as usize),
-            Some(info) if info.kind == ItemKind::Event && delta >= 0 => Ok(info.slot as usize),
-            Some(info) if info.kind == ItemKind::Event => {
-                Err(Error::NegativeEvent(info.name.clone(), delta))
-            }
-            _ => self.slot_of(item),
+        let info = self.own(item.index(), item.tag())?;
+        match info.kind {
+            ItemKind::State => Ok(info.slot as usize),
+            ItemKind::Event if delta >= 0 => Ok(info.slot as usize),
+            ItemKind::Event => Err(Error::NegativeEvent(info.name.clone(), delta)),
+            ItemKind::NodeState => Err(self.wrong_kind(item.index() as u16, "state or event")),
         }
     }
 
@@ -315,11 +396,10 @@ impl Schema {
         item: NodeItemId,
         node: usize,
     ) -> Result<(usize, usize), Error> {
-        let info = match self.items.get(item.index()) {
-            Some(info) if info.kind == ItemKind::NodeState => info,
-            Some(_) => return Err(self.wrong_kind(item.0, "per-node state")),
-            None => return Err(Error::UnknownItem(format!("#{}", item.0))),
-        };
+        let info = self.own(item.index(), item.tag())?;
+        if info.kind != ItemKind::NodeState {
+            return Err(self.wrong_kind(item.index() as u16, "per-node state"));
+        }
         if node >= self.nodes {
             return Err(Error::NodeOutOfRange {
                 node,

@@ -3,11 +3,14 @@
 use crate::clock::Clock;
 use crate::config::{Config, MAX_SHARDS};
 use crate::error::Error;
-use crate::node::{CachePadded, Node};
+use crate::node::{CachePadded, Group, Node, TreeTag};
 use crate::policy::Policy;
 use crate::schema::Schema;
 use crate::slab::Slab;
-use crate::sync::{Arc, AtomicBool, AtomicU64, Condvar, Mutex, RwLock};
+use crate::sync::{
+    Arc, AtomicBool, AtomicU64, Condvar, Mutex, Rank, Ranked, RwLock, RwLockReadGuard,
+    RwLockWriteGuard,
+};
 use crate::tree::Structure;
 use crate::updated::{ListHead, ShardTree};
 use std::collections::BTreeMap;
@@ -29,7 +32,7 @@ use std::collections::BTreeMap;
 /// let web = stats.create(&stats.root(), "web")?;
 /// let api = stats.create(&web, "api")?;
 /// stats.add(&api, anon, 8192)?;
-/// stats.flush_forced(&web);
+/// stats.flush_forced(&web).unwrap();
 /// assert_eq!(stats.read(&web, anon)?, 8192);
 /// assert_eq!(stats.read_local(&web, anon)?, 0);
 /// # Ok::<(), hierstat::Error>(())
@@ -51,6 +54,8 @@ pub(crate) struct Core {
     pub(crate) break_above: u64,
     pub(crate) batch: u64,
     pub(crate) clock: std::sync::Arc<dyn Clock>,
+    /// This tree's identity (see `TreeTag`).
+    pub(crate) tree: TreeTag,
     pub(crate) root: Arc<Node>,
     /// Per-shard lock-free update lists.
     pub(crate) lists: Box<[ListHead]>,
@@ -73,6 +78,10 @@ pub(crate) struct Core {
     /// hot path with none to serve it flushes synchronously instead.
     /// ORDERING: Relaxed; a mode hint (see `flush_entry`).
     pub(crate) flushers: AtomicU64,
+    /// Removed groups whose rows are not recycled yet: their residues count
+    /// in the global error bound like live groups'. ORDERING: Relaxed; a
+    /// size for bounds, updated under the structure lock.
+    pub(crate) zombie_rows: AtomicU64,
     /// Wakes the background flusher (async requests, stop).
     pub(crate) wake: Mutex<u64>,
     pub(crate) wake_cv: Condvar,
@@ -116,7 +125,15 @@ impl HierStats {
         }
         let mut slab = Slab::new(shards, schema.slots());
         let (row, rows) = slab.alloc().expect("an empty slab has room for the root");
-        let root = Arc::new(Node::new(row, rows, None, schema.slots(), String::new()));
+        let tree = TreeTag::new();
+        let root = Arc::new(Node::new(
+            row,
+            rows,
+            None,
+            schema.slots(),
+            String::new(),
+            tree.clone(),
+        ));
         let structure = Structure {
             nodes: vec![Some(root.clone())],
             children: vec![BTreeMap::new()],
@@ -134,6 +151,7 @@ impl HierStats {
             policy,
             shards,
             clock,
+            tree,
             root,
             lists: (0..shards).map(|_| ListHead::default()).collect(),
             trees: (0..shards)
@@ -147,6 +165,7 @@ impl HierStats {
             last_root_flush: AtomicU64::new(now),
             async_requested: AtomicBool::new(false),
             flushers: AtomicU64::new(0),
+            zombie_rows: AtomicU64::new(0),
             wake: Mutex::new(0),
             wake_cv: Condvar::new(),
             flush_stats: FlushStatCounters::default(),
@@ -183,17 +202,39 @@ impl HierStats {
 }
 
 impl Core {
-    pub(crate) fn read_structure(&self) -> crate::sync::RwLockReadGuard<'_, Structure> {
-        match self.structure.read() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
+    /// `group`'s node, if the group belongs to this tree: the one check
+    /// every entry point makes (a pointer compare on the group's hot line).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    #[inline(always)]
+    pub(crate) fn own<'g>(&self, group: &'g Group) -> Result<&'g Arc<Node>, Error> {
+        if group.node.hot.tree.same(&self.tree) {
+            Ok(&group.node)
+        } else {
+            Err(foreign(group))
         }
     }
 
-    pub(crate) fn write_structure(&self) -> crate::sync::RwLockWriteGuard<'_, Structure> {
-        match self.structure.write() {
+    /// The structure lock for reading (rank `Structure`, see `sync::Rank`).
+    pub(crate) fn read_structure(&self) -> Ranked<RwLockReadGuard<'_, Structure>> {
+        Ranked::take(Rank::Structure, || match self.structure.read() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
-        }
+        })
     }
+
+    /// The structure lock for writing (rank `Structure`).
+    pub(crate) fn write_structure(&self) -> Ranked<RwLockWriteGuard<'_, Structure>> {
+        Ranked::take(Rank::Structure, || match self.structure.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        })
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn foreign(group: &Group) -> Error {
+    Error::ForeignGroup(group.path().to_string())
 }

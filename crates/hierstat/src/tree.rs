@@ -70,12 +70,13 @@ impl HierStats {
     /// # Errors
     /// [`Error::InvalidName`], [`Error::DuplicateName`],
     /// [`Error::GroupRemoved`] if the parent was removed,
-    /// [`Error::TooManyGroups`].
+    /// [`Error::TooManyGroups`], [`Error::ForeignGroup`].
     pub fn create(&self, parent: &Group, name: &str) -> Result<Group, Error> {
+        let core = &self.core;
+        core.own(parent)?;
         if !valid_name(name) {
             return Err(Error::InvalidName(name.to_string()));
         }
-        let core = &self.core;
         let mut st = core.write_structure();
         // ORDERING: Relaxed; `removed` is written under the structure lock.
         if parent.node.removed.load(Ordering::Relaxed) {
@@ -99,6 +100,7 @@ impl HierStats {
             Some(parent.node.clone()),
             core.schema.slots(),
             name.to_string(),
+            core.tree.clone(),
         ));
         let r = row as usize;
         if st.nodes.len() <= r {
@@ -122,9 +124,11 @@ impl HierStats {
     /// first, so ancestors lose nothing and totals never go backwards.
     ///
     /// # Errors
-    /// [`Error::RemoveRoot`], [`Error::NotEmpty`], [`Error::GroupRemoved`].
+    /// [`Error::RemoveRoot`], [`Error::NotEmpty`], [`Error::GroupRemoved`],
+    /// [`Error::ForeignGroup`].
     pub fn remove(&self, group: Group) -> Result<(), Error> {
         let core = &self.core;
+        core.own(&group)?;
         {
             let mut st = core.write_structure();
             let n = &group.node;
@@ -142,6 +146,8 @@ impl HierStats {
             st.children[parent.hot.row as usize].remove(n.name());
             st.live -= 1;
             st.zombies.push(n.clone());
+            // ORDERING: Relaxed; a size for bounds (see `Core::zombie_rows`).
+            core.zombie_rows.fetch_add(1, Ordering::Relaxed);
             let mut a = n.hot.parent.as_deref();
             while let Some(p) = a {
                 p.subtree_size.fetch_sub(1, Ordering::Relaxed);
@@ -159,9 +165,30 @@ impl HierStats {
     /// Recycles the rows of removed groups that no handle references any
     /// more and that no shard has queued or unflushed. Runs after each
     /// removal and each root flush; returns how many rows were recycled.
+    ///
+    /// A removed child holds its removed parent (through its parent link),
+    /// so recycling the child can make the parent recyclable: the scan
+    /// repeats until a pass recycles nothing, and a reap leaves no zombie
+    /// that it could have recycled.
     pub fn reap(&self) -> usize {
         let core = &self.core;
         let mut st = core.write_structure();
+        let mut reaped = 0;
+        loop {
+            let before = reaped;
+            reaped += self.reap_pass(&mut st);
+            if reaped == before {
+                break;
+            }
+        }
+        // ORDERING: Relaxed; see `Core::zombie_rows`.
+        core.zombie_rows
+            .store(st.zombies.len() as u64, Ordering::Relaxed);
+        reaped
+    }
+
+    fn reap_pass(&self, st: &mut crate::tree::Structure) -> usize {
+        let core = &self.core;
         let mut reaped = 0;
         let mut i = 0;
         while i < st.zombies.len() {
@@ -195,20 +222,30 @@ impl HierStats {
         reaped
     }
 
-    /// Looks up a group by path (`/`, `/a`, `/a/b`).
+    /// Looks up a group by its canonical path: `/` for the root, else `/`
+    /// followed by names joined with single slashes (`/a`, `/a/b`), exactly
+    /// as [`Group::path`] spells it.
     ///
     /// # Errors
-    /// [`Error::InvalidName`] for a malformed path, [`Error::UnknownGroup`].
+    /// [`Error::InvalidName`] for anything else — no leading slash, an
+    /// empty component (`//a`, `/a/`, `/a//b`), `.` or `..` — and
+    /// [`Error::UnknownGroup`]. Paths are not canonicalised: one group has
+    /// one path.
     pub fn lookup(&self, path: &str) -> Result<Group, Error> {
-        if !path.starts_with('/') {
+        let Some(rest) = path.strip_prefix('/') else {
+            return Err(Error::InvalidName(path.to_string()));
+        };
+        let comps: Vec<&str> = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split('/').collect()
+        };
+        if !comps.iter().all(|c| valid_name(c)) {
             return Err(Error::InvalidName(path.to_string()));
         }
         let st = self.core.read_structure();
         let mut row = self.core.root.hot.row;
-        for comp in path.split('/').filter(|c| !c.is_empty()) {
-            if !valid_name(comp) {
-                return Err(Error::InvalidName(path.to_string()));
-            }
+        for comp in comps {
             row = *st.children[row as usize]
                 .get(comp)
                 .ok_or_else(|| Error::UnknownGroup(path.to_string()))?;
@@ -218,20 +255,24 @@ impl HierStats {
         })
     }
 
-    /// The live children of a group, by name.
-    pub fn children(&self, group: &Group) -> Vec<Group> {
+    /// The live children of a group, by name (none for a removed group).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn children(&self, group: &Group) -> Result<Vec<Group>, Error> {
+        self.core.own(group)?;
         let st = self.core.read_structure();
         let row = group.node.hot.row as usize;
         // ORDERING: Relaxed; written under the structure lock we hold.
         if group.node.removed.load(Ordering::Relaxed) {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        st.children[row]
+        Ok(st.children[row]
             .values()
             .map(|&r| Group {
                 node: st.node(r).clone(),
             })
-            .collect()
+            .collect())
     }
 
     /// Every live group, parents before children (pre-order, children by name).
@@ -296,7 +337,7 @@ impl crate::stats::Core {
             // the row, and flushers are excluded by the structure lock.
             let hdr = rows.header(s).load(Ordering::Relaxed);
             hdr & QUEUED == 0
-                && !crate::sync::lock(&self.trees[s]).contains(n.hot.row)
+                && !crate::sync::lock_tree(&self.trees[s]).contains(n.hot.row)
                 && (0..self.schema.slots()).all(|k| rows.counter(s, k).load(Ordering::Relaxed) == 0)
         }) && n
             .pending()

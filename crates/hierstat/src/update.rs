@@ -38,13 +38,16 @@ impl HierStats {
     /// of them than shards.
     ///
     /// # Errors
-    /// [`Error::UnknownItem`] / [`Error::WrongItemKind`] for a handle of
-    /// another schema or a per-node item, [`Error::NegativeEvent`].
+    /// [`Error::ForeignGroup`] for a group of another tree,
+    /// [`Error::ForeignItem`] for an item of another schema,
+    /// [`Error::WrongItemKind`] for a per-node item, [`Error::NegativeEvent`].
+    /// Nothing is changed on error.
     #[inline]
     pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
+        let node = self.core.own(group)?;
         let slot = self.core.schema.slot_for_update(item, delta)?;
         let s = shard::current(self.core.shards);
-        self.core.update(s, &group.node, slot, delta, &mut ());
+        self.core.update(s, node, slot, delta, &mut ());
         Ok(())
     }
 
@@ -62,9 +65,10 @@ impl HierStats {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error> {
+        let node = self.core.own(group)?;
         let slot = self.core.schema.slot_for_update(item, delta)?;
         let s = self.core.check_shard(shard)?;
-        self.core.update(s, &group.node, slot, delta, work);
+        self.core.update(s, node, slot, delta, work);
         Ok(())
     }
 
@@ -72,7 +76,7 @@ impl HierStats {
     /// the current thread's shard.
     ///
     /// # Errors
-    /// Item errors, [`Error::NodeOutOfRange`].
+    /// Group and item errors as [`add`](Self::add), [`Error::NodeOutOfRange`].
     pub fn add_node(
         &self,
         group: &Group,
@@ -110,18 +114,18 @@ impl HierStats {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error> {
+        let owned = self.core.own(group)?;
         let (total, per_node) = self.core.schema.node_slots(item, node)?;
         // The total slot carries the magnitude; the per-node slot only needs
         // its counter written before the same Release header RMW.
         // ORDERING: Relaxed; published by the header RMW in `update`.
-        group
-            .node
+        owned
             .hot
             .rows
             .counter(s, per_node)
             .fetch_add(delta as u64, Ordering::Relaxed);
         work.count(Work::Atomic, 1);
-        self.core.update(s, &group.node, total, delta, work);
+        self.core.update(s, owned, total, delta, work);
         Ok(())
     }
 }

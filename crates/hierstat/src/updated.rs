@@ -89,7 +89,9 @@ impl ListHead {
             // other parity. The load below is what synchronizes.
             let old = self.epoch.fetch_add(1, Ordering::Relaxed);
             let p = (old & 1) as usize;
-            // ORDERING: Acquire; pairs with `end_claim`.
+            // ORDERING: Acquire; pairs with `end_claim`, so that the pushes
+            // of the claims waited for are visible to `take_all` (loom:
+            // Relaxed fails the racing-claimer models).
             while self.claiming[p].load(Ordering::Acquire) != 0 {
                 crate::sync::yield_now();
             }
@@ -125,7 +127,20 @@ impl ListHead {
 
     /// Takes the whole list; returns the first row + 1 (0 if empty). Follow
     /// it with [`drain_next`] on each row.
+    ///
+    /// An empty list costs one load and leaves the line shared: most of a
+    /// wide tree's shards have nothing queued at a given flush.
     pub(crate) fn take_all(&self) -> u64 {
+        // ORDERING: Relaxed; a hint. After `wait_for_claims` (whose Acquire
+        // load synchronizes with every earlier claimer's `end_claim`, which
+        // follows its push), coherence makes this load see every push of a
+        // claim that began before the flush; a push it misses belongs to a
+        // claim that began later, whose update the flush need not carry.
+        // (loom: weakening that Acquire lets this load miss such a push and
+        // fails `update_seen_queued_is_flushed_by_a_later_flush_on_the_same_thread`.)
+        if self.head.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
         // ORDERING: Acquire pairs with the Release CAS in `push`, making each
         // pushed row's `next` field visible.
         self.head.swap(0, Ordering::Acquire)
@@ -149,16 +164,36 @@ fn set_next<W: WorkSink>(hdr: &AtomicU64, next: u64, work: &mut W) {
 
 /// Clears the claim and link of a popped row; returns the next row + 1.
 ///
-/// ORDERING: Acquire. This RMW and every updater's residue `fetch_add`
-/// (Release) modify the same word, so they are totally ordered: an update
-/// ordered before this clear has its counter write visible to the flusher's
-/// later counter reads; one ordered after it sees `QUEUED` clear and queues
-/// the row again. No update is ever left both unqueued and unflushed.
+/// This RMW and every updater's residue `fetch_add` modify the same word,
+/// so they are totally ordered: an update ordered after this clear sees
+/// `QUEUED` clear and queues the row again; an update ordered before it
+/// must be carried by this flush (if the row is in the flushed subtree) or
+/// by a later one (it stays on the shard's updated tree).
+///
+/// ORDERING: Relaxed. The visibility of such an update's counter write is
+/// not this RMW's job: every pass that reads the row's counters first takes
+/// the row's residue with an Acquire RMW of this same word (`flush_subtree`),
+/// which comes later in the word's modification order than this clear and
+/// so synchronizes with every updater's Release RMW before it (release
+/// sequences continue through RMWs). loom: weakening *that* Acquire fails
+/// `an_update_after_the_push_on_another_slot_is_flushed`; this one passes
+/// all models as Relaxed, so it is Relaxed.
+///
+/// The link is read with a plain load before the clear: once the list is
+/// taken the chain belongs to the flusher, and only the pusher that won the
+/// row's claim ever wrote the link, before its push. Reading it from the
+/// RMW's result would be as good on hardware, but a model checker gives an
+/// RMW the latest value whatever the orderings; the load is what lets loom
+/// check the list's Release/Acquire publication (weakening either fails
+/// `two_rows_pushed_by_another_thread_are_both_flushed`).
 pub(crate) fn drain_next<W: WorkSink>(hdr: &AtomicU64, work: &mut W) -> u64 {
-    let old = hdr.fetch_and(!(QUEUED | NEXT_MASK), Ordering::Acquire);
+    // ORDERING: Relaxed; the link was published by the pusher's Release CAS
+    // on the list head, which `take_all`'s Acquire swap synchronized with.
+    let next = (hdr.load(Ordering::Relaxed) & NEXT_MASK) >> NEXT_SHIFT;
+    hdr.fetch_and(!(QUEUED | NEXT_MASK), Ordering::Relaxed);
     work.count(Work::Atomic, 1);
     work.count(Work::ListPop, 1);
-    (old & NEXT_MASK) >> NEXT_SHIFT
+    next
 }
 
 /// Links of a group on a shard's updated tree.

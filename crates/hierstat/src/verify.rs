@@ -5,7 +5,7 @@
 
 use crate::slab::QUEUED;
 use crate::stats::HierStats;
-use crate::sync::{lock, Ordering};
+use crate::sync::{lock_tree, Ordering};
 use crate::updated::NONE;
 use std::fmt;
 
@@ -67,7 +67,7 @@ impl HierStats {
             }
         }
         for s in 0..core.shards {
-            lock(&core.trees[s])
+            lock_tree(&core.trees[s])
                 .check_shape(|r| st.parent_row(r))
                 .map_err(|e| Violation(format!("shard {s}: {e}")))?;
         }
@@ -83,7 +83,7 @@ impl HierStats {
         let core = &self.core;
         let st = core.read_structure();
         for s in 0..core.shards {
-            if lock(&core.trees[s]).len() != 0 {
+            if lock_tree(&core.trees[s]).len() != 0 {
                 return Err(Violation(format!("shard {s}: updated tree not empty")));
             }
             if core.lists[s].take_all_peek() != 0 {

@@ -107,12 +107,73 @@ mod engine {
     use loom::thread;
 
     fn tree(preset: Preset) -> (HierStats, ItemId) {
+        let (t, x, _) = tree2(preset);
+        (t, x)
+    }
+
+    fn tree2(preset: Preset) -> (HierStats, ItemId, ItemId) {
         let mut b = Schema::builder();
         let x = b.event("x", Unit::Count);
+        let y = b.event("y", Unit::Count);
         (
             HierStats::new(b.build().unwrap(), Config::preset(preset).shards(1)).unwrap(),
             x,
+            y,
         )
+    }
+
+    /// One thread pushes two rows on the same shard's list while the flusher
+    /// drains it: the second row's link to the first must be visible to the
+    /// flusher (Release CAS in `push`, Acquire swap in `take_all`), or the
+    /// first row is dropped from the chain while still claimed, and never
+    /// flushed again.
+    #[test]
+    fn two_rows_pushed_by_another_thread_are_both_flushed() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let a = t.create(&t.root(), "a").unwrap();
+            let b = t.create(&t.root(), "b").unwrap();
+            let (t2, a2, b2) = (t.clone(), a.clone(), b.clone());
+            let u = thread::spawn(move || {
+                t2.add_with(Shard(0), &a2, x, 1, &mut ()).unwrap();
+                t2.add_with(Shard(0), &b2, x, 1, &mut ()).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&a, x).unwrap(), 1, "a row dropped from the chain");
+            assert_eq!(t.read(&b, x).unwrap(), 1);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// The updater queues the row with an update of one slot, then updates
+    /// another slot and finds the row queued. The flusher synchronizes with
+    /// the push, which covers only the first write: the second is visible
+    /// to it only through the residue take's Acquire RMW on the header
+    /// (without it the `load() != 0` guard reads a stale 0 and the update
+    /// is neither flushed nor queued).
+    #[test]
+    fn an_update_after_the_push_on_another_slot_is_flushed() {
+        model(|| {
+            let (t, x, y) = tree2(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_with(Shard(0), &g2, y, 1, &mut ()).unwrap();
+                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, y).unwrap(), 1);
+            assert_eq!(
+                t.read(&g, x).unwrap(),
+                1,
+                "the second slot's update was lost"
+            );
+            t.verify_clean().unwrap();
+        });
     }
 
     #[test]
@@ -124,11 +185,11 @@ mod engine {
             t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
             let (t2, g2) = (t.clone(), g.clone());
             let u = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
-            t.flush_forced(&t.root());
+            t.flush_forced(&t.root()).unwrap();
             u.join().unwrap();
             // Whatever the interleaving, one more flush finds everything:
             // no update was left both unqueued and unflushed.
-            t.flush_forced(&t.root());
+            t.flush_forced(&t.root()).unwrap();
             assert_eq!(t.read(&t.root(), x).unwrap(), 2);
             t.verify_clean().unwrap();
         });
@@ -144,10 +205,10 @@ mod engine {
             let (t2, g2) = (t.clone(), g.clone());
             let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
             for _ in 0..flushes_before {
-                t.flush_forced(&g);
+                t.flush_forced(&g).unwrap();
             }
             t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
-            t.flush_forced(&g);
+            t.flush_forced(&g).unwrap();
             let seen = t.read(&g, x).unwrap();
             assert!(seen >= 10, "our own update is missing: {seen}");
             claimer.join().unwrap();
@@ -184,7 +245,8 @@ mod engine {
             t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
             u.join().unwrap();
             let mut w = hierstat::WorkCounters::default();
-            t.flush_with(&t.root(), hierstat::FlushKind::Forced, &mut w);
+            t.flush_with(&t.root(), hierstat::FlushKind::Forced, &mut w)
+                .unwrap();
             assert_eq!(w.list_pops, 1, "the row was pushed exactly once");
             assert_eq!(t.read(&g, x).unwrap(), 2);
             t.verify_clean().unwrap();
@@ -202,9 +264,9 @@ mod engine {
                 t.add_with(Shard(0), &a, x, 1, &mut ()).unwrap();
                 let (t2, a2) = (t.clone(), a.clone());
                 let f = thread::spawn(move || {
-                    t2.flush_forced(&a2);
+                    t2.flush_forced(&a2).unwrap();
                 });
-                t.flush_forced(&b);
+                t.flush_forced(&b).unwrap();
                 f.join().unwrap();
                 // a's flush covered b; whichever ran first, a is exact now.
                 assert_eq!(t.read(&a, x).unwrap(), 2);

@@ -132,7 +132,7 @@ pub fn time_flush(groups: usize, shards: usize, reps: usize) -> Result<f64> {
             }
         }
         let t = CpuTimer::start();
-        stats.flush_with(&root, FlushKind::Forced, &mut ());
+        stats.flush_with(&root, FlushKind::Forced, &mut ())?;
         times.push(t.elapsed_ns());
     }
     times.sort_by(|a, b| a.total_cmp(b));

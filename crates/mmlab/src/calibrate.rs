@@ -162,7 +162,7 @@ fn flush_samples(quick: bool) -> Result<Vec<FlushSample>> {
                     }
                     let mut wc = WorkCounters::default();
                     let t = CpuTimer::start();
-                    stats.flush_with(&root, FlushKind::Forced, &mut wc);
+                    stats.flush_with(&root, FlushKind::Forced, &mut wc)?;
                     let ns = t.elapsed_ns();
                     // The first flush warms the tree; keep the fastest of the rest.
                     if rep > 0 && best.as_ref().is_none_or(|b| ns < b.ns) {
@@ -206,7 +206,7 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
         });
         m.call_ns = (t_add - per_call_atomics * m.atomic_ns).max(0.1);
         // Reads.
-        stats.flush_forced(&stats.root());
+        stats.flush_forced(&stats.root())?;
         m.item_read_ns = min_of(5, || {
             let t = CpuTimer::start();
             for _ in 0..n / 4 {

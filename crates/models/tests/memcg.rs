@@ -96,7 +96,7 @@ fn charge_uncharge_conservation() {
     }
     assert_eq!(t.memory(b).unwrap().usage(), own(b, &out));
     // Exact statistics after a forced flush: per kind and node.
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let anon_b: u64 = (0..2)
         .map(|n| out.get(&(b, 0, n)).copied().unwrap_or(0))
         .sum();
@@ -115,7 +115,7 @@ fn charge_uncharge_conservation() {
     for g in [root, a, b, c, d] {
         assert_eq!(t.memory(g).unwrap().usage(), 0, "group {g}");
     }
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     for s in [
         Stat::Anon,
         Stat::File,
@@ -176,7 +176,7 @@ fn max_without_reclaimable_memory_fails_with_oom_never_silently() {
     assert_eq!(t.events_local(p).unwrap().get(MemoryEvent::OomKill), 0);
     assert_eq!(read_key(&t.memory_events(p).unwrap(), "oom_kill"), Some(1));
     // The statistics never saw the failed charges.
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     assert_eq!(t.stat_value(p, Stat::Anon).unwrap(), 1000 * PAGE);
 }
 
@@ -354,7 +354,7 @@ fn selftest_kmem_memcg_deletion_within_stock_error() {
         "the test must charge more than its tolerance"
     );
     // The stock is the only difference once the threshold flush has run.
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let stat = t.format_memory_stat(parent).unwrap();
     let sum: u64 = ["anon", "file", "kernel", "sock"]
         .iter()
@@ -376,7 +376,7 @@ fn memory_stat_and_numa_stat_formats() {
     t.charge(0, g, 0, Charge::SlabUnreclaimable, 1, &mut NoReclaim)
         .unwrap();
     t.mod_stat(0, g, 0, Stat::Pgfault, 150).unwrap();
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let text = t.format_memory_stat(s).unwrap();
     let keys: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
     assert_eq!(&keys[..4], ["anon", "file", "kernel", "kernel_stack"]);
@@ -466,7 +466,7 @@ fn memory_stat_sample_of_a_small_tree() {
         .unwrap();
     t.charge(3, pg, 1, Charge::Pagetables, 12, &mut NoReclaim)
         .unwrap();
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let text = t.format_memory_stat(system).unwrap();
     let a = t.format_memory_stat(nginx).unwrap();
     let b = t.format_memory_stat(pg).unwrap();

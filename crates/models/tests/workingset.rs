@@ -135,7 +135,11 @@ fn refault_with(swap: bool, file: bool) -> (RefaultInfo, LruSizes) {
     let victim = lru.add_mapping(v, 0, file, 1, 1).unwrap();
     let mut forced = |t: &mut MemcgTree, e: MemcgId| {
         let g = t.group(e).unwrap().clone();
-        Some(t.stats().flush_with(&g, FlushKind::Forced, &mut ()))
+        Some(
+            t.stats()
+                .flush_with(&g, FlushKind::Forced, &mut ())
+                .unwrap(),
+        )
     };
     lru.access(&mut t, 0, victim, &mut forced).unwrap();
     for i in 0..300 {
@@ -209,7 +213,7 @@ fn stale_stats_change_decisions_and_the_oracle_sees_it() {
         }
         let _ = round;
     }
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     for i in 1000..1500 {
         lru.access(&mut t, 0, m + i, &mut f).unwrap();
     }
@@ -261,7 +265,7 @@ fn activation_and_restore_statistics() {
     assert!(lru.counters().evictions > 20);
     t.set_max(g, u64::MAX).unwrap();
     // The periodic flush has run: the refaults see current sizes.
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let mut restores = 0;
     let mut activations = 0;
     for i in 0..320 {
@@ -271,7 +275,7 @@ fn activation_and_restore_statistics() {
         }
     }
     assert!(activations > 0 && restores > 0, "{activations} {restores}");
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let stat = t.memory_stat(g).unwrap();
     assert_eq!(
         read_key(&stat, "workingset_activate_file"),
@@ -333,14 +337,14 @@ fn shadow_nodes_counted_and_shrunk() {
     assert!(nodes >= 38, "{nodes}");
     assert_eq!(nodes, lru.total_shadow_nodes());
     // With ~64 pages the shrinker allows 64 >> 3 = 8 nodes.
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let excess = lru.count_shadow_nodes(&mut t, g, 0).unwrap();
     let pages = lru.exact_sizes(&t, g, 0).total();
     assert_eq!(excess, nodes - (pages >> 3));
     let freed = lru.scan_shadow_nodes(&mut t, 0, g, 0, excess).unwrap();
     assert_eq!(freed, excess);
     assert_eq!(lru.shadow_nodes(g, 0), nodes - excess);
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     assert_eq!(
         read_key(&t.memory_stat(g).unwrap(), "workingset_nodereclaim"),
         Some(excess)
@@ -366,7 +370,7 @@ fn removed_memcg_reparents_pages_and_stale_ids_do_not_activate() {
     }
     lru.remove_memcg(&mut t, c).unwrap();
     assert_eq!(lru.mapping_of(m).unwrap().owner, p);
-    t.stats().flush_forced(&t.stats().root());
+    t.stats().flush_forced(&t.stats().root()).unwrap();
     let exact = lru.exact_sizes(&t, p, 0);
     assert_eq!(
         t.stat_pages(p, Stat::InactiveFile, Some(0)).unwrap()

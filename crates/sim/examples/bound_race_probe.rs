@@ -66,7 +66,9 @@ fn main() {
             let t = std::time::Instant::now();
             while t.elapsed().as_millis() < 100 {
                 let r = rng.below(groups.len() as u64) as usize;
-                stats.flush_with(&groups[r], FlushKind::Read, &mut ());
+                stats
+                    .flush_with(&groups[r], FlushKind::Read, &mut ())
+                    .unwrap();
             }
             stop.store(true, Ordering::Relaxed);
         });

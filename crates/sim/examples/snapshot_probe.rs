@@ -62,7 +62,7 @@ fn main() {
         });
         let t = std::time::Instant::now();
         while t.elapsed().as_millis() < 2000 {
-            stats.flush_with(&slice, kind, &mut ());
+            stats.flush_with(&slice, kind, &mut ()).unwrap();
             for (i, &it) in items.iter().enumerate() {
                 let v = stats.read_signed(&slice, it).unwrap();
                 let o = oracle[i].load(Ordering::SeqCst);

@@ -149,7 +149,7 @@ impl StatsBackend for EngineBackend {
 
     fn needs_flush(&self, group: GroupIdx, reason: FlushReason) -> bool {
         match reason {
-            FlushReason::Read => self.stats.needs_flush(&self.groups[group as usize]),
+            FlushReason::Read => self.stats.needs_flush(&self.groups[group as usize]) == Ok(true),
             FlushReason::Periodic => true,
         }
     }
@@ -160,7 +160,8 @@ impl StatsBackend for EngineBackend {
             FlushReason::Read => (&self.groups[group as usize], FlushKind::Read),
             FlushReason::Periodic => (&self.groups[0], FlushKind::Periodic),
         };
-        self.stats.flush_with(g, kind, &mut wc);
+        let r = self.stats.flush_with(g, kind, &mut wc);
+        debug_assert!(r.is_ok(), "the backend's groups are its tree's own");
         work.calls += 1;
         convert(&wc, work);
     }

@@ -19,7 +19,7 @@ fn exact_after_forced_flush_for_every_preset() {
         t.add_with(Shard(3), &a, anon, 4096, &mut ()).unwrap();
         t.add_with(Shard(0), &b, pgfault, 7, &mut ()).unwrap();
         t.add_node_with(Shard(2), &b, lru, 1, 5, &mut ()).unwrap();
-        t.flush_forced(&t.root());
+        t.flush_forced(&t.root()).unwrap();
         assert_eq!(t.read(&a, anon).unwrap(), 4 * 4096, "{p}");
         assert_eq!(t.read_local(&a, anon).unwrap(), 4096, "{p}");
         assert_eq!(t.read(&t.root(), pgfault).unwrap(), 7, "{p}");
@@ -38,7 +38,7 @@ fn subtree_flush_leaves_delta_in_parent_pending_and_others_queued() {
     let b = t.create(&t.root(), "b").unwrap();
     t.add_with(Shard(0), &a, file, 10, &mut ()).unwrap();
     t.add_with(Shard(1), &b, file, 20, &mut ()).unwrap();
-    t.flush_forced(&a);
+    t.flush_forced(&a).unwrap();
     assert_eq!(t.read(&a, file).unwrap(), 10);
     assert_eq!(
         t.read(&b, file).unwrap(),
@@ -51,7 +51,7 @@ fn subtree_flush_leaves_delta_in_parent_pending_and_others_queued() {
         "a's delta waits in root's pending"
     );
     t.verify().unwrap();
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     assert_eq!(t.read(&t.root(), file).unwrap(), 30);
     t.verify_clean().unwrap();
 }
@@ -63,11 +63,11 @@ fn transient_negative_reads_as_zero() {
     // +1 on shard 0 (then flushed), -1 on shard 1 flushed first: the
     // aggregate is transiently -1.
     t.add_with(Shard(1), &a, file, -1, &mut ()).unwrap();
-    t.flush_forced(&a);
+    t.flush_forced(&a).unwrap();
     assert_eq!(t.read_signed(&a, file).unwrap(), -1);
     assert_eq!(t.read(&a, file).unwrap(), 0);
     t.add_with(Shard(0), &a, file, 1, &mut ()).unwrap();
-    t.flush_forced(&a);
+    t.flush_forced(&a).unwrap();
     assert_eq!(t.read_signed(&a, file).unwrap(), 0);
 }
 
@@ -135,7 +135,7 @@ fn lookup_and_iteration() {
             "/system.slice/nginx.service"
         ]
     );
-    assert_eq!(t.children(&s).len(), 2);
+    assert_eq!(t.children(&s).unwrap().len(), 2);
     assert_eq!(t.len(), 4);
 }
 
@@ -151,16 +151,16 @@ fn removal_folds_deltas_into_ancestors_and_late_updates_still_count() {
     assert!(t.lookup("/a/b").is_err());
     // A late update through a surviving handle is not lost either.
     t.add_with(Shard(0), &late, file, 8, &mut ()).unwrap();
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     assert_eq!(t.read(&a, file).unwrap(), 50);
     assert_eq!(t.zombies(), 1, "a handle is alive: the row is not recycled");
     drop(late);
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     assert_eq!(t.zombies(), 0);
     t.verify().unwrap();
     // The recycled row starts from zero.
     let c = t.create(&a, "c").unwrap();
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     assert_eq!(t.read(&c, file).unwrap(), 0);
     assert_eq!(t.read(&a, file).unwrap(), 50);
 }
@@ -171,7 +171,7 @@ fn thresholds_guard_read_flushes() {
     let (t, Items { file, .. }) = tree(Preset::Linux6_8, 2);
     let a = t.create(&t.root(), "a").unwrap();
     t.add_with(Shard(0), &a, file, 100, &mut ()).unwrap();
-    assert_eq!(t.flush(&a), FlushOutcome::NotNeeded);
+    assert_eq!(t.flush(&a).unwrap(), FlushOutcome::NotNeeded);
     let b = t.read_bounded(&a, file).unwrap();
     assert_eq!(b.value, 0);
     let bound = b.bound.unwrap();
@@ -180,10 +180,10 @@ fn thresholds_guard_read_flushes() {
         "the bound {bound} must cover the unflushed 100 pages"
     );
     t.add_with(Shard(1), &a, file, 100, &mut ()).unwrap();
-    assert!(t.needs_flush(&a));
-    assert_eq!(t.flush(&a), FlushOutcome::Flushed { root: false });
+    assert!(t.needs_flush(&a).unwrap());
+    assert_eq!(t.flush(&a).unwrap(), FlushOutcome::Flushed { root: false });
     assert_eq!(t.read(&a, file).unwrap(), 200);
-    assert!(!t.needs_flush(&a));
+    assert!(!t.needs_flush(&a).unwrap());
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn global_threshold_flushes_root() {
     let (t, Items { file, .. }) = tree(Preset::Linux5_15, 2);
     let a = t.create(&t.root(), "a").unwrap();
     t.add_with(Shard(0), &a, file, 1000, &mut ()).unwrap();
-    assert_eq!(t.flush(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(t.flush(&a).unwrap(), FlushOutcome::Flushed { root: true });
     assert_eq!(t.read(&t.root(), file).unwrap(), 1000);
 }
 
@@ -209,11 +209,14 @@ fn ratelimited_flush_waits_two_periods() {
     let a = t.create(&t.root(), "a").unwrap();
     t.add_with(Shard(0), &a, file, 10_000, &mut ()).unwrap();
     clock.set(4_000_000_000);
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Ratelimited);
+    assert_eq!(t.flush_hot_path(&a).unwrap(), FlushOutcome::Ratelimited);
     clock.set(4_000_000_001);
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(
+        t.flush_hot_path(&a).unwrap(),
+        FlushOutcome::Flushed { root: true }
+    );
     assert_eq!(t.last_root_flush_ns(), 4_000_000_001);
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Ratelimited);
+    assert_eq!(t.flush_hot_path(&a).unwrap(), FlushOutcome::Ratelimited);
 }
 
 #[test]
@@ -221,21 +224,24 @@ fn hot_path_rules_follow_the_preset() {
     let (t, Items { file, .. }) = tree(Preset::Linux5_13, 1);
     let a = t.create(&t.root(), "a").unwrap();
     t.add(&a, file, 1).unwrap();
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::NoFlush);
+    assert_eq!(t.flush_hot_path(&a).unwrap(), FlushOutcome::NoFlush);
     // Async: nothing to do under the threshold; over it, with no
     // background flusher to serve a request, a synchronous flush.
     let (t, Items { file, .. }) = tree(Preset::Linux5_15Async, 1);
     let a = t.create(&t.root(), "a").unwrap();
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::NotNeeded);
+    assert_eq!(t.flush_hot_path(&a).unwrap(), FlushOutcome::NotNeeded);
     t.add(&a, file, 10_000).unwrap();
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(
+        t.flush_hot_path(&a).unwrap(),
+        FlushOutcome::Flushed { root: true }
+    );
     assert_eq!(t.flush_stats().async_requests, 0);
     // With a flusher running, a request it serves soon.
     let f = t
         .start_flusher(std::time::Duration::from_secs(3600))
         .unwrap();
     t.add(&a, file, 10_000).unwrap();
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::AsyncRequested);
+    assert_eq!(t.flush_hot_path(&a).unwrap(), FlushOutcome::AsyncRequested);
     assert_eq!(t.flush_stats().async_requests, 1);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while f.stats().async_flushes == 0 && std::time::Instant::now() < deadline {
@@ -245,7 +251,10 @@ fn hot_path_rules_follow_the_preset() {
     assert_eq!(t.read(&a, file), Ok(20_000));
     // Stopped: back to synchronous.
     t.add(&a, file, 10_000).unwrap();
-    assert_eq!(t.flush_hot_path(&a), FlushOutcome::Flushed { root: true });
+    assert_eq!(
+        t.flush_hot_path(&a).unwrap(),
+        FlushOutcome::Flushed { root: true }
+    );
 }
 
 #[test]
@@ -256,7 +265,7 @@ fn work_counters_report_flush_work() {
     t.add_with(Shard(1), &a, file, 1, &mut w).unwrap();
     assert!(w.atomics >= 3, "counter add, header add, claim: {w:?}");
     let mut f = WorkCounters::default();
-    t.flush_with(&t.root(), FlushKind::Forced, &mut f);
+    t.flush_with(&t.root(), FlushKind::Forced, &mut f).unwrap();
     assert_eq!(f.shards_scanned, 4);
     assert_eq!(f.groups_visited, 2, "a and root on shard 1 only: {f:?}");
     assert_eq!(f.list_pops, 1);

@@ -20,13 +20,21 @@ enum Op {
     },
 }
 
+/// Mostly small updates, so that groups stay under their thresholds for a
+/// while and the reported bounds are exercised (a child crossing the
+/// threshold before its parent, residues building up on every shard), with
+/// occasional large ones.
 fn op(shards: usize) -> impl Strategy<Value = Op> {
+    // Magnitudes around the batch sizes (32, 64) make folds land just
+    // under or just over the thresholds, where accounting gaps show.
+    let edges = prop::sample::select(vec![1i64, 2, 4, 31, 32, 33, 59, 60, 63, 64, 65, 127, 128]);
+    let delta = prop_oneof![6 => 0i64..70, 4 => edges, 2 => -70i64..0, 1 => -5000i64..5000];
     prop_oneof![
         2 => (0usize..64).prop_map(Op::Create),
-        1 => (0usize..64).prop_map(Op::Remove),
-        8 => (0usize..64, 0..shards, 0usize..3, -5000i64..5000)
+        2 => (0usize..64).prop_map(Op::Remove),
+        16 => (0usize..64, 0..shards, 0usize..3, delta)
             .prop_map(|(g, shard, item, delta)| Op::Update { g, shard, item, delta }),
-        2 => (0usize..64, 0u8..4).prop_map(|(g, kind)| Op::Flush { g, kind }),
+        1 => (0usize..64, 0u8..5).prop_map(|(g, kind)| Op::Flush { g, kind }),
     ]
 }
 
@@ -66,8 +74,10 @@ impl Model {
     }
 }
 
+/// `|value − exact| ≤ bound` for every group, removed ones (still held as
+/// handles) included.
 fn check_bounds(t: &HierStats, m: &Model, items: &[ItemId; 3]) {
-    for g in m.live() {
+    for g in 0..m.groups.len() {
         for (k, &it) in items.iter().enumerate() {
             let b = t.read_bounded(&m.groups[g], it).unwrap();
             if let Some(bound) = b.bound {
@@ -148,8 +158,9 @@ fn run(preset: Preset, shards: usize, ops: Vec<Op>) {
                     FlushKind::Forced,
                     FlushKind::HotPath,
                     FlushKind::Ratelimited,
+                    FlushKind::Periodic,
                 ][kind as usize];
-                t.flush_with(&m.groups[g], kind, &mut ());
+                t.flush_with(&m.groups[g], kind, &mut ()).unwrap();
                 // Conservation and tree shape after every flush step.
                 t.verify().unwrap();
                 if kind == FlushKind::Forced {
@@ -173,7 +184,7 @@ fn run(preset: Preset, shards: usize, ops: Vec<Op>) {
                         .iter()
                         .map(|&n| t.read_signed(&m.groups[n], file).unwrap())
                         .collect();
-                    t.flush_forced(&m.groups[g]);
+                    t.flush_forced(&m.groups[g]).unwrap();
                     let after: Vec<i64> = m
                         .live()
                         .iter()
@@ -186,7 +197,7 @@ fn run(preset: Preset, shards: usize, ops: Vec<Op>) {
         check_bounds(&t, &m, &items);
     }
     // No lost updates after quiescence and a forced root flush.
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     for g in m.live() {
         for (k, &it) in items.iter().enumerate() {
             assert_eq!(t.read_signed(&m.groups[g], it).unwrap(), m.exact(g, k));
@@ -198,28 +209,39 @@ fn run(preset: Preset, shards: usize, ops: Vec<Op>) {
     t.verify_clean().unwrap();
 }
 
-proptest! {
-    // 40 cases in CI; PROPTEST_CASES=N for longer runs.
-    #![proptest_config(ProptestConfig { cases: cases(), .. ProptestConfig::default() })]
+/// One model-based property test per preset, so that each gets its cases.
+macro_rules! oracle {
+    ($($name:ident => $preset:expr),* $(,)?) => {
+        proptest! {
+            // 100 cases each in CI (300 found a 6.17 bound gap every time it was
+            // reinstated); PROPTEST_CASES=N for longer runs.
+            #![proptest_config(ProptestConfig { cases: cases(), .. ProptestConfig::default() })]
+            $(
+                #[test]
+                fn $name(shards in 1usize..4, ops in proptest::collection::vec(op(3), 1..160)) {
+                    let ops = ops.into_iter().map(|o| clamp_shard(o, shards)).collect();
+                    run($preset, shards, ops);
+                }
+            )*
+        }
+    };
+}
 
-    #[test]
-    fn oracle_hierstat(shards in 1usize..5, ops in proptest::collection::vec(op(4), 1..120)) {
-        let ops = ops.into_iter().map(|o| clamp_shard(o, shards)).collect();
-        run(Preset::Hierstat, shards, ops);
-    }
-
-    #[test]
-    fn oracle_every_preset(p in 0usize..7, shards in 1usize..4, ops in proptest::collection::vec(op(3), 1..80)) {
-        let ops = ops.into_iter().map(|o| clamp_shard(o, shards)).collect();
-        run(Preset::ALL[p], shards, ops);
-    }
+oracle! {
+    oracle_linux_5_13 => Preset::Linux5_13,
+    oracle_linux_5_15 => Preset::Linux5_15,
+    oracle_linux_5_15_async => Preset::Linux5_15Async,
+    oracle_linux_5_15_ratelimited => Preset::Linux5_15Ratelimited,
+    oracle_linux_6_8 => Preset::Linux6_8,
+    oracle_linux_6_17 => Preset::Linux6_17,
+    oracle_hierstat => Preset::Hierstat,
 }
 
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40)
+        .unwrap_or(100)
 }
 
 fn clamp_shard(o: Op, shards: usize) -> Op {

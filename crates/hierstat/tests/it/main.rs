@@ -1,6 +1,7 @@
 //! hierstat integration tests (one binary).
 
 mod basics;
+mod contracts;
 mod invariants;
 mod selftests;
 mod stress;

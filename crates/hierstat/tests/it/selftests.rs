@@ -22,12 +22,12 @@ fn three_level_exact_equality() {
                     .unwrap();
             }
         }
-        t.flush_forced(&test);
+        t.flush_forced(&test).unwrap();
         let r = |g| t.read(g, pgfault).unwrap();
         assert_eq!(r(&c1), r(&leaves[0]) + r(&leaves[1]), "{p}");
         assert_eq!(r(&c2), r(&leaves[2]) + r(&leaves[3]), "{p}");
         assert_eq!(r(&test), r(&c1) + r(&c2), "{p}");
-        t.flush_forced(&t.root());
+        t.flush_forced(&t.root()).unwrap();
         let root = t.root();
         assert!(r(&root) >= r(&test));
         for l in &leaves {
@@ -70,7 +70,7 @@ fn hundred_children_updated_then_removed() {
     for k in kids {
         t.remove(k).unwrap();
     }
-    t.flush_forced(&parent);
+    t.flush_forced(&parent).unwrap();
     assert_eq!(t.read(&parent, anon).unwrap(), anon_oracle);
     assert_eq!(t.read(&parent, file).unwrap(), 100 * 50 * threads as u64);
     assert_eq!(t.zombies(), 0);

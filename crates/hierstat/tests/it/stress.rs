@@ -43,7 +43,7 @@ fn stress(preset: Preset) {
                     } else {
                         top[(i + f) % top.len()].clone()
                     };
-                    t.flush_with(&g, kind, &mut ());
+                    t.flush_with(&g, kind, &mut ()).unwrap();
                     i += 1;
                 }
             });
@@ -79,7 +79,7 @@ fn stress(preset: Preset) {
         });
         stop.store(true, Ordering::Relaxed);
     });
-    t.flush_forced(&t.root());
+    t.flush_forced(&t.root()).unwrap();
     let total = (updaters * per_thread) as u64 + churned.load(Ordering::Relaxed);
     assert_eq!(t.read(&t.root(), file).unwrap(), total, "{preset}");
     let events: u64 = (0..updaters)
@@ -140,7 +140,7 @@ fn bounds_hold_after_racing_flushes() {
                     } else {
                         tops[i % 3].clone()
                     };
-                    t.flush(&g);
+                    t.flush(&g).unwrap();
                     i += 1;
                 }
             });

@@ -219,10 +219,10 @@ mod tests {
         for &st in Stat::ALL {
             match (st.class(), s.slot(st)) {
                 (Class::Node, Slot::Node(id)) => {
-                    assert_eq!(s.schema().node_info(id).name, st.name())
+                    assert_eq!(s.schema().node_info(id).unwrap().name, st.name())
                 }
                 (Class::Memcg | Class::Event, Slot::Plain(id)) => {
-                    assert_eq!(s.schema().info(id).name, st.name())
+                    assert_eq!(s.schema().info(id).unwrap().name, st.name())
                 }
                 other => panic!("{st:?}: {other:?}"),
             }

@@ -90,7 +90,7 @@ impl MemcgTree {
     /// [`MemcgError::UnknownMemcg`].
     pub fn flush_for_read(&mut self, id: MemcgId) -> Result<FlushOutcome, MemcgError> {
         let g = self.group(id)?.clone();
-        Ok(self.stats.flush_with(&g, FlushKind::Read, &mut self.work))
+        Ok(self.stats.flush_with(&g, FlushKind::Read, &mut self.work)?)
     }
 
     /// `memory.stat` of `id`: flushes per the policy, then formats.

@@ -57,10 +57,9 @@ pub struct PolicyFlush {
 impl RefaultFlush for PolicyFlush {
     fn flush(&mut self, tree: &mut MemcgTree, eviction: MemcgId) -> Option<FlushOutcome> {
         let g = tree.group(eviction).ok()?.clone();
-        Some(
-            tree.stats()
-                .flush_with(&g, FlushKind::HotPath, &mut self.work),
-        )
+        tree.stats()
+            .flush_with(&g, FlushKind::HotPath, &mut self.work)
+            .ok()
     }
 }
 

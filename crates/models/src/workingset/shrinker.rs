@@ -41,7 +41,7 @@ impl Lru {
         let g = tree.group(id)?.clone();
         let mut w = hierstat::WorkCounters::default();
         tree.stats()
-            .flush_with(&g, hierstat::FlushKind::Ratelimited, &mut w);
+            .flush_with(&g, hierstat::FlushKind::Ratelimited, &mut w)?;
         let mut pages = 0;
         for st in [
             Stat::InactiveAnon,

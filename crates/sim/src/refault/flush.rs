@@ -43,7 +43,7 @@ pub enum Plan {
 
 impl Plan {
     fn flush_read(stats: &HierStats, g: &Group) -> Plan {
-        if !stats.needs_flush(g) {
+        if stats.needs_flush(g) != Ok(true) {
             return Plan::None;
         }
         match stats.policy().scope {
@@ -68,7 +68,7 @@ impl Plan {
                 }
             }
             HotPathFlush::Async => {
-                if stats.needs_flush(g) {
+                if stats.needs_flush(g) == Ok(true) {
                     Plan::Async
                 } else {
                     Plan::None
@@ -195,7 +195,8 @@ impl FlushCtl {
 
     fn run(stats: &HierStats, g: &Group, kind: FlushKind) -> WorkCounters {
         let mut wc = WorkCounters::default();
-        stats.flush_with(g, kind, &mut wc);
+        let r = stats.flush_with(g, kind, &mut wc);
+        debug_assert!(r.is_ok(), "the storm's groups are its tree's own");
         wc
     }
 

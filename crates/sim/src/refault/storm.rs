@@ -319,7 +319,9 @@ pub fn run_once_policy(
             0,
         )?;
     }
-    tree.stats().flush_forced(&tree.stats().root());
+    tree.stats()
+        .flush_forced(&tree.stats().root())
+        .map_err(|e| SimError::Engine(e.to_string()))?;
     tree.take_work();
     run.ctl.records.clear();
     // Services running on each CPU.
