@@ -13,6 +13,7 @@ pub struct Config {
     pub(crate) shards: usize,
     pub(crate) policy: Policy,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) membarrier: bool,
 }
 
 impl Default for Config {
@@ -35,6 +36,7 @@ impl Config {
             shards: shards.min(MAX_SHARDS),
             policy,
             clock: Arc::new(MonotonicClock::new()),
+            membarrier: true,
         }
     }
 
@@ -47,6 +49,17 @@ impl Config {
     /// Replaces the policy.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Whether flushes may use `membarrier(2)` (the default, where the
+    /// kernel offers `MEMBARRIER_CMD_PRIVATE_EXPEDITED`) so that a thread
+    /// that owns its shard updates with plain stores and a compiler fence.
+    /// With `false`, or where membarrier is unavailable, both sides use
+    /// `SeqCst` fences instead: correct everywhere, and the update path
+    /// then costs one fence (an `mfence`-class instruction) more.
+    pub fn membarrier(mut self, allow: bool) -> Self {
+        self.membarrier = allow;
         self
     }
 

@@ -461,23 +461,29 @@ impl Core {
                 self.drain(s, st, &mut tree, true, work);
                 tree.extract(x.hot.row, parent_row, &mut list);
             }
-            // Take every listed pair's residue before reading any counter:
-            // an update whose residue survives is either not flushed yet
-            // (and still counted) or flushed anyway (over-counted).
+            if !list.is_empty() {
+                self.barrier_before_reading(s, work);
+            }
+            // Take every listed pair's shared residue before reading any
+            // counter: an update whose residue survives is either not
+            // flushed yet (and still counted) or flushed anyway
+            // (over-counted). (Owner residues are the owners' to reset:
+            // what they still hold of flushed updates is over-counted.)
             for &row in &list {
-                // ORDERING: Acquire. This RMW is later in the header's
-                // modification order than the drain's clear, so it
-                // synchronizes with every updater's Release header RMW
-                // ordered before that clear (release sequences continue
-                // through RMWs): their counter writes are visible to the
-                // reads below, including the `load() != 0` guards, which
-                // could otherwise skip a non-zero counter (loom:
+                // ORDERING: Relaxed. The drain's clear of this word read the
+                // value left by every writer's Release RMW before it
+                // (release sequences continue through RMWs), and the pass's
+                // `SeqCst` fence (`barrier_before_reading`) after the drain
+                // turns that into synchronization: those writers' counter
+                // writes are visible to the reads below, including the
+                // `load() != 0` guards, which could otherwise skip a
+                // non-zero counter (loom: removing the fence fails
                 // `an_update_after_the_push_on_another_slot_is_flushed`).
                 st.node(row)
                     .hot
                     .rows
                     .header(s)
-                    .fetch_and(!RESIDUE_MASK, Ordering::Acquire);
+                    .fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
             }
             work.count(Work::Atomic, list.len() as u64);
             for &row in &list {
@@ -503,6 +509,21 @@ impl Core {
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                     Some(v.saturating_sub(g0))
                 });
+        }
+    }
+
+    /// After the pass has dequeued its rows and before it reads any cell: a
+    /// `SeqCst` fence — which acquires the shared writers' Release header
+    /// RMWs that the drain's clears read, and orders the owner-flag check
+    /// (see `Core::claim_owned`) — then, if an owner ever wrote this tree
+    /// on shard `s`, the heavy barrier (the flusher's half of the owner
+    /// path's asymmetric barrier, see `update.rs`).
+    fn barrier_before_reading<W: WorkSink>(&self, s: usize, work: &mut W) {
+        crate::sync::fence_seqcst();
+        // ORDERING: Relaxed, after the `SeqCst` fence: see `announce_owner`.
+        if self.owned[s].load(Ordering::Relaxed) {
+            self.barriers.heavy();
+            work.count(Work::Barrier, 1);
         }
     }
 
@@ -560,18 +581,33 @@ impl Core {
         work.count(Work::CounterAggregated, slots as u64);
         let mut atomics = 0;
         for k in 0..slots {
-            let c = rows.counter(s, k);
-            // ORDERING: Relaxed for the counter, pending, agg and local: the
-            // counter's latest value is guaranteed visible by the Acquire
-            // drain of this row (or is picked up by the next flush, the row
-            // having been re-queued); pending/agg/local are plain sums
-            // whose RMWs are totally ordered per location.
-            let d = if c.load(Ordering::Relaxed) != 0 {
-                atomics += 1;
-                c.swap(0, Ordering::Relaxed) as i64
-            } else {
-                0
+            // The owner cell: `delta = cur − prev` against the flushers'
+            // own snapshot; the owner's line is only read.
+            // ORDERING: Relaxed for every access below. The owner cell's
+            // latest value is visible after the pass's barrier (see
+            // `barrier_before_reading`), the shared cell's after the Acquire
+            // residue take; a write that lands later is either carried now
+            // or queues its row again. `prev` is written by flushers only,
+            // one at a time per (row, shard) (overlapping flushes exclude
+            // each other), and handed over through their locks.
+            // pending/agg/local are plain sums whose RMWs are totally
+            // ordered per location.
+            let cur = rows.counter(s, k).load(Ordering::Relaxed);
+            let own = match rows.prev_if_any(s, k) {
+                Some(p) => cur.wrapping_sub(p.load(Ordering::Relaxed)),
+                None => cur,
             };
+            if own != 0 {
+                rows.prev(s, k).store(cur, Ordering::Relaxed);
+            }
+            let shared = match rows.shared_counter_if_any(s, k) {
+                Some(c) if c.load(Ordering::Relaxed) != 0 => {
+                    atomics += 1;
+                    c.swap(0, Ordering::Relaxed)
+                }
+                _ => 0,
+            };
+            let d = own.wrapping_add(shared) as i64;
             let mut delta = match pending.map(|ps| &ps[k]) {
                 Some(p) if p.load(Ordering::Relaxed) != 0 => {
                     atomics += 1;

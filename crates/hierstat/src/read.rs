@@ -119,10 +119,12 @@ impl HierStats {
     ///
     /// The bound, in pages of update magnitude converted to the item's unit,
     /// by the policy's threshold accounting:
-    /// * per group, kernel-exact (6.8): `updates(g) + shards × (batch − 1)`
-    ///   (the folded count plus what each shard's residue can hold);
+    /// * per group, kernel-exact (6.8): `updates(g) + lanes × (batch − 1)`
+    ///   (the folded count plus what each shard's residues can hold; `lanes`
+    ///   is the number of shards, or more if some shard was written both by
+    ///   its owner and through the shared path, each keeping a residue);
     /// * per group, folded (ours): `updates(g) + reserved(g)`;
-    /// * global (5.15): `global + shards × (batch − 1) × rows`, where rows
+    /// * global (5.15): `global + lanes × (batch − 1) × rows`, where rows
     ///   counts every group whose row still exists, removed ones included
     ///   (a removed group kept alive by a handle still takes updates);
     /// * none once the group (or the tree, for a global threshold) is above
@@ -168,7 +170,12 @@ impl HierStats {
 impl crate::stats::Core {
     /// See [`HierStats::read_bounded`].
     fn error_bound(&self, n: &Node) -> Option<u64> {
-        let residue = self.shards as u64 * (self.batch - 1);
+        // Every (group, shard) pair holds up to `batch − 1` unfolded pages
+        // per writer kind that used the shard (the owner's residue and the
+        // shared one): one per shard unless some shard had both.
+        // ORDERING: Relaxed; a size for bounds.
+        let lanes = (self.shards as u64).max(self.residue_lanes.load(Ordering::Relaxed));
+        let residue = lanes * (self.batch - 1);
         // ORDERING: Relaxed; the bound is a statistic like the values.
         match self.policy.threshold {
             ThresholdRule::None => None,

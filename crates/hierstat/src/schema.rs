@@ -170,6 +170,18 @@ pub struct Schema {
     by_name: HashMap<String, u16>,
     /// Unit of each slot, for threshold magnitudes.
     slot_units: Vec<Unit>,
+    /// What the update path needs of each item, 16 bytes apiece.
+    hot: Box<[HotItem]>,
+}
+
+/// The update path's view of an item: its handle bits (for the identity
+/// check), first slot, kind and unit, in one 16-byte entry.
+#[derive(Debug, Clone, Copy)]
+struct HotItem {
+    handle: u64,
+    slot: u32,
+    kind: ItemKind,
+    unit: Unit,
 }
 
 /// Builder for a [`Schema`].
@@ -256,7 +268,17 @@ impl SchemaBuilder {
             });
             slot_units.extend(std::iter::repeat_n(*unit, width));
         }
+        let hot = items
+            .iter()
+            .map(|i| HotItem {
+                handle: i.handle,
+                slot: i.slot,
+                kind: i.kind,
+                unit: i.unit,
+            })
+            .collect();
         Ok(Schema {
+            hot,
             slots: slot_units.len(),
             items,
             nodes,
@@ -377,15 +399,30 @@ impl Schema {
         }
     }
 
-    /// Slot of an item for an update of `delta`: events only count up.
-    #[inline]
-    pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<usize, Error> {
-        let info = self.own(item.index(), item.tag())?;
-        match info.kind {
-            ItemKind::State => Ok(info.slot as usize),
-            ItemKind::Event if delta >= 0 => Ok(info.slot as usize),
-            ItemKind::Event => Err(Error::NegativeEvent(info.name.clone(), delta)),
-            ItemKind::NodeState => Err(self.wrong_kind(item.index() as u16, "state or event")),
+    /// Slot and unit of an item for an update of `delta`, checking the
+    /// handle belongs here: events only count up.
+    #[inline(always)]
+    pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<(usize, Unit), Error> {
+        match self.hot.get(item.index()) {
+            Some(h)
+                if h.handle == item.0
+                    && (h.kind == ItemKind::State || (h.kind == ItemKind::Event && delta >= 0)) =>
+            {
+                Ok((h.slot as usize, h.unit))
+            }
+            _ => Err(self.update_error(item, delta)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn update_error(&self, item: ItemId, delta: i64) -> Error {
+        match self.own(item.index(), item.tag()) {
+            Err(e) => e,
+            Ok(info) if info.kind == ItemKind::Event => {
+                Error::NegativeEvent(info.name.clone(), delta)
+            }
+            Ok(_) => self.wrong_kind(item.index() as u16, "state or event"),
         }
     }
 

@@ -42,31 +42,42 @@ fn pool() -> std::sync::MutexGuard<'static, SlotPool> {
     POOL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The current thread's slot; given back to the pool when the thread exits.
-struct ThreadSlot {
-    slot: Cell<u32>,
-    taken: Cell<bool>,
+/// `FAST` before the thread's first update.
+const NO_SLOT: u32 = u32::MAX;
+/// `FAST` once the thread has given its slot back (it is exiting).
+const GONE: u32 = u32::MAX - 1;
+
+thread_local! {
+    /// The thread's slot, `NO_SLOT` or `GONE`: a plain `Cell` with no
+    /// destructor, so the hot path's lookup is one thread-local load and a
+    /// compare, with no lazy-registration state to check.
+    static FAST: Cell<u32> = const { Cell::new(NO_SLOT) };
+    /// Gives the slot back when the thread exits; touched once, on first
+    /// use, to register its destructor.
+    static GUARD: SlotGuard = const { SlotGuard };
 }
 
-impl Drop for ThreadSlot {
+/// Returns the thread's slot to the pool when the thread exits.
+struct SlotGuard;
+
+impl Drop for SlotGuard {
     fn drop(&mut self) {
-        if self.taken.get() {
-            pool().free.push(Reverse(self.slot.get()));
+        let slot = FAST.with(|f| f.replace(GONE));
+        if slot < GONE {
+            pool().free.push(Reverse(slot));
         }
     }
 }
 
-thread_local! {
-    static SLOT: ThreadSlot = const {
-        ThreadSlot {
-            slot: Cell::new(0),
-            taken: Cell::new(false),
-        }
-    };
-}
-
 #[cold]
-fn take_slot(t: &ThreadSlot) -> u32 {
+#[inline(never)]
+fn take_slot() -> Option<u32> {
+    if FAST.with(Cell::get) == GONE {
+        return None;
+    }
+    // Register the guard's destructor first; a thread already tearing
+    // down its thread-locals gets no slot.
+    GUARD.try_with(|_| ()).ok()?;
     let mut p = pool();
     let slot = match p.free.pop() {
         Some(Reverse(s)) => s,
@@ -76,33 +87,57 @@ fn take_slot(t: &ThreadSlot) -> u32 {
             s
         }
     };
-    t.slot.set(slot);
-    t.taken.set(true);
-    slot
+    FAST.with(|f| f.set(slot));
+    Some(slot)
 }
 
-/// The current thread's slot (see the module docs). A thread whose
-/// thread-locals are being torn down uses slot 0.
+/// The current thread's slot (see the module docs); `None` for a thread
+/// that has given its slot back (its thread-locals are being torn down).
 #[inline(always)]
-fn current_slot() -> u32 {
-    SLOT.try_with(|t| {
-        if t.taken.get() {
-            t.slot.get()
-        } else {
-            take_slot(t)
-        }
-    })
-    .unwrap_or(0)
-}
-
-/// The current thread's shard among `shards`.
-#[inline(always)]
-pub(crate) fn current(shards: usize) -> usize {
-    let slot = current_slot() as usize;
-    if slot < shards {
-        slot
+fn current_slot() -> Option<u32> {
+    let slot = FAST.with(Cell::get);
+    if slot < GONE {
+        Some(slot)
     } else {
-        slot % shards
+        take_slot()
+    }
+}
+
+/// Where the current thread writes in a tree of `shards` shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lane {
+    /// The shard.
+    pub(crate) shard: usize,
+    /// Whether this thread is the shard's *owner*: it holds slot `shard`,
+    /// and no other live thread holds that slot, so it may write the
+    /// shard's owner cells with plain loads and stores. A slot changes
+    /// hands only through the pool's mutex, which orders the previous
+    /// holder's last writes before the next holder's first.
+    pub(crate) owner: bool,
+}
+
+/// The current thread's lane among `shards`, of which the first
+/// `ownable` (all, or none where the tree cannot use the owner path) may be
+/// written by their owners.
+#[inline(always)]
+pub(crate) fn current(shards: usize, ownable: usize) -> Lane {
+    match current_slot() {
+        Some(slot) if (slot as usize) < ownable => Lane {
+            shard: slot as usize,
+            owner: true,
+        },
+        Some(slot) if (slot as usize) < shards => Lane {
+            shard: slot as usize,
+            owner: false,
+        },
+        Some(slot) => Lane {
+            shard: slot as usize % shards,
+            owner: false,
+        },
+        None => Lane {
+            shard: 0,
+            owner: false,
+        },
     }
 }
 
@@ -112,9 +147,10 @@ mod tests {
 
     #[test]
     fn current_shard_is_stable_and_in_range() {
-        let a = current(7);
-        assert!(a < 7);
-        assert_eq!(a, current(7));
+        let a = current(7, 7);
+        assert!(a.shard < 7);
+        assert_eq!(a, current(7, 7));
+        assert!(!current(7, 0).owner);
     }
 
     #[test]
@@ -129,7 +165,7 @@ mod tests {
                     let tx = tx.clone();
                     let hold = hold.clone();
                     std::thread::spawn(move || {
-                        tx.send(current_slot()).unwrap();
+                        tx.send(current_slot().unwrap()).unwrap();
                         // Both alive at once: their slots must differ.
                         hold.wait();
                     })

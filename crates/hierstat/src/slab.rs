@@ -1,12 +1,12 @@
 //! Per-shard counter rows, in shard-major slabs.
 //!
-//! Every group owns one *row* per shard: a header word followed by one
-//! 8-byte counter per schema slot. Rows of different groups on the same
-//! shard are packed contiguously (the kernel's per-CPU areas do the same):
-//! they are written by the same shard's updaters, so packing them costs no
-//! false sharing and no padding per counter. Shard sections are 128-byte
-//! aligned and padded, so two shards never share a cache line (or an
-//! adjacent-line prefetch pair).
+//! Every group owns one *row* per shard: a header word, the owner's residue
+//! word, then one 8-byte counter per schema slot. Rows of different groups
+//! on the same shard are packed contiguously (the kernel's per-CPU areas do
+//! the same): they are written by the same shard's updaters, so packing
+//! them costs no false sharing and no padding per counter. Shard sections
+//! are 128-byte aligned and padded, so two shards never share a cache line
+//! (or an adjacent-line prefetch pair).
 //!
 //! Rows live in *buckets* of geometrically growing capacity (16, 32, ...,
 //! 256 rows, then 256 each), so memory grows with the number of groups
@@ -14,25 +14,55 @@
 //! A group caches its bucket and offsets, so the hot path reaches its row
 //! without consulting any table.
 //!
+//! # Three sections per bucket
+//!
+//! * **owner cells** (`lines`): written with plain loads and stores by the
+//!   one thread that owns the shard (see `shard.rs`); never written by
+//!   anyone else;
+//! * **shared cells** (`shared`, allocated on first use): atomic
+//!   `fetch_add`s by every other writer of the shard — explicit-shard calls
+//!   (the simulator) and threads beyond the shard count — which the flusher
+//!   `swap`s to zero;
+//! * **snapshots** (`prev`, allocated by the first flush that meets a
+//!   non-zero owner cell): the owner cell's value at the last flush, owned
+//!   by flushers (`delta = cur − prev`), so no flusher writes a line that
+//!   an owner writes, as the kernel's rstat keeps `state_prev`.
+//!
+//! All three share one geometry, so a word's index is the same in each.
+//!
 //! # Header word
 //!
 //! | bits | field | written by |
 //! |---|---|---|
-//! | 0..32 | `residue`: update magnitude (pages) not yet folded into the group's threshold counter | updaters (`fetch_add`), flusher (reset) |
+//! | 0..30 | shared `residue`: magnitude (pages) of shared-path updates not yet folded | shared writers (`fetch_add`), fold (reset) |
+//! | 30 | `SHARED_RES`: a shared writer reserved this pair since its last drain | shared writers (claim), flusher (drain) |
+//! | 31 | `OWNER_RES`: the owner reserved this pair since its last drain | owner (claim), flusher (drain) |
 //! | 32..63 | `next`: link of the shard's lock-free update list (row + 1; 0 ends the list) | the pusher that won the claim, while `QUEUED` |
-//! | 63 | `QUEUED`: the row is on the shard's update list | updater (claim), flusher (drain) |
+//! | 63 | `QUEUED`: the row is on the shard's update list | claimers, flusher (drain) |
 //!
-//! Putting the residue and the claim bit in one word is what closes the
-//! kernel's "benign" lost-update window: the updater's residue `fetch_add`
-//! (Release) and the flusher's drain `fetch_and` (Acquire) are read-modify-
-//! writes of the same location, so one of them is first: either the flusher
-//! sees the update's counter write, or the updater sees `QUEUED` clear and
-//! queues the row again. See `update.rs` and the loom tests.
+//! The owner's residue is the row's second word, written by the owner
+//! alone (plain load and store).
+//!
+//! Shared writers put the residue and the claim bit in one word: the
+//! updater's residue `fetch_add` (Release) and the flusher's drain are
+//! read-modify-writes of the same location, so one of them is first —
+//! either the flusher sees the update's counter write, or the updater sees
+//! `QUEUED` clear and queues the row again. The owner's plain path closes
+//! the same window with an asymmetric barrier (see `update.rs`).
 
-use crate::sync::{Arc, AtomicU64};
+use crate::sync::{Arc, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-/// Mask of the residue field.
-pub(crate) const RESIDUE_MASK: u64 = (1 << 32) - 1;
+/// Mask of the shared residue field.
+pub(crate) const RESIDUE_MASK: u64 = (1 << 30) - 1;
+/// A shared writer reserved the pair (folded thresholds) since its drain.
+pub(crate) const SHARED_RES: u64 = 1 << 30;
+/// The owner reserved the pair (folded thresholds) since its drain.
+pub(crate) const OWNER_RES: u64 = 1 << 31;
+/// Word offset of the owner's residue in a row.
+pub(crate) const OWNER_RESIDUE: usize = 1;
+/// Word offset of the first counter in a row.
+pub(crate) const CELLS: usize = 2;
 /// Shift of the `next` field.
 pub(crate) const NEXT_SHIFT: u32 = 32;
 /// Mask of the `next` field.
@@ -53,34 +83,119 @@ const GROWING_ROWS: usize = FIRST_BUCKET_ROWS * ((1 << (LAST_GROWING + 1)) - 1);
 /// Shard sections are padded to this many words (128 bytes).
 const SECTION_ALIGN_WORDS: usize = 16;
 
-/// A 128-byte aligned group of words, so that shard sections (multiples of
-/// 16 words) start on their own cache-line pair.
-#[repr(C, align(128))]
+/// A zeroed array of words whose first word starts a 128-byte line pair,
+/// so that shard sections (multiples of 16 words) start on their own pair.
+/// The allocation is 15 words longer than asked and `start` skips to the
+/// first aligned word: one contiguous slice, so a row is one slice too.
 #[derive(Debug)]
-pub(crate) struct Line(pub(crate) [AtomicU64; SECTION_ALIGN_WORDS]);
+pub(crate) struct Words {
+    words: Box<[AtomicU64]>,
+    start: usize,
+}
 
-/// One bucket: `shards` sections of `rows` rows each.
+impl Words {
+    fn zeroed(len: usize) -> Self {
+        let words: Box<[AtomicU64]> = (0..len + SECTION_ALIGN_WORDS - 1)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        // Reading an address is safe; `AtomicU64` is 8-byte aligned, so the
+        // skew to the next 128-byte boundary is a whole number of words.
+        let addr = words.as_ptr() as usize;
+        let start = (128 - addr % 128) % 128 / 8;
+        Words { words, start }
+    }
+
+    /// Word `i`.
+    #[inline(always)]
+    pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
+        &self.words[self.start + i]
+    }
+
+    /// Words `i..i + n`.
+    #[inline(always)]
+    pub(crate) fn slice(&self, i: usize, n: usize) -> &[AtomicU64] {
+        &self.words[self.start + i..self.start + i + n]
+    }
+
+    fn len(&self) -> usize {
+        self.words.len() + 1 - SECTION_ALIGN_WORDS
+    }
+}
+
+/// One bucket: `shards` sections of `rows` rows each, in three parallel
+/// sections (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Bucket {
-    pub(crate) lines: Box<[Line]>,
+    /// Headers, owner residues and owner cells.
+    pub(crate) lines: Words,
+    /// Shared cells, allocated by the first shared-path write.
+    shared: OnceLock<Words>,
+    /// Flushers' snapshots of the owner cells, allocated by the first flush
+    /// that meets a non-zero owner cell.
+    prev: OnceLock<Words>,
 }
 
 impl Bucket {
     fn zeroed(words: usize) -> Self {
-        let lines = (0..words / SECTION_ALIGN_WORDS)
-            .map(|_| Line(std::array::from_fn(|_| AtomicU64::new(0))))
-            .collect();
-        Bucket { lines }
+        let b = Bucket {
+            lines: Words::zeroed(words),
+            shared: OnceLock::new(),
+            prev: OnceLock::new(),
+        };
+        // loom cannot see the synchronization inside std's `OnceLock`, and
+        // would take the lazy creation of the sections' (loom) atomics for a
+        // race: under loom they are created with the bucket.
+        #[cfg(loom)]
+        {
+            let _ = b.shared.set(Words::zeroed(words));
+            let _ = b.prev.set(Words::zeroed(words));
+        }
+        b
     }
 
-    /// Word `i` of the bucket.
+    /// Word `i` of the owner section.
     #[inline(always)]
     pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
-        &self.lines[i / SECTION_ALIGN_WORDS].0[i % SECTION_ALIGN_WORDS]
+        self.lines.word(i)
+    }
+
+    /// Word `i` of the shared section, allocating it on first use.
+    #[inline(always)]
+    pub(crate) fn shared_word(&self, i: usize) -> &AtomicU64 {
+        self.shared
+            .get_or_init(|| Words::zeroed(self.len_words()))
+            .word(i)
+    }
+
+    /// Word `i` of the shared section, if the section exists.
+    #[inline(always)]
+    pub(crate) fn shared_word_if_any(&self, i: usize) -> Option<&AtomicU64> {
+        self.shared.get().map(|w| w.word(i))
+    }
+
+    /// Word `i` of the snapshots, if they exist.
+    #[inline(always)]
+    pub(crate) fn prev_word_if_any(&self, i: usize) -> Option<&AtomicU64> {
+        self.prev.get().map(|w| w.word(i))
+    }
+
+    /// Word `i` of the snapshots, allocating them on first use (flushers).
+    #[inline(always)]
+    pub(crate) fn prev_word(&self, i: usize) -> &AtomicU64 {
+        self.prev
+            .get_or_init(|| Words::zeroed(self.len_words()))
+            .word(i)
     }
 
     fn len_words(&self) -> usize {
-        self.lines.len() * SECTION_ALIGN_WORDS
+        self.lines.len()
+    }
+
+    /// Bytes allocated, all sections.
+    fn bytes(&self) -> usize {
+        let sections =
+            1 + self.shared.get().is_some() as usize + self.prev.get().is_some() as usize;
+        sections * (self.len_words() + SECTION_ALIGN_WORDS - 1) * 8
     }
 }
 
@@ -92,6 +207,8 @@ pub(crate) struct RowRef {
     pub(crate) offset: usize,
     /// Words per shard section.
     pub(crate) stride: usize,
+    /// Words per row.
+    pub(crate) len: usize,
 }
 
 impl RowRef {
@@ -101,16 +218,71 @@ impl RowRef {
         shard * self.stride + self.offset
     }
 
+    /// The whole row on `shard`: header, owner residue, owner cells.
+    #[inline(always)]
+    pub(crate) fn row(&self, shard: usize) -> &[AtomicU64] {
+        self.bucket.lines.slice(self.base(shard), self.len)
+    }
+
     /// The header word on `shard`.
     #[inline(always)]
     pub(crate) fn header(&self, shard: usize) -> &AtomicU64 {
         self.bucket.word(self.base(shard))
     }
 
-    /// Counter `slot` on `shard`.
+    /// The owner's residue word on `shard`.
+    #[inline(always)]
+    pub(crate) fn owner_residue(&self, shard: usize) -> &AtomicU64 {
+        self.bucket.word(self.base(shard) + OWNER_RESIDUE)
+    }
+
+    /// Owner cell `slot` on `shard` (written by the shard's owner only).
     #[inline(always)]
     pub(crate) fn counter(&self, shard: usize, slot: usize) -> &AtomicU64 {
-        self.bucket.word(self.base(shard) + 1 + slot)
+        self.bucket.word(self.base(shard) + CELLS + slot)
+    }
+
+    /// Shared cell `slot` on `shard` (atomic adds), allocated on first use.
+    #[inline(always)]
+    pub(crate) fn shared_counter(&self, shard: usize, slot: usize) -> &AtomicU64 {
+        self.bucket.shared_word(self.base(shard) + CELLS + slot)
+    }
+
+    /// Shared cell `slot` on `shard`, if any shared write ever happened in
+    /// this bucket.
+    #[inline(always)]
+    pub(crate) fn shared_counter_if_any(&self, shard: usize, slot: usize) -> Option<&AtomicU64> {
+        self.bucket
+            .shared_word_if_any(self.base(shard) + CELLS + slot)
+    }
+
+    /// The flushers' snapshot of owner cell `slot` on `shard`, if any.
+    #[inline(always)]
+    pub(crate) fn prev_if_any(&self, shard: usize, slot: usize) -> Option<&AtomicU64> {
+        self.bucket
+            .prev_word_if_any(self.base(shard) + CELLS + slot)
+    }
+
+    /// What slot `slot` on `shard` holds that no flush has carried yet:
+    /// owner cell minus snapshot, plus the shared cell. For quiescent
+    /// checks (verification, recycling), not for flushing.
+    pub(crate) fn unflushed(&self, shard: usize, slot: usize) -> u64 {
+        // ORDERING: Relaxed; callers hold the row quiescent.
+        let cur = self.counter(shard, slot).load(Ordering::Relaxed);
+        let prev = self
+            .prev_if_any(shard, slot)
+            .map_or(0, |p| p.load(Ordering::Relaxed));
+        let shared = self
+            .shared_counter_if_any(shard, slot)
+            .map_or(0, |c| c.load(Ordering::Relaxed));
+        cur.wrapping_sub(prev).wrapping_add(shared)
+    }
+
+    /// The flushers' snapshot of owner cell `slot` on `shard`, allocating
+    /// the snapshots on first use.
+    #[inline(always)]
+    pub(crate) fn prev(&self, shard: usize, slot: usize) -> &AtomicU64 {
+        self.bucket.prev_word(self.base(shard) + CELLS + slot)
     }
 }
 
@@ -128,7 +300,7 @@ impl Slab {
     pub(crate) fn new(shards: usize, slots: usize) -> Self {
         Slab {
             shards,
-            row_words: 1 + slots,
+            row_words: CELLS + slots,
             buckets: Vec::new(),
             next_row: 0,
             free: Vec::new(),
@@ -185,6 +357,7 @@ impl Slab {
                 bucket: self.buckets[b].clone(),
                 offset: idx * self.row_words,
                 stride: self.section_words(b),
+                len: self.row_words,
             },
         ))
     }
@@ -196,7 +369,7 @@ impl Slab {
 
     /// Bytes of counter memory allocated so far.
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.buckets.iter().map(|b| b.len_words() * 8).sum()
+        self.buckets.iter().map(|b| b.bytes()).sum()
     }
 }
 
@@ -239,8 +412,6 @@ mod tests {
 
     #[test]
     fn buckets_are_cache_line_pair_aligned() {
-        assert_eq!(std::mem::align_of::<Line>(), 128);
-        assert_eq!(std::mem::size_of::<Line>(), 128);
         let mut s = Slab::new(3, 5);
         let (_, r) = s.alloc().unwrap();
         let p = r.header(1) as *const AtomicU64 as usize;
@@ -253,9 +424,13 @@ mod tests {
 
     #[test]
     fn header_fields_do_not_overlap() {
-        assert_eq!(RESIDUE_MASK & NEXT_MASK, 0);
-        assert_eq!(NEXT_MASK & QUEUED, 0);
-        assert_eq!(RESIDUE_MASK | NEXT_MASK | QUEUED, u64::MAX);
+        let fields = [RESIDUE_MASK, SHARED_RES, OWNER_RES, NEXT_MASK, QUEUED];
+        for (i, a) in fields.iter().enumerate() {
+            for b in &fields[i + 1..] {
+                assert_eq!(a & b, 0);
+            }
+        }
+        assert_eq!(fields.iter().fold(0, |acc, f| acc | f), u64::MAX);
         assert!(((MAX_ROWS as u64 + 1) << NEXT_SHIFT) & !NEXT_MASK == 0);
     }
 }

@@ -78,6 +78,26 @@ pub(crate) struct Core {
     /// hot path with none to serve it flushes synchronously instead.
     /// ORDERING: Relaxed; a mode hint (see `flush_entry`).
     pub(crate) flushers: AtomicU64,
+    /// How owners and flushers fence each other.
+    pub(crate) barriers: crate::sync::Barriers,
+    /// Shards whose owner may take the plain path: all of them where the
+    /// flushers have membarrier, none where they have only fences (an
+    /// owner would then pay a `SeqCst` fence per update, no cheaper than
+    /// the shared path's two RMWs).
+    pub(crate) ownable: usize,
+    /// The threshold accounting walks the ancestors' residues on every
+    /// update (kernel-exact per-group accounting).
+    pub(crate) walks_ancestors: bool,
+    /// Per shard: an owner wrote this tree's owner cells on the shard (set
+    /// once, see `update.rs`): flushes of the shard need the heavy barrier.
+    pub(crate) owned: Box<[AtomicBool]>,
+    /// Per shard: a shared-path writer wrote this tree on the shard (set
+    /// once; for error bounds).
+    pub(crate) shared_used: Box<[AtomicBool]>,
+    /// Set flags in `owned` and `shared_used`: the residues per (group,
+    /// shard) that error bounds must cover, summed over shards.
+    /// ORDERING: Relaxed; a size for bounds.
+    pub(crate) residue_lanes: AtomicU64,
     /// Removed groups whose rows are not recycled yet: their residues count
     /// in the global error bound like live groups'. ORDERING: Relaxed; a
     /// size for bounds, updated under the structure lock.
@@ -111,6 +131,7 @@ impl HierStats {
             shards,
             policy,
             clock,
+            membarrier,
         } = config;
         if shards == 0 || shards > MAX_SHARDS {
             return Err(Error::InvalidConfig(format!(
@@ -143,6 +164,7 @@ impl HierStats {
             reaped: Default::default(),
         };
         let now = clock.now_ns();
+        let barriers = crate::sync::Barriers::detect(membarrier);
         let core = Core {
             threshold: policy.threshold_pages(shards),
             break_above: policy.break_above(shards),
@@ -166,6 +188,17 @@ impl HierStats {
             async_requested: AtomicBool::new(false),
             flushers: AtomicU64::new(0),
             zombie_rows: AtomicU64::new(0),
+            barriers,
+            ownable: if barriers == crate::sync::Barriers::Membarrier {
+                shards
+            } else {
+                0
+            },
+            walks_ancestors: policy.threshold == crate::policy::ThresholdRule::PerGroup
+                && policy.scheme == crate::policy::ThresholdScheme::PerAncestor,
+            owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            shared_used: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            residue_lanes: AtomicU64::new(0),
             wake: Mutex::new(0),
             wake_cv: Condvar::new(),
             flush_stats: FlushStatCounters::default(),

@@ -157,3 +157,70 @@ impl<G: std::ops::DerefMut> std::ops::DerefMut for Ranked<G> {
 pub(crate) fn lock_tree<T>(m: &Mutex<T>) -> Ranked<MutexGuard<'_, T>> {
     Ranked::take(Rank::ShardTree, || lock(m))
 }
+
+/// How a tree's owner path and its flushers fence each other (see
+/// `update.rs`), decided when the tree is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Barriers {
+    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` for flushers, a
+    /// compiler fence for updaters (the process is registered for it).
+    Membarrier,
+    /// No membarrier (kernels without private expedited membarrier,
+    /// sandboxes that forbid it, loom, or on request): owners take the
+    /// shared path, and the flusher's barrier is a `SeqCst` fence.
+    Fences,
+}
+
+impl Barriers {
+    /// Membarrier where the kernel offers it and registration succeeds
+    /// (registration is per process and idempotent), else fences.
+    pub(crate) fn detect(allow_membarrier: bool) -> Self {
+        #[cfg(all(target_os = "linux", not(loom)))]
+        if allow_membarrier {
+            use rustix::thread::{membarrier, membarrier_query, MembarrierCommand as Cmd};
+            let q = membarrier_query();
+            if q.contains_command(Cmd::PrivateExpedited)
+                && q.contains_command(Cmd::RegisterPrivateExpedited)
+                && membarrier(Cmd::RegisterPrivateExpedited).is_ok()
+            {
+                return Barriers::Membarrier;
+            }
+        }
+        let _ = allow_membarrier;
+        Barriers::Fences
+    }
+
+    /// The flusher's side: on return, every thread of the process that
+    /// was running has executed a full memory barrier.
+    ///
+    /// # Panics
+    /// If the kernel refuses a membarrier the process registered for,
+    /// which it documents it does not do: carrying on would risk lost
+    /// updates.
+    pub(crate) fn heavy(self) {
+        match self {
+            #[cfg(all(target_os = "linux", not(loom)))]
+            Barriers::Membarrier => {
+                use rustix::thread::{membarrier, MembarrierCommand as Cmd};
+                let mut tries = 0;
+                while let Err(e) = membarrier(Cmd::PrivateExpedited) {
+                    tries += 1;
+                    assert!(
+                        e == rustix::io::Errno::INTR && tries < 100,
+                        "membarrier(PRIVATE_EXPEDITED) failed after registration: {e}"
+                    );
+                }
+            }
+            _ => fence_seqcst(),
+        }
+    }
+}
+
+/// A `SeqCst` fence (loom's under `--cfg loom`).
+#[inline]
+pub(crate) fn fence_seqcst() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+    #[cfg(not(loom))]
+    std::sync::atomic::fence(Ordering::SeqCst);
+}

@@ -209,8 +209,11 @@ impl HierStats {
                 st.reaped.remove(&row);
                 for s in 0..core.shards {
                     // ORDERING: Relaxed; no handle exists, nobody else
-                    // touches the row. Clears a residue left by a racy reset.
+                    // touches the row. Clears the residues the next group
+                    // of this row must not inherit (owner cells keep their
+                    // values: their snapshots match them, idle).
                     z.hot.rows.header(s).store(0, Ordering::Relaxed);
+                    z.hot.rows.owner_residue(s).store(0, Ordering::Relaxed);
                 }
                 st.nodes[row as usize] = None;
                 st.slab.free(row);
@@ -338,7 +341,7 @@ impl crate::stats::Core {
             let hdr = rows.header(s).load(Ordering::Relaxed);
             hdr & QUEUED == 0
                 && !crate::sync::lock_tree(&self.trees[s]).contains(n.hot.row)
-                && (0..self.schema.slots()).all(|k| rows.counter(s, k).load(Ordering::Relaxed) == 0)
+                && (0..self.schema.slots()).all(|k| rows.unflushed(s, k) == 0)
         }) && n
             .pending()
             .is_none_or(|ps| ps.iter().all(|p| p.load(Ordering::Relaxed) == 0))

@@ -1,31 +1,72 @@
-//! The update path.
+//! The update path: an owner's plain path and everyone else's atomic path.
 //!
-//! For an update of `delta` to counter slot `k` of group `g` on shard `s`:
+//! A thread that owns its shard (it holds the slot of the same number, see
+//! `shard.rs`) is the only writer of that shard's *owner cells*. Its update
+//! of `delta` to slot `k` of group `g` on shard `s` is:
 //!
-//! 1. `counter[g][s][k].fetch_add(delta)` (Relaxed): threads migrate and may
-//!    share a shard, so the add is an atomic RMW, never load + store;
-//! 2. `header[g][s].fetch_add(m)` (Release), where `m` is the update's
-//!    magnitude in pages (0 if `m ≥ batch`, which folds directly). This one
-//!    RMW both accounts the magnitude and *synchronizes with the flusher's
-//!    drain*: it closes the race the kernel calls benign (see `slab.rs`);
-//! 3. if the returned header had `QUEUED` clear: claim it (`fetch_or`) and,
-//!    if this thread won, push the row on the shard's update list (cold);
+//! 1. `cell = cell + delta` and `residue = residue + magnitude`: plain
+//!    loads and stores (no `lock` prefix) on lines only this thread writes;
+//! 2. a compiler fence (the light half of an asymmetric barrier), then an
+//!    Acquire load of the row's header;
+//! 3. if the header shows the pair not yet reserved by the owner since its
+//!    last drain: claim it (`fetch_or`, cold) — push the row on the shard's
+//!    update list if it was not queued, reserve thresholds;
 //! 4. if the residue reached `batch`: fold it into the threshold counters
-//!    (cold, once per `batch` pages).
+//!    (cold, once per `batch` pages), as the kernel's `stats_updates` does.
 //!
-//! With [`ThresholdScheme::Folded`] that is two atomic RMWs whatever the
-//! depth; the O(depth) walks happen once per `batch` pages (fold) and once
-//! per (group, shard) per flush (claim, which reserves `batch − 1`: the most
-//! the pair's residue can hold unfolded). With [`ThresholdScheme::PerAncestor`] (the kernel's exact
-//! accounting) step 2 is repeated on every ancestor's header on shard `s`,
-//! until the early-break rule stops the walk.
+//! The common case is two plain loads, two plain stores and one load:
+//! no read-modify-write, whatever the depth.
+//!
+//! # Why the barrier
+//!
+//! The updater's "write the cell, then check the pair is still queued"
+//! against the flusher's "dequeue (clear `QUEUED`), then read the cell" is
+//! the store-buffering pattern: with only plain accesses both sides can
+//! read stale values, and the update is left neither queued nor flushed
+//! (the loom model `owner_protocol_without_barrier_loses_an_update` finds
+//! that interleaving). It needs a full barrier on both sides, or an
+//! asymmetric one: the updater's compiler fence paired with a process-wide
+//! barrier the flusher issues after its dequeues (`membarrier(2)`
+//! `PRIVATE_EXPEDITED`, through `rustix`), as userspace RCU does. Where
+//! the process cannot use membarrier (old kernels, seccomp sandboxes,
+//! [`Config::membarrier(false)`](crate::Config::membarrier)) owners take the
+//! shared path instead: a `SeqCst` fence per update would cost as much as
+//! its two RMWs. The flusher's barrier makes every other running thread execute a
+//! full barrier: an update whose cell write is not visible to the flusher's
+//! read had not executed that write at the barrier point, so its later
+//! header load observes the dequeue and queues the row again.
+//!
+//! The flusher pays the heavy barrier only on shards that an owner has ever
+//! written: the owner announces itself once per (tree, shard) with a
+//! `SeqCst` fence after setting `Core::owned[s]`, and the flusher loads the
+//! flag after a `SeqCst` fence (see `Core::claim_owned`).
+//!
+//! # The shared path
+//!
+//! Threads beyond the shard count (they share a shard) and explicit-shard
+//! calls (`add_with`, the simulator) write the *shared cells* with atomic
+//! RMWs, exactly as the engine always did:
+//!
+//! 1. `shared[g][s][k].fetch_add(delta)` (Relaxed);
+//! 2. `header[g][s].fetch_add(m)` (AcqRel), `m` the magnitude if under
+//!    `batch` (larger ones fold directly). This one RMW both accounts the
+//!    magnitude and orders the update against the flusher's drain of the
+//!    same word (see `slab.rs`);
+//! 3. claim if not reserved by a shared writer since the drain; fold at
+//!    `batch`.
+//!
+//! With [`ThresholdScheme::PerAncestor`] (the kernel's exact accounting)
+//! the residue step is repeated on every ancestor's row on shard `s`, until
+//! the early-break rule stops the walk: plain on the owner path (the owner
+//! is the only writer of the ancestors' owner residues on its shard),
+//! `fetch_add` on the shared path.
 
 use crate::error::Error;
 use crate::node::{Group, Node};
 use crate::policy::{ThresholdRule, ThresholdScheme};
 use crate::schema::{ItemId, NodeItemId};
 use crate::shard::{self, Shard};
-use crate::slab::{QUEUED, RESIDUE_MASK};
+use crate::slab::{CELLS, OWNER_RES, OWNER_RESIDUE, QUEUED, RESIDUE_MASK, SHARED_RES};
 use crate::stats::{Core, HierStats};
 use crate::sync::{AtomicU64, Ordering};
 use crate::work::{Work, WorkSink};
@@ -33,9 +74,10 @@ use crate::work::{Work, WorkSink};
 impl HierStats {
     /// Adds `delta` to a state item, or counts `delta` events, on the current
     /// thread's shard: each thread holds the lowest free slot of a
-    /// process-wide pool while it lives, and slot `i` writes shard
-    /// `i % shards`, so live threads share a shard only when there are more
-    /// of them than shards.
+    /// process-wide pool while it lives, and slot `i` writes shard `i` with
+    /// plain stores when `i < shards` (it owns the shard), else shard
+    /// `i % shards` with atomic adds, so live threads share a shard only
+    /// when there are more of them than shards.
     ///
     /// # Errors
     /// [`Error::ForeignGroup`] for a group of another tree,
@@ -45,14 +87,22 @@ impl HierStats {
     #[inline]
     pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
         let node = self.core.own(group)?;
-        let slot = self.core.schema.slot_for_update(item, delta)?;
-        let s = shard::current(self.core.shards);
-        self.core.update(s, node, slot, delta, &mut ());
+        let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
+        let lane = shard::current(self.core.shards, self.core.ownable);
+        let mag = unit.pages(delta);
+        if lane.owner {
+            self.core
+                .update_owned(lane.shard, node, slot, delta, mag, &mut ());
+        } else {
+            self.core
+                .update(lane.shard, node, slot, delta, mag, &mut ());
+        }
         Ok(())
     }
 
     /// [`add`](Self::add) on an explicit shard, reporting work to `work`
-    /// (pass `&mut ()` to report nothing).
+    /// (pass `&mut ()` to report nothing). Explicit-shard updates take the
+    /// shared (atomic) path: any thread may name any shard.
     ///
     /// # Errors
     /// As [`add`](Self::add), plus [`Error::ShardOutOfRange`].
@@ -66,9 +116,33 @@ impl HierStats {
         work: &mut W,
     ) -> Result<(), Error> {
         let node = self.core.own(group)?;
-        let slot = self.core.schema.slot_for_update(item, delta)?;
+        let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
         let s = self.core.check_shard(shard)?;
-        self.core.update(s, node, slot, delta, work);
+        self.core
+            .update(s, node, slot, delta, unit.pages(delta), work);
+        Ok(())
+    }
+
+    /// loom only: [`add`](Self::add) through the owner path of `shard`, as
+    /// the thread that owns it. (Model threads share the OS thread whose
+    /// slot `add` would look up.) The caller must be the only thread that
+    /// uses this for `shard`.
+    ///
+    /// # Errors
+    /// As [`add_with`](Self::add_with).
+    #[cfg(loom)]
+    pub fn add_owned_with(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error> {
+        let node = self.core.own(group)?;
+        let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
+        let s = self.core.check_shard(shard)?;
+        self.core
+            .update_owned(s, node, slot, delta, unit.pages(delta), &mut ());
         Ok(())
     }
 
@@ -84,8 +158,25 @@ impl HierStats {
         node: usize,
         delta: i64,
     ) -> Result<(), Error> {
-        let s = shard::current(self.core.shards);
-        self.add_node_on(s, group, item, node, delta, &mut ())
+        let owned = self.core.own(group)?;
+        let (total, per_node) = self.core.schema.node_slots(item, node)?;
+        let lane = shard::current(self.core.shards, self.core.ownable);
+        if lane.owner {
+            let c = owned.hot.rows.counter(lane.shard, per_node);
+            // ORDERING: Relaxed load and store; this thread is the cell's
+            // only writer. Published with the total's update below.
+            c.store(
+                c.load(Ordering::Relaxed).wrapping_add(delta as u64),
+                Ordering::Relaxed,
+            );
+            let mag = self.core.schema.slot_unit(total).pages(delta);
+            self.core
+                .update_owned(lane.shard, owned, total, delta, mag, &mut ());
+        } else {
+            self.core
+                .update_node_shared(lane.shard, owned, total, per_node, delta, &mut ());
+        }
+        Ok(())
     }
 
     /// [`add_node`](Self::add_node) on an explicit shard, reporting work.
@@ -101,31 +192,11 @@ impl HierStats {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error> {
-        let s = self.core.check_shard(shard)?;
-        self.add_node_on(s, group, item, node, delta, work)
-    }
-
-    fn add_node_on<W: WorkSink>(
-        &self,
-        s: usize,
-        group: &Group,
-        item: NodeItemId,
-        node: usize,
-        delta: i64,
-        work: &mut W,
-    ) -> Result<(), Error> {
         let owned = self.core.own(group)?;
         let (total, per_node) = self.core.schema.node_slots(item, node)?;
-        // The total slot carries the magnitude; the per-node slot only needs
-        // its counter written before the same Release header RMW.
-        // ORDERING: Relaxed; published by the header RMW in `update`.
-        owned
-            .hot
-            .rows
-            .counter(s, per_node)
-            .fetch_add(delta as u64, Ordering::Relaxed);
-        work.count(Work::Atomic, 1);
-        self.core.update(s, owned, total, delta, work);
+        let s = self.core.check_shard(shard)?;
+        self.core
+            .update_node_shared(s, owned, total, per_node, delta, work);
         Ok(())
     }
 }
@@ -142,7 +213,109 @@ impl Core {
         }
     }
 
-    /// The update path proper (see the module docs).
+    fn update_node_shared<W: WorkSink>(
+        &self,
+        s: usize,
+        node: &Node,
+        total: usize,
+        per_node: usize,
+        delta: i64,
+        work: &mut W,
+    ) {
+        // The total slot carries the magnitude; the per-node slot only needs
+        // its counter written before the same Release header RMW.
+        // ORDERING: Relaxed; published by the header RMW in `update`.
+        node.hot
+            .rows
+            .shared_counter(s, per_node)
+            .fetch_add(delta as u64, Ordering::Relaxed);
+        work.count(Work::Atomic, 1);
+        let mag = self.schema.slot_unit(total).pages(delta);
+        self.update(s, node, total, delta, mag, work);
+    }
+
+    /// The owner's plain path (see the module docs). Only the thread that
+    /// owns shard `s` may call it.
+    #[inline(always)]
+    pub(crate) fn update_owned<W: WorkSink>(
+        &self,
+        s: usize,
+        node: &Node,
+        slot: usize,
+        delta: i64,
+        mag: u64,
+        work: &mut W,
+    ) {
+        // One slice for the row: header, owner residue, cells.
+        let row = node.hot.rows.row(s);
+        let cell = &row[CELLS + slot];
+        // ORDERING: Relaxed load and store: this thread is the cell's only
+        // writer (it owns shard `s`), so no update can be lost between them;
+        // the flusher reads the cell after its heavy barrier.
+        cell.store(
+            cell.load(Ordering::Relaxed).wrapping_add(delta as u64),
+            Ordering::Relaxed,
+        );
+        let res = &row[OWNER_RESIDUE];
+        // ORDERING: Relaxed; the owner's own magnitude counter.
+        let r = res.load(Ordering::Relaxed) + mag;
+        // The updater's side of the asymmetric barrier: a compiler fence
+        // (the owner path runs only where the flushers have membarrier).
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        #[cfg(loom)]
+        crate::sync::fence_seqcst();
+        // ORDERING: Relaxed. `OWNER_RES` is set only by this thread's own
+        // claims: finding it set means this thread queued the row (or found
+        // it queued, acquiring that claimer's announcement in its own claim
+        // RMW) since the last drain. (loom: Acquire here caught nothing.)
+        let hdr = &row[0];
+        if hdr.load(Ordering::Relaxed) & OWNER_RES == 0 {
+            self.claim_owned(s, node, hdr, work);
+        }
+        if self.walks_ancestors
+            // ORDERING: Relaxed; flush trigger only.
+            && node.updates.load(Ordering::Relaxed) <= self.break_above
+        {
+            self.walk_ancestors_owned(s, node, mag, work);
+        }
+        if r >= self.batch {
+            // ORDERING: Relaxed; see above.
+            res.store(0, Ordering::Relaxed);
+            self.account(node, r, work);
+        } else {
+            res.store(r, Ordering::Relaxed);
+        }
+    }
+
+    /// The owner's claim: the first owner-path write to the pair since its
+    /// last drain.
+    ///
+    /// Before its first claim on shard `s` the owner announces itself: it
+    /// sets the flag the flusher checks before deciding whether it needs
+    /// the heavy barrier, then issues a `SeqCst` fence (once per tree and
+    /// shard). Every owner update goes through here before any later
+    /// update of the pair can skip the claim, so for each later update
+    /// either the flusher's `SeqCst` fence (after its dequeues) precedes
+    /// ours in the fences' total order — then the update's header load
+    /// observes the dequeue and claims again — or ours precedes it, and the
+    /// flusher's flag load sees the flag and issues the heavy barrier. The
+    /// first update itself is published by the claim's Release RMW, which
+    /// the flusher's Acquire residue take synchronizes with (or, if the
+    /// claim comes after the dequeue, it queues the row again).
+    #[cold]
+    #[inline(never)]
+    fn claim_owned<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, work: &mut W) {
+        // ORDERING: Relaxed; set once per (tree, shard), ordered by the
+        // fence that follows.
+        if !self.owned[s].load(Ordering::Relaxed) && !self.owned[s].swap(true, Ordering::Relaxed) {
+            // ORDERING: Relaxed; a count for error bounds.
+            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
+            crate::sync::fence_seqcst();
+        }
+        self.claim(s, node, hdr, OWNER_RES, work);
+    }
+
+    /// The shared (atomic) path (see the module docs).
     #[inline(always)]
     pub(crate) fn update<W: WorkSink>(
         &self,
@@ -150,30 +323,34 @@ impl Core {
         node: &Node,
         slot: usize,
         delta: i64,
+        mag: u64,
         work: &mut W,
     ) {
+        // ORDERING: Relaxed; a flag set once per (tree, shard), read only
+        // for error bounds.
+        if !self.shared_used[s].load(Ordering::Relaxed)
+            && !self.shared_used[s].swap(true, Ordering::Relaxed)
+        {
+            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
+        }
         let rows = &node.hot.rows;
-        let base = rows.base(s);
         // ORDERING: Relaxed; made visible to the flusher by the Release RMW
         // on the header below (same thread, sequenced before it).
-        rows.bucket
-            .word(base + 1 + slot)
+        rows.shared_counter(s, slot)
             .fetch_add(delta as u64, Ordering::Relaxed);
-        let mag = self.schema.slot_unit(slot).pages(delta);
         let small = if mag < self.batch { mag } else { 0 };
-        let hdr = rows.bucket.word(base);
-        // ORDERING: Release pairs with the flusher's Acquire `fetch_and` in
-        // `updated::drain_next` (see there for the argument). Acquire pairs
-        // with a claimer's Release `fetch_or` of `QUEUED`: if we find the row
-        // queued, the claimer's `begin_claim` is visible to any flush we
-        // start afterwards (see `ListHead`).
+        let hdr = rows.header(s);
+        // ORDERING: Release pairs with the flusher's Acquire residue take
+        // (`flush_subtree`), which follows the drain's clear of this word.
+        // Acquire pairs with a claimer's Release `fetch_or`: if we find the
+        // pair claimed, the claimer's `begin_claim` is visible to any flush
+        // we start afterwards (see `ListHead`).
         let old = hdr.fetch_add(small, Ordering::AcqRel);
         work.count(Work::Atomic, 2);
-        if old & QUEUED == 0 {
-            self.claim(s, node, hdr, work);
+        if old & SHARED_RES == 0 {
+            self.claim(s, node, hdr, SHARED_RES, work);
         }
-        if self.policy.threshold == ThresholdRule::PerGroup
-            && self.policy.scheme == ThresholdScheme::PerAncestor
+        if self.walks_ancestors
             // ORDERING: Relaxed; flush trigger only. A group already above
             // the break level stops the walk at itself, as the kernel does.
             && node.updates.load(Ordering::Relaxed) <= self.break_above
@@ -181,42 +358,68 @@ impl Core {
             self.walk_ancestors(s, node, mag, work);
         }
         if (old & RESIDUE_MASK) + small >= self.batch || small != mag {
-            self.fold(s, node, mag - small, work);
+            let m = self.take_residue(s, node, work) + (mag - small);
+            self.account(node, m, work);
         }
     }
 
-    /// Queues `node` on shard `s`'s update list, unless another updater won.
+    /// Reserves the pair for the writer kind `res` (`OWNER_RES` or
+    /// `SHARED_RES`) and queues the row on shard `s`'s update list unless
+    /// it is queued already.
     #[cold]
     #[inline(never)]
-    fn claim<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, work: &mut W) {
+    fn claim<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, res: u64, work: &mut W) {
         let list = &self.lists[s];
         let token = list.begin_claim();
         // ORDERING: Release publishes `begin_claim` to updaters that find
-        // the row queued (their header RMW acquires). This update's counter
-        // write was already ordered by its own RMW on the same word, and the
-        // push below publishes the link with its own Release CAS. A real
-        // RMW, never a plain store: the flusher clears the bit from another
-        // thread (the kernel learned this in `3309b63a2281`).
-        let old = hdr.fetch_or(QUEUED, Ordering::Release);
+        // the row queued (their header RMWs acquire), and the owner's cell
+        // writes to the flusher's residue take. Acquire: if the row is
+        // queued by a claimer still in progress, this thread trusts it to
+        // push; the claimer's `begin_claim` must then be visible to any
+        // flush this thread starts (the shared path's header RMW already
+        // acquired it; the owner path's first acquiring access is this).
+        // A real RMW, never a plain store: the flusher clears the bits from
+        // another thread (the kernel learned this in `3309b63a2281`).
+        let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);
         work.count(Work::Atomic, 3);
         if old & QUEUED == 0 {
             list.push(node.hot.row, hdr, work);
-            if self.policy.threshold == ThresholdRule::PerGroup
-                && self.policy.scheme == ThresholdScheme::Folded
-            {
-                // Reserve the most this pair's residue can hold before it
-                // folds, so that counters plus reservations never
-                // under-count. No early break: reservations are not capped.
-                let mut a = Some(node);
-                while let Some(n) = a {
-                    // ORDERING: Relaxed; flush trigger and bound only.
-                    n.reserved.fetch_add(self.batch - 1, Ordering::Relaxed);
-                    work.count(Work::Atomic, 1);
-                    a = n.hot.parent.as_deref();
-                }
+        }
+        if old & res == 0
+            && self.policy.threshold == ThresholdRule::PerGroup
+            && self.policy.scheme == ThresholdScheme::Folded
+        {
+            // Reserve the most this writer kind's residue of the pair can
+            // hold before it folds, so that counters plus reservations never
+            // under-count. No early break: reservations are not capped.
+            let mut a = Some(node);
+            while let Some(n) = a {
+                // ORDERING: Relaxed; flush trigger and bound only.
+                n.reserved.fetch_add(self.batch - 1, Ordering::Relaxed);
+                work.count(Work::Atomic, 1);
+                a = n.hot.parent.as_deref();
             }
         }
         list.end_claim(token);
+    }
+
+    /// Accounts `m` folded pages of `node`'s updates per the threshold rule.
+    fn account<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
+        match self.policy.threshold {
+            // No threshold to feed.
+            ThresholdRule::None => {}
+            ThresholdRule::Global => {
+                // ORDERING: Relaxed; a flush trigger, no data.
+                self.global_updates.fetch_add(m, Ordering::Relaxed);
+                work.count(Work::Atomic, 1);
+            }
+            ThresholdRule::PerGroup => match self.policy.scheme {
+                // Kernel-exact: the group's own counter; the ancestors
+                // have their own residues.
+                ThresholdScheme::PerAncestor => self.add_own(node, m, work),
+                ThresholdScheme::Folded => self.add_up(node, m, work),
+            },
+        }
     }
 
     /// Adds `m` to the threshold counters of `node` and its ancestors,
@@ -235,9 +438,9 @@ impl Core {
         }
     }
 
-    /// Kernel-exact accounting: add the magnitude to every ancestor's
-    /// residue on this shard, folding each at `batch`, stopping early per
-    /// the policy.
+    /// Kernel-exact accounting, shared path: add the magnitude to every
+    /// ancestor's shared residue on this shard, folding each at `batch`,
+    /// stopping early per the policy.
     fn walk_ancestors<W: WorkSink>(&self, s: usize, node: &Node, mag: u64, work: &mut W) {
         let mut a = node.hot.parent.as_deref();
         let small = if mag < self.batch { mag } else { 0 };
@@ -251,40 +454,38 @@ impl Core {
             let old = n.hot.rows.header(s).fetch_add(small, Ordering::Relaxed);
             work.count(Work::Atomic, 1);
             if (old & RESIDUE_MASK) + small >= self.batch || small != mag {
-                self.take_residue_into(s, n, mag - small, work);
+                let m = self.take_residue(s, n, work) + (mag - small);
+                self.add_own(n, m, work);
             }
             a = n.hot.parent.as_deref();
         }
     }
 
-    /// Takes `node`'s residue on shard `s` (plus `extra`) and accounts it.
-    #[cold]
-    #[inline(never)]
-    fn fold<W: WorkSink>(&self, s: usize, node: &Node, extra: u64, work: &mut W) {
-        match self.policy.threshold {
-            ThresholdRule::None => {
-                // No threshold to feed: just keep the residue field bounded.
-                self.take_residue(s, node, work);
+    /// Kernel-exact accounting, owner path: the same walk on the ancestors'
+    /// owner residues, with plain loads and stores (the owner of shard `s`
+    /// is their only writer).
+    fn walk_ancestors_owned<W: WorkSink>(&self, s: usize, node: &Node, mag: u64, work: &mut W) {
+        let mut a = node.hot.parent.as_deref();
+        while let Some(n) = a {
+            // ORDERING: Relaxed; the threshold counter publishes no data.
+            if n.updates.load(Ordering::Relaxed) > self.break_above {
+                break;
             }
-            ThresholdRule::Global => {
-                let m = self.take_residue(s, node, work) + extra;
-                // ORDERING: Relaxed; a flush trigger, no data.
-                self.global_updates.fetch_add(m, Ordering::Relaxed);
-                work.count(Work::Atomic, 1);
+            let res = n.hot.rows.owner_residue(s);
+            // ORDERING: Relaxed load and store; this thread's own word.
+            let r = res.load(Ordering::Relaxed) + mag;
+            if r >= self.batch {
+                res.store(0, Ordering::Relaxed);
+                self.add_own(n, r, work);
+            } else {
+                res.store(r, Ordering::Relaxed);
             }
-            ThresholdRule::PerGroup => match self.policy.scheme {
-                ThresholdScheme::PerAncestor => self.take_residue_into(s, node, extra, work),
-                ThresholdScheme::Folded => {
-                    let m = self.take_residue(s, node, work) + extra;
-                    self.add_up(node, m, work);
-                }
-            },
+            a = n.hot.parent.as_deref();
         }
     }
 
-    /// Kernel-style fold of one group's residue into its own counter.
-    fn take_residue_into<W: WorkSink>(&self, s: usize, node: &Node, extra: u64, work: &mut W) {
-        let m = self.take_residue(s, node, work) + extra;
+    /// Kernel-style fold into one group's own counter.
+    fn add_own<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
         // ORDERING: Relaxed; flush trigger only.
         if node.updates.load(Ordering::Relaxed) <= self.break_above {
             node.updates.fetch_add(m, Ordering::Relaxed);
@@ -292,10 +493,10 @@ impl Core {
         }
     }
 
-    /// Atomically takes (zeroes) the residue field of `node` on shard `s`.
+    /// Atomically takes (zeroes) the shared residue of `node` on shard `s`.
     fn take_residue<W: WorkSink>(&self, s: usize, node: &Node, work: &mut W) -> u64 {
         // ORDERING: Relaxed; the residue is a magnitude, and clearing it
-        // must not disturb the claim bit or the link (hence an RMW).
+        // must not disturb the claim bits or the link (hence an RMW).
         let old = node
             .hot
             .rows

@@ -16,7 +16,7 @@
 //!   tree. A subtree flush extracts exactly the subtree of its root, children
 //!   before parents, and leaves unrelated dirty groups in place for later.
 
-use crate::slab::{NEXT_MASK, NEXT_SHIFT, QUEUED};
+use crate::slab::{NEXT_MASK, NEXT_SHIFT, OWNER_RES, QUEUED, SHARED_RES};
 use crate::sync::{AtomicU64, Ordering};
 use crate::work::{Work, WorkSink};
 use std::collections::HashMap;
@@ -190,7 +190,10 @@ pub(crate) fn drain_next<W: WorkSink>(hdr: &AtomicU64, work: &mut W) -> u64 {
     // ORDERING: Relaxed; the link was published by the pusher's Release CAS
     // on the list head, which `take_all`'s Acquire swap synchronized with.
     let next = (hdr.load(Ordering::Relaxed) & NEXT_MASK) >> NEXT_SHIFT;
-    hdr.fetch_and(!(QUEUED | NEXT_MASK), Ordering::Relaxed);
+    hdr.fetch_and(
+        !(QUEUED | OWNER_RES | SHARED_RES | NEXT_MASK),
+        Ordering::Relaxed,
+    );
     work.count(Work::Atomic, 1);
     work.count(Work::ListPop, 1);
     next

@@ -99,7 +99,7 @@ impl HierStats {
                     )));
                 }
                 for k in 0..core.schema.slots() {
-                    if rows.counter(s, k).load(Ordering::Relaxed) != 0 {
+                    if rows.unflushed(s, k) != 0 {
                         return Err(Violation(format!(
                             "{:?} slot {k} unflushed on shard {s}",
                             node.path

@@ -19,6 +19,9 @@ pub enum Work {
     LockAcquired,
     /// A lock that was found held (the caller waited).
     LockWaited,
+    /// A process-wide (heavy) memory barrier issued by a flush pass over a
+    /// shard that an owner thread writes with plain stores.
+    Barrier,
 }
 
 /// Receives work reports.
@@ -49,6 +52,8 @@ pub struct WorkCounters {
     pub lock_acquisitions: u64,
     /// Locks found held.
     pub lock_waits: u64,
+    /// Heavy (process-wide) barriers.
+    pub barriers: u64,
 }
 
 impl WorkSink for WorkCounters {
@@ -62,6 +67,7 @@ impl WorkSink for WorkCounters {
             Work::ListPop => &mut self.list_pops,
             Work::LockAcquired => &mut self.lock_acquisitions,
             Work::LockWaited => &mut self.lock_waits,
+            Work::Barrier => &mut self.barriers,
         };
         *f += n;
     }
@@ -76,5 +82,6 @@ impl std::ops::AddAssign for WorkCounters {
         self.list_pops += o.list_pops;
         self.lock_acquisitions += o.lock_acquisitions;
         self.lock_waits += o.lock_waits;
+        self.barriers += o.barriers;
     }
 }

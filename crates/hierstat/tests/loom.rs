@@ -85,6 +85,53 @@ fn protocol(v: Variant) {
     });
 }
 
+/// The owner path's protocol: the owner writes its cell with a plain store
+/// and checks the claim with a plain load; the flusher clears the claim and
+/// reads the cell. `barrier` puts the asymmetric barrier in: loom cannot
+/// run `membarrier(2)`, so the model has a `SeqCst` fence on both sides
+/// (what the heavy barrier guarantees: the owner's accesses cannot be
+/// reordered across the flusher's barrier point).
+fn owner_protocol(barrier: bool) {
+    model(move || {
+        let cell = Arc::new(AtomicU64::new(0));
+        let flag = Arc::new(AtomicU64::new(1)); // queued by an earlier update
+        let requeued = Arc::new(AtomicU64::new(0));
+        let (c2, f2, r2) = (cell.clone(), flag.clone(), requeued.clone());
+        let owner = thread::spawn(move || {
+            // Plain read-modify-write: the owner is the only writer.
+            c2.store(c2.load(Relaxed) + 1, Relaxed);
+            if barrier {
+                fence(SeqCst);
+            }
+            let queued = f2.load(Acquire) == 1;
+            if !queued && f2.swap(1, Relaxed) == 0 {
+                r2.store(1, Relaxed);
+            }
+        });
+        flag.fetch_and(0, Relaxed);
+        if barrier {
+            fence(SeqCst);
+        }
+        let seen = cell.load(Relaxed);
+        owner.join().unwrap();
+        assert!(
+            seen == 1 || requeued.load(Relaxed) == 1,
+            "update neither flushed nor queued (seen {seen})"
+        );
+    });
+}
+
+#[test]
+#[should_panic(expected = "update neither flushed nor queued")]
+fn owner_protocol_without_barrier_loses_an_update() {
+    owner_protocol(false);
+}
+
+#[test]
+fn owner_protocol_with_the_asymmetric_barrier_is_safe() {
+    owner_protocol(true);
+}
+
 #[test]
 #[should_panic(expected = "update neither flushed nor queued")]
 fn kernel_protocol_without_fences_loses_an_update() {
@@ -120,6 +167,74 @@ mod engine {
             x,
             y,
         )
+    }
+
+    /// The owner's plain path against a flush of the same (group, shard),
+    /// the engine's real code (heavy barrier modelled as `SeqCst` fences):
+    /// no update is lost, whatever the interleaving.
+    #[test]
+    fn owner_updates_vs_flush() {
+        model(|| {
+            let (t, x, y) = tree2(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_owned_with(Shard(0), &g2, x, 1).unwrap();
+                t2.add_owned_with(Shard(0), &g2, y, 1).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 1);
+            assert_eq!(t.read(&g, y).unwrap(), 1);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// A shared-path writer claims the pair while the owner updates it and
+    /// then flushes: the owner's later flush must carry its own update
+    /// (the owner's Acquire header load sees the claimer's announcement).
+    #[test]
+    fn owner_update_survives_a_racing_shared_claimer() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            t.add_owned_with(Shard(0), &g, x, 10).unwrap();
+            t.flush_forced(&g).unwrap();
+            let seen = t.read(&g, x).unwrap();
+            assert!(seen >= 10, "the owner's own update is missing: {seen}");
+            claimer.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 11);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// The owner finds the pair queued by a shared claimer that has not
+    /// pushed yet, while a third thread's flush moves the claim epoch: the
+    /// owner's claim RMW must acquire the claimer's announcement (its own
+    /// claim may count in the other parity), or the owner's flush misses
+    /// its own update.
+    #[test]
+    fn owner_claim_across_a_concurrent_flush() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            let t3 = t.clone();
+            let flusher = thread::spawn(move || {
+                t3.flush_forced(&t3.root()).unwrap();
+            });
+            t.add_owned_with(Shard(0), &g, x, 10).unwrap();
+            t.flush_forced(&g).unwrap();
+            let seen = t.read(&g, x).unwrap();
+            assert!(seen >= 10, "the owner's own update is missing: {seen}");
+            claimer.join().unwrap();
+            flusher.join().unwrap();
+        });
     }
 
     /// One thread pushes two rows on the same shard's list while the flusher

@@ -11,10 +11,12 @@
 //! | `hierstat_update_depthD` | `HierStats::add` on a group at depth D (1, 4, 8), `hierstat` preset |
 //! | `linux-6.8_update_depth4`, `linux-5.15_update_depth4` | the same under those presets |
 //! | `pre-rstat_update_depthD` | the eager-atomic tree (depth 1, 4, 8) |
-//! | `hierstat_update_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one group |
+//! | `hierstat_update_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one group, each owning its shard (the tree has a shard per thread, the bench's own thread included) |
 //! | `shared_atomic_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one `AtomicU64` |
+//! | `sharded_counter_2threads` | per-op cost per thread, 2 threads each on its own cache-padded `AtomicU64` (`fetch_add`): a flat sharded counter |
 //! | `hierstat_read_clean` | `read_bounded` of a clean group |
-//! | `hierstat_flush_100_dirty_10k` / `_100k` | forced root flush of 100 dirty leaves in a 10k / 100k-group tree |
+//! | `hierstat_flush_100_dirty_10k` / `_100k` | forced root flush of 100 leaves dirtied by their shard's owner, in a 10k / 100k-group tree (one heavy barrier per flush) |
+//! | `hierstat_flush_barrier` | the flusher's heavy barrier (`membarrier(2)`) alone, with a second thread running |
 //! | `sim_engine_update` | host time per engine update in simulated mode |
 //!
 //! | `ratios` name | target |
@@ -23,6 +25,7 @@
 //! | `hierstat_depth8_vs_depth1` | ≤ 1.5 |
 //! | `hierstat_2threads_vs_1thread` | ≤ 1.3 |
 //! | `shared_atomic_vs_hierstat_2threads` | ≥ 3 |
+//! | `hierstat_vs_sharded_2threads` | ≤ 1.25 |
 //! | `pre-rstat_vs_hierstat_depth4` | > 1 (pre-rstat slower) |
 //! | `linux-6.8_vs_linux-5.15_depth4` | the seed's per-group threshold cost |
 //! | `flush_100k_vs_10k` | ≤ 1.5 |
@@ -34,7 +37,7 @@
 use crate::cli::BenchArgs;
 use crate::run::write_json;
 use anyhow::{Context, Result};
-use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit};
+use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
 use serde_json::json;
 use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
@@ -107,7 +110,9 @@ fn engine(preset: Preset, shape: &TreeShape, shards: usize) -> Result<EngineBack
 }
 
 /// ns per forced root flush of 100 dirty leaves in a tree of about `groups`
-/// groups (fan-out 100 per level).
+/// groups (fan-out 100 per level), the leaves dirtied by the calling
+/// thread (the owner of its shard when there are enough shards), so each
+/// flush pays the heavy barrier as a real one does.
 pub fn time_flush(groups: usize, shards: usize, reps: usize) -> Result<f64> {
     let mut b = Schema::builder();
     let items: Vec<_> = (0..4)
@@ -128,7 +133,7 @@ pub fn time_flush(groups: usize, shards: usize, reps: usize) -> Result<f64> {
     for r in 0..reps.max(1) {
         for (k, g) in leaves.iter().step_by(step).take(100).enumerate() {
             for &it in &items {
-                stats.add_with(Shard((k + r) % shards), g, it, 1, &mut ())?;
+                stats.add(g, it, 1 + ((k + r) % 3) as i64)?;
             }
         }
         let t = CpuTimer::start();
@@ -217,15 +222,22 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let dur = Duration::from_millis(if args.quick { 30 } else { 150 });
     {
         let shape = TreeShape::chain(1);
-        let h = engine(Preset::Hierstat, &shape, shards)?;
+        // A shard per thread: the two updaters and this one.
+        let h = engine(Preset::Hierstat, &shape, shards.max(3))?;
         let v = median_of(reps, || {
             let o = real::run_updates(&h, 1, 4, 1, 2, dur);
             // Per-thread ns per op on the thread's own CPU time.
             2.0 * 1e9 / o.ops_per_sec().max(1e-9)
         });
         ns.insert("hierstat_update_2threads".into(), v);
-        let v = median_of(reps, || shared_atomic_2threads(dur));
+        let v = median_of(reps, || two_threads(dur, false));
         ns.insert("shared_atomic_2threads".into(), v);
+        let v = median_of(reps, || two_threads(dur, true));
+        ns.insert("sharded_counter_2threads".into(), v);
+        ns.insert(
+            "hierstat_flush_barrier".into(),
+            median_of(reps, || time_barrier(shards, dur)),
+        );
     }
     step("2 threads");
     {
@@ -262,7 +274,7 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
 
     let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
     // (ratio name, numerator, denominator), all from `ns` above.
-    const RATIOS: [(&str, &str, &str); 7] = [
+    const RATIOS: [(&str, &str, &str); 8] = [
         (
             "hierstat_depth1_vs_atomic",
             "hierstat_update_depth1",
@@ -282,6 +294,11 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
             "shared_atomic_vs_hierstat_2threads",
             "shared_atomic_2threads",
             "hierstat_update_2threads",
+        ),
+        (
+            "hierstat_vs_sharded_2threads",
+            "hierstat_update_2threads",
+            "sharded_counter_2threads",
         ),
         (
             "pre-rstat_vs_hierstat_depth4",
@@ -342,16 +359,66 @@ pub fn numab_rate() -> Result<f64> {
     Ok(rate)
 }
 
-fn shared_atomic_2threads(dur: Duration) -> f64 {
-    // ORDERING: Relaxed; a benchmark counter and a stop flag read after join.
-    let a = AtomicU64::new(0);
+/// ns per flush of the heavy barrier alone: a forced flush of one leaf
+/// its shard's owner dirtied, minus the same flush of a tree whose flushes
+/// use fences instead (`Config::membarrier(false)`), with a second thread
+/// running (membarrier interrupts the CPUs running the process's threads).
+fn time_barrier(shards: usize, dur: Duration) -> f64 {
+    let flush = |membarrier: bool| -> f64 {
+        let mut b = Schema::builder();
+        let it = b.state("s", Unit::Pages);
+        let Ok(schema) = b.build() else {
+            return f64::NAN;
+        };
+        let cfg = Config::preset(Preset::Hierstat)
+            .shards(shards.max(2))
+            .membarrier(membarrier);
+        let Ok(stats) = HierStats::new(schema, cfg) else {
+            return f64::NAN;
+        };
+        let Ok(g) = stats.create(&stats.root(), "g") else {
+            return f64::NAN;
+        };
+        let root = stats.root();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mut times = Vec::new();
+        std::thread::scope(|s| {
+            // ORDERING: Relaxed; a stop flag.
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            let t0 = Instant::now();
+            while t0.elapsed() < dur {
+                let _ = stats.add(&g, it, 1);
+                let t = Instant::now();
+                let _ = stats.flush_with(&root, FlushKind::Forced, &mut ());
+                times.push(t.elapsed().as_nanos() as f64);
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        times.sort_by(|a, b| a.total_cmp(b));
+        times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    (flush(true) - flush(false)).max(0.0)
+}
+
+/// Per-thread ns per increment, 2 threads: on one shared `AtomicU64`, or
+/// (`sharded`) each on its own cache-padded `AtomicU64`.
+fn two_threads(dur: Duration, sharded: bool) -> f64 {
+    #[repr(align(128))]
+    struct Padded(AtomicU64);
+    // ORDERING: Relaxed; benchmark counters and a stop flag read after join.
+    let cells = [Padded(AtomicU64::new(0)), Padded(AtomicU64::new(0))];
     let stop = std::sync::atomic::AtomicBool::new(false);
     let barrier = std::sync::Barrier::new(3);
     let mut per_op = Vec::new();
     std::thread::scope(|s| {
         let mut hs = Vec::new();
-        for _ in 0..2 {
-            let (a, stop, barrier) = (&a, &stop, &barrier);
+        for t in 0..2 {
+            let a = &cells[if sharded { t } else { 0 }].0;
+            let (stop, barrier) = (&stop, &barrier);
             hs.push(s.spawn(move || {
                 barrier.wait();
                 let t0 = Instant::now();
@@ -359,7 +426,7 @@ fn shared_atomic_2threads(dur: Duration) -> f64 {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..256 {
-                        a.fetch_add(1, Ordering::Relaxed);
+                        black_box(a).fetch_add(1, Ordering::Relaxed);
                     }
                     n += 256;
                 }

@@ -3,6 +3,7 @@
 mod basics;
 mod contracts;
 mod invariants;
+mod owner;
 mod selftests;
 mod stress;
 

@@ -1,0 +1,169 @@
+//! The owner path (plain stores by the thread that owns its shard) against
+//! the shared path (atomic adds), on real threads: exact counts whether
+//! threads own their shards or share them, across slot hand-overs, with
+//! membarrier and with the fence fallback.
+
+use crate::schema;
+use hierstat::{Config, FlushKind, HierStats, Preset, Shard, WorkCounters};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+fn tree(shards: usize, membarrier: bool) -> (HierStats, hierstat::ItemId) {
+    let (s, items) = schema();
+    let cfg = Config::preset(Preset::Hierstat)
+        .shards(shards)
+        .membarrier(membarrier);
+    (HierStats::new(s, cfg).unwrap(), items.file)
+}
+
+/// Updaters (owners when there are enough shards, sharers when not) race
+/// flushers of every kind; the totals are exact at the end.
+fn owners_and_sharers(shards: usize, membarrier: bool) {
+    let (t, file) = tree(shards, membarrier);
+    let a = t.create(&t.root(), "a").unwrap();
+    let leaves: Vec<_> = (0..4)
+        .map(|i| t.create(&a, &format!("l{i}")).unwrap())
+        .collect();
+    let exact: Vec<AtomicI64> = leaves.iter().map(|_| AtomicI64::new(0)).collect();
+    let stop = AtomicBool::new(false);
+    let per_thread = if cfg!(debug_assertions) {
+        50_000
+    } else {
+        500_000
+    };
+    let barriers = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        let (t, a, leaves, stop, barriers) = (&t, &a, &leaves, &stop, &barriers);
+        sc.spawn(move || {
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let g = if i % 2 == 0 { t.root() } else { a.clone() };
+                let kind = [FlushKind::Forced, FlushKind::Read, FlushKind::Periodic][i % 3];
+                let mut w = WorkCounters::default();
+                t.flush_with(&g, kind, &mut w).unwrap();
+                barriers.fetch_add(w.barriers, Ordering::Relaxed);
+                i += 1;
+            }
+        });
+        std::thread::scope(|inner| {
+            for th in 0..3usize {
+                let exact = &exact;
+                inner.spawn(move || {
+                    for i in 0..per_thread {
+                        let k = (i + th) % leaves.len();
+                        let d = (i % 7) as i64 - 2;
+                        t.add(&leaves[k], file, d).unwrap();
+                        exact[k].fetch_add(d, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        stop.store(true, Ordering::Relaxed);
+    });
+    t.flush_forced(&t.root()).unwrap();
+    let mut total = 0;
+    for (k, l) in leaves.iter().enumerate() {
+        let want = exact[k].load(Ordering::Relaxed);
+        assert_eq!(t.read_signed(l, file).unwrap(), want, "{shards} shards");
+        total += want;
+    }
+    assert_eq!(t.read_signed(&t.root(), file).unwrap(), total);
+    t.verify().unwrap();
+    t.verify_clean().unwrap();
+    if shards >= 64 && membarrier {
+        // Every live thread owns a shard: flushes took the heavy barrier.
+        let mut w = WorkCounters::default();
+        std::thread::scope(|sc| {
+            sc.spawn(|| t.add(&leaves[0], file, 1).unwrap());
+        });
+        t.flush_with(&t.root(), FlushKind::Forced, &mut w).unwrap();
+        assert!(
+            w.barriers + barriers.load(Ordering::Relaxed) > 0,
+            "the owner path was never taken"
+        );
+    }
+}
+
+#[test]
+fn owners_with_membarrier_end_exact() {
+    owners_and_sharers(64, true);
+}
+
+/// Without membarrier owners take the shared path.
+#[test]
+fn fence_fallback_ends_exact() {
+    owners_and_sharers(64, false);
+}
+
+/// More threads than shards: most updates take the shared path, and the
+/// owner of shard 0 (if any thread holds slot 0) writes beside them.
+#[test]
+fn sharers_beyond_the_shard_count_end_exact() {
+    owners_and_sharers(1, true);
+    owners_and_sharers(2, true);
+}
+
+/// Threads come and go one after another, so each new one takes the slot
+/// the last one gave back and becomes the owner of its cells: the
+/// hand-over through the slot pool loses nothing, while a flusher runs.
+#[test]
+fn slot_hand_overs_keep_counts_exact() {
+    let (t, file) = tree(64, true);
+    let g = t.create(&t.root(), "g").unwrap();
+    let stop = AtomicBool::new(false);
+    let threads = 40;
+    let per = 2_000;
+    std::thread::scope(|sc| {
+        let (t, g, stop) = (&t, &g, &stop);
+        sc.spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                t.flush_forced(g).unwrap();
+            }
+        });
+        for _ in 0..threads {
+            std::thread::scope(|one| {
+                one.spawn(|| {
+                    for _ in 0..per {
+                        t.add(g, file, 1).unwrap();
+                    }
+                });
+            });
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    t.flush_forced(&t.root()).unwrap();
+    assert_eq!(t.read(&g, file).unwrap(), threads * per);
+    t.verify_clean().unwrap();
+}
+
+/// One thread writes the same (group, shard) through both paths: its owner
+/// cells (`add`) and the shared cells (`add_with` on its own shard), with
+/// flushes in between. Both are carried, and the bound covers both
+/// residues.
+#[test]
+fn both_paths_on_one_shard_are_exact_and_bounded() {
+    let (t, file) = tree(64, true);
+    let g = t.create(&t.root(), "g").unwrap();
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let mut exact = 0i64;
+            for i in 0..64 {
+                for s in 0..64 {
+                    // Whichever shard this thread owns, one of these is it.
+                    t.add_with(Shard(s), &g, file, 1, &mut ()).unwrap();
+                }
+                t.add(&g, file, 30).unwrap();
+                exact += 64 + 30;
+                let b = t.read_bounded(&g, file).unwrap();
+                if let Some(bound) = b.bound {
+                    assert!((b.signed - exact).unsigned_abs() <= bound, "step {i}");
+                }
+                if i % 5 == 0 {
+                    t.flush(&g).unwrap();
+                }
+            }
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read_signed(&g, file).unwrap(), exact);
+        });
+    });
+    t.verify_clean().unwrap();
+}

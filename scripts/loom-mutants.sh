@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Weakens each memory ordering (and barrier) the engine's update/flush
+# handshake keeps, one at a time, and runs the loom models: every mutant
+# must be caught by at least one model, or the ordering is not needed (and
+# its comment overstates it). Not part of CI (about a minute per mutant);
+# run it after touching an ordering:
+#
+#     scripts/loom-mutants.sh            # in a scratch copy of the tree
+#
+# It works on a copy (in $TMPDIR), so the checkout is never left mutated.
+set -uo pipefail
+src="$(cd "$(dirname "$0")/.." && pwd)"
+work="${TMPDIR:-/tmp}/hierstat-mutants"
+mkdir -p "$work"
+rsync -a --delete --exclude target --exclude .git "$src/" "$work/tree/"
+export CARGO_TARGET_DIR="$work/target"
+cd "$work/tree/crates/hierstat"
+run_loom() {
+    LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" cargo test -p hierstat --test loom --release 2>&1
+}
+caught_all=1
+mutant() {
+    local name="$1" file="$2" from="$3" to="$4"
+    cp "$file" "$work/backup"
+    if ! python3 - "$file" "$from" "$to" <<'PY'
+import sys
+p, a, b = sys.argv[1:4]
+s = open(p).read()
+if s.count(a) != 1:
+    sys.exit(f"{p}: {s.count(a)} matches for {a!r}")
+open(p, "w").write(s.replace(a, b))
+PY
+    then
+        echo "PATTERN ERROR  $name"; caught_all=0; return
+    fi
+    local out failed
+    out=$(run_loom)
+    cp "$work/backup" "$file"
+    failed=$(echo "$out" | grep -E "^test .* FAILED" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
+    if [ -n "$failed" ]; then
+        echo "caught         $name  <- $failed"
+    else
+        echo "NOT CAUGHT     $name"; caught_all=0
+    fi
+}
+out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
+echo "baseline passes"
+mutant "shared path: header fetch_add AcqRel -> Acquire" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Acquire);"
+mutant "shared path: header fetch_add AcqRel -> Release" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Release);"
+mutant "claim: fetch_or AcqRel -> Release" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);"
+mutant "claim: fetch_or AcqRel -> Acquire" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Acquire);"
+mutant "owner path: light barrier removed" src/update.rs "        #[cfg(loom)]
+        crate::sync::fence_seqcst();" ""
+mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.barrier_before_reading(s, work);" ""
+mutant "claims: end_claim Release -> Relaxed" src/updated.rs "self.claiming[t.0].fetch_sub(1, Ordering::Release);" "self.claiming[t.0].fetch_sub(1, Ordering::Relaxed);"
+mutant "claims: wait load Acquire -> Relaxed" src/updated.rs "while self.claiming[p].load(Ordering::Acquire) != 0" "while self.claiming[p].load(Ordering::Relaxed) != 0"
+mutant "list: push CAS Release -> Relaxed" src/updated.rs ".compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)" ".compare_exchange_weak(head, me, Ordering::Relaxed, Ordering::Relaxed)"
+mutant "list: take_all swap Acquire -> Relaxed" src/updated.rs "self.head.swap(0, Ordering::Acquire)" "self.head.swap(0, Ordering::Relaxed)"
+[ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }
