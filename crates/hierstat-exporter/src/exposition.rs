@@ -33,7 +33,7 @@
 //! * **error bounds**: with [`ExporterBuilder::bounds`] (always under
 //!   [`ScrapePolicy::Bounded`]) a gauge `prefix` + `error_bound_pages` holds
 //!   each group's bound ([`HierStats::error_bound_pages`]) in pages of
-//!   update magnitude, `+Inf` where the policy gives none;
+//!   update magnitude, `+Inf` where the policy gives none (or it saturates);
 //! * **formats**: OpenMetrics 1.0 (`# TYPE`, `# UNIT`, `# HELP`, family
 //!   names without `_total`, `# EOF`) or the Prometheus text format 0.0.4
 //!   (`# HELP`, `# TYPE` on the sample name, no units), chosen per scrape
@@ -138,6 +138,8 @@ struct Family {
     local: bool,
     /// Sample name (the family name plus `_total` for counters).
     sample: String,
+    /// The sample name and `{`, what every sample line starts with.
+    open: String,
     /// `# TYPE`, `# UNIT`, `# HELP` lines (OpenMetrics).
     om_header: String,
     /// `# HELP`, `# TYPE` lines (Prometheus text).
@@ -375,6 +377,7 @@ impl Family {
             escape_help(help, false)
         );
         Family {
+            open: format!("{sample}{{"),
             source,
             local,
             sample,
@@ -447,75 +450,87 @@ impl Exporter {
         };
         let groups = self.subtree();
         // Each group's `path="..."` label, escaped once per render into one
-        // arena rather than once per sample.
+        // arena rather than once per sample (in the gather loop below).
         let mut arena = String::with_capacity(groups.len() * (self.path_label.len() + 40));
         let mut spans = Vec::with_capacity(groups.len());
-        for g in &groups {
+        let nodes = self.stats.schema().nodes();
+        // Gather, group-major: one visit per group escapes its path and
+        // reads all its values while its node and aggregate arrays are in
+        // cache (rendering is bound by those misses at 10k groups and more;
+        // family-major reads fetched every node once per family).
+        // `values[column × groups + group]`, a column per family and node;
+        // a bound of `UNBOUNDED` renders as `+Inf`.
+        const UNBOUNDED: u64 = u64::MAX;
+        let width = |f: &Family| match f.source {
+            Source::Node(_) => nodes,
+            _ => 1,
+        };
+        let columns: usize = self.families.iter().map(width).sum();
+        let n = groups.len();
+        let mut values = vec![0u64; columns * n];
+        for (gi, g) in groups.iter().enumerate() {
             let start = arena.len();
             arena.push_str(&self.path_label);
             arena.push_str("=\"");
             escape_label_value(g.path(), &mut arena);
             arena.push('"');
             spans.push(start..arena.len());
+            let mut col = 0;
+            for f in &self.families {
+                match f.source {
+                    Source::Item(item) => {
+                        values[col * n + gi] = if f.local {
+                            self.stats.read_local(g, item)?
+                        } else {
+                            self.stats.read(g, item)?
+                        };
+                    }
+                    Source::Node(item) => {
+                        for node in 0..nodes {
+                            values[(col + node) * n + gi] = if f.local {
+                                self.stats.read_node_local(g, item, Some(node))?
+                            } else {
+                                self.stats.read_node(g, item, Some(node))?
+                            };
+                        }
+                    }
+                    Source::Bound => {
+                        values[col * n + gi] = self.stats.error_bound_pages(g).unwrap_or(UNBOUNDED);
+                    }
+                }
+                col += width(f);
+            }
         }
-        let nodes = self.stats.schema().nodes();
-        let per_group: usize = self
-            .families
-            .iter()
-            .map(|f| match f.source {
-                Source::Node(_) => nodes,
-                _ => 1,
-            })
-            .sum();
-        out.reserve(per_group * (arena.len() + groups.len() * 40));
+        // What closes a sample's labels: `,node="i"} ` for each node, or `} `.
+        let node_labels: Vec<String> = (0..nodes)
+            .map(|i| format!(",{}=\"{i}\"}} ", self.node_label))
+            .collect();
+        out.reserve(columns * (arena.len() + n * 40));
         let mut num = itoa::Buffer::new();
         let mut samples = 0;
+        let mut col = 0;
         for f in &self.families {
             out.extend_from_slice(match format {
                 Format::OpenMetrics => f.om_header.as_bytes(),
                 Format::Prometheus => f.prom_header.as_bytes(),
             });
-            for (g, span) in groups.iter().zip(&spans) {
+            for (gi, span) in spans.iter().enumerate() {
                 let labels = &arena.as_bytes()[span.clone()];
-                match f.source {
-                    Source::Item(item) => {
-                        let v = if f.local {
-                            self.stats.read_local(g, item)?
-                        } else {
-                            self.stats.read(g, item)?
-                        };
-                        sample_line(out, &f.sample, labels, None, num.format(v).as_bytes());
-                        samples += 1;
-                    }
-                    Source::Node(item) => {
-                        for n in 0..nodes {
-                            let v = if f.local {
-                                self.stats.read_node_local(g, item, Some(n))?
-                            } else {
-                                self.stats.read_node(g, item, Some(n))?
-                            };
-                            let mut node = itoa::Buffer::new();
-                            let node = (self.node_label.as_bytes(), node.format(n).as_bytes());
-                            sample_line(
-                                out,
-                                &f.sample,
-                                labels,
-                                Some(node),
-                                num.format(v).as_bytes(),
-                            );
-                            samples += 1;
-                        }
-                    }
-                    Source::Bound => {
-                        let v = match self.stats.error_bound_pages(g) {
-                            Some(b) => num.format(b).as_bytes(),
-                            None => b"+Inf",
-                        };
-                        sample_line(out, &f.sample, labels, None, v);
-                        samples += 1;
-                    }
+                for (node, node_label) in node_labels.iter().enumerate().take(width(f)) {
+                    let v = values[(col + node) * n + gi];
+                    let v = match f.source {
+                        Source::Bound if v == UNBOUNDED => &b"+Inf"[..],
+                        _ => num.format(v).as_bytes(),
+                    };
+                    let close = match f.source {
+                        Source::Node(_) => node_label.as_bytes(),
+                        _ => b"} ",
+                    };
+                    sample_line(out, &f.open, labels, close, v);
+                    samples += 1;
                 }
             }
+            col += width(f);
         }
         if format == Format::OpenMetrics {
             out.extend_from_slice(b"# EOF\n");
@@ -554,26 +569,13 @@ impl Exporter {
     }
 }
 
-/// Appends `name{labels[,node="n"]} value\n`.
+/// Appends `name{` + labels + `close` (`} ` or `,node="i"} `) + value +
+/// line feed: five copies per sample.
 #[inline]
-fn sample_line(
-    out: &mut Vec<u8>,
-    name: &str,
-    labels: &[u8],
-    node: Option<(&[u8], &[u8])>,
-    value: &[u8],
-) {
-    out.extend_from_slice(name.as_bytes());
-    out.push(b'{');
+fn sample_line(out: &mut Vec<u8>, open: &str, labels: &[u8], close: &[u8], value: &[u8]) {
+    out.extend_from_slice(open.as_bytes());
     out.extend_from_slice(labels);
-    if let Some((label, n)) = node {
-        out.push(b',');
-        out.extend_from_slice(label);
-        out.extend_from_slice(b"=\"");
-        out.extend_from_slice(n);
-        out.push(b'"');
-    }
-    out.extend_from_slice(b"} ");
+    out.extend_from_slice(close);
     out.extend_from_slice(value);
     out.push(b'\n');
 }
@@ -581,6 +583,10 @@ fn sample_line(
 /// Escapes a label value as both formats require: `\` → `\\`, `"` → `\"`,
 /// line feed → `\n`.
 pub fn escape_label_value(value: &str, out: &mut String) {
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(value);
+        return;
+    }
     for c in value.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
