@@ -25,6 +25,9 @@ use metrics::{Key, Label, Level, Metadata, Recorder};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+/// One increment of one contender.
+type Increment<'a> = Box<dyn Fn() + Sync + 'a>;
+
 /// Runs `f` `iters` times on each of `threads` threads started together;
 /// returns the slowest thread's time.
 fn on_threads(threads: usize, iters: u64, f: &(dyn Fn() + Sync)) -> Duration {
@@ -77,7 +80,7 @@ fn increment(c: &mut Criterion) {
     let pc: prometheus_client::metrics::counter::Counter = Default::default();
 
     let add = |g: &Group, item: ItemId| stats.add(g, item, black_box(1)).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn() + Sync>)> = vec![
+    let cases: Vec<(&str, Increment)> = vec![
         ("hierstat-add", Box::new(|| add(&web, requests))),
         (
             "hierstat-recorder",
