@@ -738,6 +738,15 @@ mod tests {
             .bounds(true)
             .build()
             .unwrap();
+        assert_eq!(
+            e.sample_names().collect::<Vec<_>>(),
+            [
+                "t_anon_bytes",
+                "t_file_pages",
+                "t_pgfault_total",
+                "t_error_bound_pages"
+            ]
+        );
         let om = e.render_to_string(Format::OpenMetrics).unwrap();
         assert!(om.contains("# TYPE t_anon_bytes gauge\n# UNIT t_anon_bytes bytes\n"));
         assert!(om.contains("# TYPE t_pgfault counter\n# HELP t_pgfault "));
