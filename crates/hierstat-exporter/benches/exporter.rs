@@ -15,8 +15,11 @@
 //!
 //!   At 2 threads both threads increment the same handle; the time is per
 //!   increment per thread (wall time of the slower thread / iterations).
-//! * `render/*`: one OpenMetrics render ([`ScrapePolicy::Cached`]: no
-//!   flush) of 1k, 10k and 100k groups × 16 items (8 states, 8 events).
+//! * `render/*`: one render ([`ScrapePolicy::Cached`]: no flush) of 1k,
+//!   10k and 100k groups × 16 items (8 states, 8 events), OpenMetrics and
+//!   Prometheus text in wall time, and OpenMetrics in the thread's on-CPU
+//!   time (`openmetrics-oncpu`: what the render costs when a shared host
+//!   preempts it).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, Unit};
@@ -155,6 +158,18 @@ fn tree(fanout: &[usize]) -> HierStats {
     stats
 }
 
+/// This thread's time on a CPU so far (Linux), or wall time elsewhere.
+fn on_cpu() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_else(|| {
+            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+            START.get_or_init(Instant::now).elapsed()
+        })
+}
+
 fn render(c: &mut Criterion) {
     let mut grp = c.benchmark_group("render");
     grp.sample_size(10)
@@ -178,6 +193,23 @@ fn render(c: &mut Criterion) {
             r.groups,
             r.samples,
             buf.len()
+        );
+        // The same render timed in this thread's on-CPU time
+        // (`/proc/thread-self/schedstat`): on a shared host, wall time
+        // also counts the time other processes held the CPU.
+        grp.bench_with_input(
+            BenchmarkId::new("openmetrics-oncpu", label),
+            &exporter,
+            |b, e| {
+                b.iter_custom(|iters| {
+                    let start = on_cpu();
+                    for _ in 0..iters {
+                        buf.clear();
+                        black_box(e.render(Format::OpenMetrics, &mut buf).unwrap());
+                    }
+                    on_cpu() - start
+                })
+            },
         );
         for format in [Format::OpenMetrics, Format::Prometheus] {
             let name = match format {
