@@ -13,6 +13,20 @@ if ! command -v chromium >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
+# The exporter's promtool and end-to-end tests run Debian's Prometheus. Once
+# it is installed they must run (not skip); if it cannot be, they skip and
+# say why.
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+    echo "== installing prometheus (needed by the hierstat-exporter tests)"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    { $SUDO apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null; } ||
+        echo "== could not install prometheus: the exporter's Prometheus tests will skip"
+fi
+if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
+    export HIERSTAT_EXPORTER_REQUIRE_PROMETHEUS=1
+fi
+
 echo "== cargo test --workspace"
 cargo test --workspace
 

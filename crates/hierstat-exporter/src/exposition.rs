@@ -1,0 +1,843 @@
+//! Rendering a tree (or a subtree) as OpenMetrics or Prometheus text
+//! exposition.
+//!
+//! # What a scrape shows
+//!
+//! One metric family per schema item, every group of the exported subtree
+//! a sample of it, labelled with its path:
+//!
+//! ```text
+//! # TYPE memcg_anon_pages gauge
+//! # UNIT memcg_anon_pages pages
+//! # HELP memcg_anon_pages hierstat per-node state item `anon` (pages): the group and its descendants, per NUMA node.
+//! memcg_anon_pages{path="/",node="0"} 4096
+//! memcg_anon_pages{path="/",node="1"} 512
+//! memcg_anon_pages{path="/system.slice",node="0"} 4096
+//! ...
+//! # TYPE memcg_pgfault counter
+//! # HELP memcg_pgfault hierstat event item `pgfault` (count): the group and its descendants.
+//! memcg_pgfault_total{path="/"} 123
+//! ```
+//!
+//! * **names**: `prefix` + the item name (characters outside
+//!   `[a-zA-Z0-9_]` become `_`) + the unit (`_bytes`, `_pages`; `count`
+//!   items have none) as OpenMetrics requires of a family with a `# UNIT`;
+//!   events are counters, whose samples take the `_total` suffix; states
+//!   and per-node states are gauges;
+//! * **values** are the hierarchical aggregates ([`HierStats::read`]); with
+//!   [`ExporterBuilder::local`] each item also gets a `local_` family with
+//!   the group's own share ([`HierStats::read_local`]), so that
+//!   `parent = Σ children + local(parent)` can be checked from outside;
+//! * **per-NUMA-node** items have one sample per node with a `node` label
+//!   (the total is their sum: `sum without (node)`);
+//! * **error bounds**: with [`ExporterBuilder::bounds`] (always under
+//!   [`ScrapePolicy::Bounded`]) a gauge `prefix` + `error_bound_pages` holds
+//!   each group's bound ([`HierStats::error_bound_pages`]) in pages of
+//!   update magnitude, `+Inf` where the policy gives none (or it saturates);
+//! * **formats**: OpenMetrics 1.0 (`# TYPE`, `# UNIT`, `# HELP`, family
+//!   names without `_total`, `# EOF`) or the Prometheus text format 0.0.4
+//!   (`# HELP`, `# TYPE` on the sample name, no units), chosen per scrape
+//!   from the `Accept` header ([`Format::from_accept`]).
+//!
+//! # Consistency
+//!
+//! Each render reads every group's last flushed aggregates after the
+//! [`ScrapePolicy`]'s flush. Flushes are the only writers of aggregates, so
+//! a render that no other flush overlaps shows one consistent cut of the
+//! tree, where every parent equals the sum of its children plus its own
+//! share. A concurrent flush (a background flusher, another reader) can
+//! land between two groups' reads: each value is then exact as of a slightly
+//! different flush, and the identity holds again at the next scrape.
+
+use crate::error::Error;
+use hierstat::{FlushOutcome, Group, HierStats, ItemId, ItemKind, NodeItemId, Unit};
+use std::collections::HashMap;
+
+/// An exposition format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// OpenMetrics 1.0.0 text (`application/openmetrics-text`), with
+    /// `# UNIT` lines and the closing `# EOF`.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4 (`text/plain`), what `promtool check
+    /// metrics` and most tools read.
+    Prometheus,
+}
+
+impl Format {
+    /// The `Content-Type` of the format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// Chooses the format for a request's `Accept` header: OpenMetrics when
+    /// the client lists `application/openmetrics-text` with a quality at
+    /// least that of `text/plain` (Prometheus 2.x sends `1.0` vs `0.5`),
+    /// else the Prometheus text format (also for no header, or `*/*` only,
+    /// as `curl` sends).
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Prometheus;
+        };
+        let (mut om, mut text) = (0.0f32, 0.0f32);
+        for range in accept.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            if media.eq_ignore_ascii_case("application/openmetrics-text") {
+                om = om.max(q);
+            } else if media.eq_ignore_ascii_case("text/plain") {
+                text = text.max(q);
+            }
+        }
+        if om > 0.0 && om >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+}
+
+/// What a render does before reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScrapePolicy {
+    /// Force-flush the exported subtree ([`HierStats::flush_forced`]) and
+    /// read: every value is exact as of the scrape. The flush costs what
+    /// was updated since the last one (hierstat flushes visit only updated
+    /// groups), so at a 15 s scrape interval it is cheap.
+    #[default]
+    Flush,
+    /// Threshold-guarded flush ([`HierStats::flush`]: flushes only when the
+    /// error could exceed the policy's threshold), then read; each group's
+    /// error bound is exported so that dashboards can show `value ± bound`.
+    Bounded,
+    /// Read the last flushed values without flushing: for trees that a
+    /// background flusher ([`HierStats::start_flusher`]) or the application
+    /// keeps fresh.
+    Cached,
+}
+
+/// Where a family's values come from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Item(ItemId),
+    Node(NodeItemId),
+    Bound,
+}
+
+/// One metric family, its headers rendered once at build time.
+#[derive(Debug, Clone)]
+struct Family {
+    source: Source,
+    local: bool,
+    /// Sample name (the family name plus `_total` for counters).
+    sample: String,
+    /// The sample name and `{`, what every sample line starts with.
+    open: String,
+    /// `# TYPE`, `# UNIT`, `# HELP` lines (OpenMetrics).
+    om_header: String,
+    /// `# HELP`, `# TYPE` lines (Prometheus text).
+    prom_header: String,
+}
+
+/// What one render did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rendered {
+    /// Groups exported.
+    pub groups: usize,
+    /// Sample lines written.
+    pub samples: usize,
+    /// The scrape policy's flush, if it ran one.
+    pub flush: Option<FlushOutcome>,
+}
+
+/// Configures an [`Exporter`]; start with [`Exporter::builder`].
+#[derive(Debug, Clone)]
+pub struct ExporterBuilder {
+    stats: HierStats,
+    root: Option<Group>,
+    prefix: String,
+    path_label: String,
+    node_label: String,
+    bounds: bool,
+    local: bool,
+    policy: ScrapePolicy,
+    help: HashMap<String, String>,
+}
+
+impl ExporterBuilder {
+    /// Exports only the subtree of `group` (default: the whole tree).
+    pub fn subtree(mut self, group: Group) -> Self {
+        self.root = Some(group);
+        self
+    }
+
+    /// Prefix of every metric name (default `hierstat_`; may be empty).
+    pub fn prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix.to_string();
+        self
+    }
+
+    /// Name of the label holding the group path (default `path`).
+    pub fn path_label(mut self, name: &str) -> Self {
+        self.path_label = name.to_string();
+        self
+    }
+
+    /// Name of the label holding the NUMA node of per-node items (default
+    /// `node`).
+    pub fn node_label(mut self, name: &str) -> Self {
+        self.node_label = name.to_string();
+        self
+    }
+
+    /// Also exports each group's error bound as a gauge (always on under
+    /// [`ScrapePolicy::Bounded`]).
+    pub fn bounds(mut self, on: bool) -> Self {
+        self.bounds = on;
+        self
+    }
+
+    /// Also exports each item's local values (the group's own updates, not
+    /// its descendants') as `prefix` + `local_` + item families.
+    pub fn local(mut self, on: bool) -> Self {
+        self.local = on;
+        self
+    }
+
+    /// The scrape policy (default [`ScrapePolicy::Flush`]).
+    pub fn policy(mut self, policy: ScrapePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets the `# HELP` text of an item (default: its kind, unit and
+    /// scope).
+    pub fn help(mut self, item: &str, text: &str) -> Self {
+        self.help.insert(item.to_string(), text.to_string());
+        self
+    }
+
+    /// Sets the `# HELP` texts of several items, e.g. the descriptions a
+    /// [`HierRecorder`](crate::HierRecorder) collected.
+    pub fn helps<I, K, V>(mut self, texts: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.help
+            .extend(texts.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// Validates the names and renders the families' headers.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPrefix`], [`Error::InvalidLabel`] (also for a path
+    /// label equal to the node label), [`Error::NameCollision`] when two
+    /// items sanitize to the same metric name, [`Error::UnknownItem`] for a
+    /// help text of an item the schema lacks.
+    pub fn build(self) -> Result<Exporter, Error> {
+        if !valid_prefix(&self.prefix) {
+            return Err(Error::InvalidPrefix(self.prefix));
+        }
+        for l in [&self.path_label, &self.node_label] {
+            if !valid_label_name(l) {
+                return Err(Error::InvalidLabel(l.clone()));
+            }
+        }
+        if self.path_label == self.node_label {
+            return Err(Error::InvalidLabel(self.node_label));
+        }
+        let schema = self.stats.schema();
+        if let Some(item) = self
+            .help
+            .keys()
+            .find(|k| schema.item(k).is_err() && schema.node_item(k).is_err())
+        {
+            return Err(Error::UnknownItem(item.clone()));
+        }
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut claim = |name: &str, owner: &str| -> Result<(), Error> {
+            match names.insert(name.to_string(), owner.to_string()) {
+                Some(first) if first != owner => Err(Error::NameCollision {
+                    name: name.to_string(),
+                    first,
+                    second: owner.to_string(),
+                }),
+                _ => Ok(()),
+            }
+        };
+        let mut families = Vec::new();
+        let scopes: &[bool] = if self.local { &[false, true] } else { &[false] };
+        for &local in scopes {
+            for info in schema.items() {
+                let source = match info.kind {
+                    ItemKind::NodeState => Source::Node(schema.node_item(&info.name)?),
+                    _ => Source::Item(schema.item(&info.name)?),
+                };
+                let counter = info.kind == ItemKind::Event;
+                let mut base = self.prefix.clone();
+                if local {
+                    base.push_str("local_");
+                }
+                base.push_str(&sanitize(&info.name));
+                if counter {
+                    // The `_total` suffix is the sample's, not the family's.
+                    if let Some(stripped) = base.strip_suffix("_total") {
+                        base.truncate(stripped.len());
+                    }
+                }
+                let unit = unit_suffix(info.unit);
+                if let Some(u) = unit {
+                    if !base.ends_with(&format!("_{u}")) {
+                        base.push('_');
+                        base.push_str(u);
+                    }
+                }
+                let base = leading_digit_safe(base);
+                let owner = if local {
+                    format!("local {}", info.name)
+                } else {
+                    info.name.clone()
+                };
+                let sample = if counter {
+                    format!("{base}_total")
+                } else {
+                    base.clone()
+                };
+                claim(&base, &owner)?;
+                claim(&sample, &owner)?;
+                let help = self
+                    .help
+                    .get(&info.name)
+                    .map(|h| {
+                        if local {
+                            format!("{h} (this group only, descendants excluded)")
+                        } else {
+                            h.clone()
+                        }
+                    })
+                    .unwrap_or_else(|| default_help(info.kind, &info.name, info.unit, local));
+                families.push(Family::new(
+                    source, local, base, sample, counter, unit, &help,
+                ));
+            }
+        }
+        let bounds = self.bounds || self.policy == ScrapePolicy::Bounded;
+        if bounds {
+            let name = leading_digit_safe(format!("{}error_bound_pages", self.prefix));
+            claim(&name, "error bound")?;
+            families.push(Family::new(
+                Source::Bound,
+                false,
+                name.clone(),
+                name,
+                false,
+                Some("pages"),
+                "hierstat error bound of each group's hierarchical values, in pages of unflushed update magnitude (multiply by 4096 for byte items); +Inf where the policy gives no bound without a flush.",
+            ));
+        }
+        Ok(Exporter {
+            root: self.root.unwrap_or_else(|| self.stats.root()),
+            stats: self.stats,
+            path_label: self.path_label,
+            node_label: self.node_label,
+            policy: self.policy,
+            families,
+        })
+    }
+}
+
+impl Family {
+    fn new(
+        source: Source,
+        local: bool,
+        family: String,
+        sample: String,
+        counter: bool,
+        unit: Option<&str>,
+        help: &str,
+    ) -> Family {
+        let kind = if counter { "counter" } else { "gauge" };
+        let mut om_header = format!("# TYPE {family} {kind}\n");
+        if let Some(u) = unit {
+            om_header.push_str(&format!("# UNIT {family} {u}\n"));
+        }
+        om_header.push_str(&format!("# HELP {family} {}\n", escape_help(help, true)));
+        let prom_header = format!(
+            "# HELP {sample} {}\n# TYPE {sample} {kind}\n",
+            escape_help(help, false)
+        );
+        Family {
+            open: format!("{sample}{{"),
+            source,
+            local,
+            sample,
+            om_header,
+            prom_header,
+        }
+    }
+}
+
+/// Renders a [`HierStats`] tree (or one subtree) as text exposition.
+/// Cheap to share: [`render`](Self::render) takes `&self` and keeps no
+/// state between scrapes.
+#[derive(Debug, Clone)]
+pub struct Exporter {
+    stats: HierStats,
+    root: Group,
+    path_label: String,
+    node_label: String,
+    policy: ScrapePolicy,
+    families: Vec<Family>,
+}
+
+impl Exporter {
+    /// Starts configuring an exporter of `stats`.
+    pub fn builder(stats: HierStats) -> ExporterBuilder {
+        ExporterBuilder {
+            stats,
+            root: None,
+            prefix: "hierstat_".to_string(),
+            path_label: "path".to_string(),
+            node_label: "node".to_string(),
+            bounds: false,
+            local: false,
+            policy: ScrapePolicy::Flush,
+            help: HashMap::new(),
+        }
+    }
+
+    /// The exported tree.
+    pub fn stats(&self) -> &HierStats {
+        &self.stats
+    }
+
+    /// The root of the exported subtree.
+    pub fn root(&self) -> &Group {
+        &self.root
+    }
+
+    /// The scrape policy.
+    pub fn policy(&self) -> ScrapePolicy {
+        self.policy
+    }
+
+    /// Sample names of the families, in render order (for tests and
+    /// dashboards).
+    pub fn sample_names(&self) -> impl Iterator<Item = &str> {
+        self.families.iter().map(|f| f.sample.as_str())
+    }
+
+    /// Applies the scrape policy and appends the exposition to `out`.
+    ///
+    /// # Errors
+    /// An engine error from a read (none is expected: every group and item
+    /// comes from this tree).
+    pub fn render(&self, format: Format, out: &mut Vec<u8>) -> Result<Rendered, Error> {
+        let flush = match self.policy {
+            ScrapePolicy::Flush => Some(self.stats.flush_forced(&self.root)),
+            ScrapePolicy::Bounded => Some(self.stats.flush(&self.root)),
+            ScrapePolicy::Cached => None,
+        };
+        let groups = self.subtree();
+        // Each group's `path="..."` label, escaped once per render into one
+        // arena rather than once per sample (in the gather loop below).
+        let mut arena = String::with_capacity(groups.len() * (self.path_label.len() + 40));
+        let mut spans = Vec::with_capacity(groups.len());
+        let nodes = self.stats.schema().nodes();
+        // Gather, group-major: one visit per group escapes its path and
+        // reads all its values while its node and aggregate arrays are in
+        // cache (rendering is bound by those misses at 10k groups and more;
+        // family-major reads fetched every node once per family).
+        // `values[column × groups + group]`, a column per family and node;
+        // a bound of `UNBOUNDED` renders as `+Inf`.
+        const UNBOUNDED: u64 = u64::MAX;
+        let width = |f: &Family| match f.source {
+            Source::Node(_) => nodes,
+            _ => 1,
+        };
+        let columns: usize = self.families.iter().map(width).sum();
+        let n = groups.len();
+        let mut values = vec![0u64; columns * n];
+        // Consuming the handles here releases each while its node is in
+        // cache, instead of a separate pass over every node at the end.
+        for (gi, g) in groups.into_iter().enumerate() {
+            let g = &g;
+            let start = arena.len();
+            arena.push_str(&self.path_label);
+            arena.push_str("=\"");
+            escape_label_value(g.path(), &mut arena);
+            arena.push('"');
+            spans.push(start..arena.len());
+            let mut col = 0;
+            for f in &self.families {
+                match f.source {
+                    Source::Item(item) => {
+                        values[col * n + gi] = if f.local {
+                            self.stats.read_local(g, item)?
+                        } else {
+                            self.stats.read(g, item)?
+                        };
+                    }
+                    Source::Node(item) => {
+                        for node in 0..nodes {
+                            values[(col + node) * n + gi] = if f.local {
+                                self.stats.read_node_local(g, item, Some(node))?
+                            } else {
+                                self.stats.read_node(g, item, Some(node))?
+                            };
+                        }
+                    }
+                    Source::Bound => {
+                        values[col * n + gi] = self.stats.error_bound_pages(g).unwrap_or(UNBOUNDED);
+                    }
+                }
+                col += width(f);
+            }
+        }
+        // What closes a sample's labels: `,node="i"} ` for each node, or `} `.
+        let node_labels: Vec<String> = (0..nodes)
+            .map(|i| format!(",{}=\"{i}\"}} ", self.node_label))
+            .collect();
+        out.reserve(columns * (arena.len() + n * 40));
+        let mut num = itoa::Buffer::new();
+        let mut samples = 0;
+        let mut col = 0;
+        for f in &self.families {
+            out.extend_from_slice(match format {
+                Format::OpenMetrics => f.om_header.as_bytes(),
+                Format::Prometheus => f.prom_header.as_bytes(),
+            });
+            for (gi, span) in spans.iter().enumerate() {
+                let labels = &arena.as_bytes()[span.clone()];
+                for (node, node_label) in node_labels.iter().enumerate().take(width(f)) {
+                    let v = values[(col + node) * n + gi];
+                    let v = match f.source {
+                        Source::Bound if v == UNBOUNDED => &b"+Inf"[..],
+                        _ => num.format(v).as_bytes(),
+                    };
+                    let close = match f.source {
+                        Source::Node(_) => node_label.as_bytes(),
+                        _ => b"} ",
+                    };
+                    sample_line(out, &f.open, labels, close, v);
+                    samples += 1;
+                }
+            }
+            col += width(f);
+        }
+        if format == Format::OpenMetrics {
+            out.extend_from_slice(b"# EOF\n");
+        }
+        Ok(Rendered {
+            groups: n,
+            samples,
+            flush,
+        })
+    }
+
+    /// Applies the scrape policy and returns the exposition as a string.
+    ///
+    /// # Errors
+    /// As [`render`](Self::render).
+    pub fn render_to_string(&self, format: Format) -> Result<String, Error> {
+        let mut out = Vec::new();
+        self.render(format, &mut out)?;
+        // The output is built from `str`s and ASCII only.
+        Ok(String::from_utf8(out).expect("exposition is UTF-8"))
+    }
+
+    /// The exported subtree's live groups, parents before children.
+    fn subtree(&self) -> Vec<Group> {
+        let all = self.stats.groups();
+        if self.root.depth() == 0 {
+            return all;
+        }
+        let p = self.root.path();
+        all.into_iter()
+            .filter(|g| {
+                let q = g.path();
+                q.starts_with(p) && (q.len() == p.len() || q.as_bytes()[p.len()] == b'/')
+            })
+            .collect()
+    }
+}
+
+/// Appends `name{` + labels + `close` (`} ` or `,node="i"} `) + value +
+/// line feed: five copies per sample.
+#[inline]
+fn sample_line(out: &mut Vec<u8>, open: &str, labels: &[u8], close: &[u8], value: &[u8]) {
+    out.extend_from_slice(open.as_bytes());
+    out.extend_from_slice(labels);
+    out.extend_from_slice(close);
+    out.extend_from_slice(value);
+    out.push(b'\n');
+}
+
+/// Escapes a label value as both formats require: `\` → `\\`, `"` → `\"`,
+/// line feed → `\n`.
+pub fn escape_label_value(value: &str, out: &mut String) {
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(value);
+        return;
+    }
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Escapes a `# HELP` text: `\` and line feeds in both formats, `"` too in
+/// OpenMetrics.
+fn escape_help(text: &str, openmetrics: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '"' if openmetrics => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn default_help(kind: ItemKind, name: &str, unit: Unit, local: bool) -> String {
+    let kind = match kind {
+        ItemKind::State => "state",
+        ItemKind::Event => "event",
+        ItemKind::NodeState => "per-node state",
+    };
+    let scope = if local {
+        "the group itself, descendants excluded"
+    } else {
+        "the group and its descendants"
+    };
+    let per_node = if kind == "per-node state" {
+        ", per NUMA node"
+    } else {
+        ""
+    };
+    format!(
+        "hierstat {kind} item `{name}` ({}): {scope}{per_node}.",
+        unit.name()
+    )
+}
+
+fn unit_suffix(unit: Unit) -> Option<&'static str> {
+    match unit {
+        Unit::Bytes => Some("bytes"),
+        Unit::Pages => Some("pages"),
+        Unit::Count => None,
+    }
+}
+
+/// Replaces every character outside `[a-zA-Z0-9_]` by `_` (colons are
+/// reserved for recording rules).
+fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "_".to_string()
+    } else {
+        s
+    }
+}
+
+fn leading_digit_safe(name: String) -> String {
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{name}")
+    } else {
+        name
+    }
+}
+
+fn valid_prefix(p: &str) -> bool {
+    let mut chars = p.chars();
+    match chars.next() {
+        None => true,
+        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == ':' => {
+            chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        }
+        Some(_) => false,
+    }
+}
+
+fn valid_label_name(l: &str) -> bool {
+    let mut chars = l.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {
+            !l.starts_with("__") && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hierstat::{Config, Preset, Schema};
+
+    fn tree() -> (HierStats, ItemId, NodeItemId, ItemId) {
+        let mut b = Schema::builder();
+        let anon = b.state("anon", Unit::Bytes);
+        let file = b.node_state("file", Unit::Pages);
+        let faults = b.event("pgfault", Unit::Count);
+        b.nodes(2);
+        let stats = HierStats::new(
+            b.build().unwrap(),
+            Config::preset(Preset::Hierstat).shards(2),
+        )
+        .unwrap();
+        (stats, anon, file, faults)
+    }
+
+    #[test]
+    fn accept_header_negotiation() {
+        let prom2 = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::from_accept(Some(prom2)), Format::OpenMetrics);
+        assert_eq!(Format::from_accept(None), Format::Prometheus);
+        assert_eq!(Format::from_accept(Some("*/*")), Format::Prometheus);
+        assert_eq!(
+            Format::from_accept(Some("text/plain;q=1, application/openmetrics-text;q=0.5")),
+            Format::Prometheus
+        );
+        assert_eq!(
+            Format::from_accept(Some("application/openmetrics-text;q=0")),
+            Format::Prometheus
+        );
+    }
+
+    #[test]
+    fn names_types_units_and_labels() {
+        let (stats, anon, file, faults) = tree();
+        let g = stats.create(&stats.root(), "a\"b\\c\nd").unwrap();
+        stats.add(&g, anon, 4096).unwrap();
+        stats.add_node(&g, file, 1, 3).unwrap();
+        stats.add(&g, faults, 7).unwrap();
+        let e = Exporter::builder(stats.clone())
+            .prefix("t_")
+            .bounds(true)
+            .build()
+            .unwrap();
+        assert_eq!(
+            e.sample_names().collect::<Vec<_>>(),
+            [
+                "t_anon_bytes",
+                "t_file_pages",
+                "t_pgfault_total",
+                "t_error_bound_pages"
+            ]
+        );
+        let om = e.render_to_string(Format::OpenMetrics).unwrap();
+        assert!(om.contains("# TYPE t_anon_bytes gauge\n# UNIT t_anon_bytes bytes\n"));
+        assert!(om.contains("# TYPE t_pgfault counter\n# HELP t_pgfault "));
+        assert!(!om.contains("# UNIT t_pgfault"));
+        assert!(om.contains("t_pgfault_total{path=\"/a\\\"b\\\\c\\nd\"} 7\n"));
+        assert!(om.contains("t_file_pages{path=\"/\",node=\"1\"} 3\n"));
+        assert!(om.contains("t_file_pages{path=\"/\",node=\"0\"} 0\n"));
+        assert!(om.contains("t_anon_bytes{path=\"/\"} 4096\n"));
+        assert!(om.contains("# TYPE t_error_bound_pages gauge\n"));
+        assert!(om.ends_with("# EOF\n"));
+        let prom = e.render_to_string(Format::Prometheus).unwrap();
+        assert!(prom.contains("# HELP t_pgfault_total "));
+        assert!(prom.contains("# TYPE t_pgfault_total counter\n"));
+        assert!(!prom.contains("# UNIT") && !prom.contains("# EOF"));
+    }
+
+    #[test]
+    fn subtree_exports_only_its_groups() {
+        let (stats, anon, _, _) = tree();
+        let a = stats.create(&stats.root(), "a").unwrap();
+        let ab = stats.create(&a, "b").unwrap();
+        let _ab2 = stats.create(&stats.root(), "ab").unwrap();
+        stats.add(&ab, anon, 1).unwrap();
+        let e = Exporter::builder(stats.clone()).subtree(a).build().unwrap();
+        let mut out = Vec::new();
+        let r = e.render(Format::Prometheus, &mut out).unwrap();
+        assert_eq!(r.groups, 2);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("hierstat_anon_bytes{path=\"/a/b\"} 1\n"));
+        assert!(!text.contains("path=\"/ab\""));
+        assert!(!text.contains("path=\"/\""));
+    }
+
+    #[test]
+    fn invalid_names_and_collisions_are_rejected() {
+        let (stats, ..) = tree();
+        assert!(matches!(
+            Exporter::builder(stats.clone()).prefix("1x").build(),
+            Err(Error::InvalidPrefix(_))
+        ));
+        assert!(matches!(
+            Exporter::builder(stats.clone()).path_label("__p").build(),
+            Err(Error::InvalidLabel(_))
+        ));
+        assert!(matches!(
+            Exporter::builder(stats.clone()).path_label("node").build(),
+            Err(Error::InvalidLabel(_))
+        ));
+        assert!(matches!(
+            Exporter::builder(stats).help("nope", "x").build(),
+            Err(Error::UnknownItem(_))
+        ));
+        let mut b = Schema::builder();
+        b.state("a.b", Unit::Count);
+        b.state("a-b", Unit::Count);
+        let s = HierStats::new(b.build().unwrap(), Config::preset(Preset::Hierstat)).unwrap();
+        assert!(matches!(
+            Exporter::builder(s).build(),
+            Err(Error::NameCollision { .. })
+        ));
+    }
+
+    #[test]
+    fn bounded_policy_exports_bounds_and_infinity_above_threshold() {
+        let (stats, anon, _, _) = tree();
+        let g = stats.create(&stats.root(), "g").unwrap();
+        let e = Exporter::builder(stats.clone())
+            .policy(ScrapePolicy::Cached)
+            .bounds(true)
+            .build()
+            .unwrap();
+        // Far above any threshold, unflushed: no bound.
+        stats.add(&g, anon, 1 << 40).unwrap();
+        let text = e.render_to_string(Format::Prometheus).unwrap();
+        assert!(
+            text.contains("hierstat_error_bound_pages{path=\"/g\"} +Inf\n"),
+            "{text}"
+        );
+        assert!(text.contains("hierstat_anon_bytes{path=\"/g\"} 0\n"));
+        let e = Exporter::builder(stats.clone())
+            .policy(ScrapePolicy::Bounded)
+            .build()
+            .unwrap();
+        let text = e.render_to_string(Format::Prometheus).unwrap();
+        assert!(text.contains(&format!(
+            "hierstat_anon_bytes{{path=\"/g\"}} {}\n",
+            1u64 << 40
+        )));
+        assert!(!text.contains("} +Inf"), "{text}");
+    }
+}
