@@ -114,10 +114,10 @@ fn increment(c: &mut Criterion) {
     }
     // The recorder's handle writes the tenant's group (the benchmarks may
     // have been filtered out: check with increments of our own).
-    stats.flush_forced(&stats.root());
+    stats.flush_forced(&stats.root()).unwrap();
     let before = stats.read(&tenant, requests).unwrap();
     hier_counter.increment(5);
-    stats.flush_forced(&stats.root());
+    stats.flush_forced(&stats.root()).unwrap();
     assert_eq!(stats.read(&web, requests).unwrap(), before + 5);
 }
 
@@ -154,7 +154,7 @@ fn tree(fanout: &[usize]) -> HierStats {
         }
         level = next;
     }
-    stats.flush_forced(&stats.root());
+    stats.flush_forced(&stats.root()).unwrap();
     stats
 }
 

@@ -444,8 +444,8 @@ impl Exporter {
     /// comes from this tree).
     pub fn render(&self, format: Format, out: &mut Vec<u8>) -> Result<Rendered, Error> {
         let flush = match self.policy {
-            ScrapePolicy::Flush => Some(self.stats.flush_forced(&self.root)),
-            ScrapePolicy::Bounded => Some(self.stats.flush(&self.root)),
+            ScrapePolicy::Flush => Some(self.stats.flush_forced(&self.root)?),
+            ScrapePolicy::Bounded => Some(self.stats.flush(&self.root)?),
             ScrapePolicy::Cached => None,
         };
         let groups = self.subtree();
@@ -498,7 +498,8 @@ impl Exporter {
                         }
                     }
                     Source::Bound => {
-                        values[col * n + gi] = self.stats.error_bound_pages(g).unwrap_or(UNBOUNDED);
+                        values[col * n + gi] =
+                            self.stats.error_bound_pages(g)?.unwrap_or(UNBOUNDED);
                     }
                 }
                 col += width(f);

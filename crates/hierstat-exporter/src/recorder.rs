@@ -214,7 +214,7 @@ impl Inner {
             }
         }
         let target = if let Ok(item) = schema.item(name) {
-            if gauge && schema.info(item).kind == ItemKind::Event {
+            if gauge && schema.info(item).is_ok_and(|i| i.kind == ItemKind::Event) {
                 return Err(format!(
                     "gauge mapped to the event item `{name}` (events only count up)"
                 ));
@@ -549,7 +549,7 @@ mod tests {
             metrics::gauge!("app_inflight", "tenant" => "acme/api").decrement(1.0);
             metrics::gauge!("app_mem", "tenant" => "acme/api", "node" => "1").set(4096.0);
         });
-        stats.flush_forced(&stats.root());
+        stats.flush_forced(&stats.root()).unwrap();
         let acme = stats.lookup("/acme").unwrap();
         let web = stats.lookup("/acme/web").unwrap();
         assert_eq!(stats.read(&web, req).unwrap(), 3);
@@ -578,7 +578,7 @@ mod tests {
             metrics::histogram!("requests").record(1.0);
             metrics::counter!("requests", "tenant" => "..").increment(1);
         });
-        stats.flush_forced(&stats.root());
+        stats.flush_forced(&stats.root()).unwrap();
         assert_eq!(stats.read(&stats.root(), req).unwrap(), 0);
         let u = rec.unmapped();
         assert_eq!(u.len(), 7, "{u:?}");
@@ -604,7 +604,7 @@ mod tests {
         c.absolute(4);
         c.absolute(12);
         c.increment(1);
-        stats.flush_forced(&stats.root());
+        stats.flush_forced(&stats.root()).unwrap();
         assert_eq!(stats.read(&stats.root(), req).unwrap(), 13);
         metrics::with_local_recorder(&rec, || {
             metrics::describe_counter!("http_total", "HTTP requests served");
@@ -637,7 +637,7 @@ mod tests {
             }
         });
         g.set(42.0);
-        stats.flush_forced(&stats.root());
+        stats.flush_forced(&stats.root()).unwrap();
         assert_eq!(stats.read_signed(&stats.root(), inflight).unwrap(), 42);
     }
 }

@@ -207,6 +207,7 @@ fn expected(t: &Tree, groups: &[Group], nodes: usize) -> BTreeMap<Series, String
         }
         let bound = s
             .error_bound_pages(g)
+            .unwrap()
             .map_or("+Inf".to_string(), |b| b.to_string());
         m.insert(("p_error_bound_pages".to_string(), path()), bound);
     }
