@@ -114,7 +114,7 @@ impl Words {
     /// Words `i..i + n`.
     #[inline(always)]
     pub(crate) fn slice(&self, i: usize, n: usize) -> &[AtomicU64] {
-        &self.words[self.start + i..self.start + i + n]
+        &self.words[self.start + i..][..n]
     }
 
     fn len(&self) -> usize {
