@@ -141,7 +141,8 @@ fn per_op_threads(threads: usize, iters: u64, op: impl Fn(usize) + Sync) -> Dura
 
 fn two_threads(c: &mut Criterion) {
     let mut grp = c.benchmark_group("update_2threads_same_group");
-    let (t, item) = tree(Preset::Hierstat, 2);
+    // A shard per thread: the two workers and the bench's own thread.
+    let (t, item) = tree(Preset::Hierstat, 4);
     let g = chain(&t, 1);
     grp.bench_function("hierstat_1thread", |b| {
         b.iter_custom(|iters| {
@@ -162,6 +163,12 @@ fn two_threads(c: &mut Criterion) {
     // always have two shards.
     grp.bench_function("hierstat_2threads_implicit", |b| {
         b.iter_custom(|iters| per_op_threads(2, iters, |_| t.add(&g, item, 1).unwrap()))
+    });
+    // The flat baseline: each thread `fetch_add`s its own cache-padded
+    // atomic (no hierarchy, no bound, sum on read).
+    let s = Sharded::new(2);
+    grp.bench_function("sharded_counter_2threads", |b| {
+        b.iter_custom(|iters| per_op_threads(2, iters, |th| s.add(th, 1)))
     });
     let shared = AtomicU64::new(0);
     grp.bench_function("shared_atomic_2threads", |b| {
@@ -226,9 +233,10 @@ fn flushes(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
+                    // Dirtied by this thread's plain owner path, so each
+                    // flush pays the heavy barrier as a real one does.
                     for i in 0..100 {
-                        t.add_with(Shard(i % 2), &leaves[i * step], item, 1, &mut ())
-                            .unwrap();
+                        t.add(&leaves[i * step], item, 1).unwrap();
                     }
                     let start = Instant::now();
                     t.flush_forced(&t.root()).unwrap();
@@ -241,12 +249,58 @@ fn flushes(c: &mut Criterion) {
     grp.finish();
 }
 
+/// The flusher's heavy barrier: a forced flush of one leaf its shard's
+/// owner dirtied, with membarrier (the barrier) and without (owners take
+/// the shared path, the flusher a fence); the difference is the barrier's
+/// cost per flush, with a second thread running.
+fn barrier(c: &mut Criterion) {
+    let mut grp = c.benchmark_group("flush_1_dirty_leaf");
+    for membarrier in [true, false] {
+        let (s, items) = {
+            let mut b = Schema::builder();
+            let x = b.state("x", Unit::Pages);
+            (b.build().unwrap(), x)
+        };
+        let t = HierStats::new(
+            s,
+            Config::preset(Preset::Hierstat)
+                .shards(4)
+                .membarrier(membarrier),
+        )
+        .unwrap();
+        let g = t.create(&t.root(), "g").unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            let name = if membarrier { "membarrier" } else { "fences" };
+            grp.bench_function(name, |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        t.add(&g, items, 1).unwrap();
+                        let start = Instant::now();
+                        t.flush_forced(&t.root()).unwrap();
+                        total += start.elapsed();
+                    }
+                    total
+                })
+            });
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    grp.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(30);
-    targets = single_thread, two_threads, reads, flushes
+    targets = single_thread, two_threads, reads, flushes, barrier
 }
 criterion_main!(benches);
