@@ -335,7 +335,7 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
 /// Page-table units per second of the NUMA-balancing simulator (`numa02`,
 /// `mmlab` scanner).
 pub fn numab_rate() -> Result<f64> {
-    use models::numab::{bench_throughput, builtin_scenario, ScannerVersion};
+    use numab::{bench_throughput, builtin_scenario, ScannerVersion};
     let file = builtin_scenario("numa02").context("the numa02 scenario is built in")?;
     let (rate, _) = bench_throughput(&file.numab, ScannerVersion::Mmlab, file.seed)
         .map_err(|e| anyhow::anyhow!("numab bench: {e}"))?;

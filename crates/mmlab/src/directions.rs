@@ -3,7 +3,7 @@
 //! figure, and whether the measurement shows the same direction.
 
 use crate::stats;
-use models::numab::ScannerVersion;
+use numab::ScannerVersion;
 use sim::report::RunReport;
 use sim::scenario::Workload;
 use std::fmt::Write as _;

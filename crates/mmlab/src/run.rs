@@ -93,7 +93,7 @@ pub fn progress_bar(label: &str) -> ProgressBar {
 }
 
 /// Runs a loaded scenario with a progress bar; dispatches on its kind:
-/// `stats` to the sim crate's scenarios, `numab` to `models::numab`,
+/// `stats` to the sim crate's scenarios, `numab` to the `numab` crate,
 /// `refault` to `sim::refault`.
 pub fn execute(l: &Loaded, costs: &CostModel) -> Result<RunReport> {
     let sc = &l.scenario;
@@ -110,8 +110,8 @@ pub fn execute(l: &Loaded, costs: &CostModel) -> Result<RunReport> {
     let report = match sc.kind {
         Kind::Stats => run_scenario(sc, &opts, &mut cb).with_context(ctx)?,
         Kind::Numab => {
-            let file = models::numab::parse_scenario(&l.text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", l.file))?;
+            let file =
+                numab::parse_scenario(&l.text).map_err(|e| anyhow::anyhow!("{}: {e}", l.file))?;
             let policies =
                 sim::scenarios::numab::run(&file, &sc.policies, sc.runs, sc.seed, &mut cb)
                     .with_context(ctx)?;

@@ -9,7 +9,7 @@
 //!
 //! `cargo run -p sim --release --example bound_race_probe -- hierstat 2`
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
-use sim::rng::SimRng;
+use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 fn main() {
@@ -48,7 +48,7 @@ fn main() {
                 let (stats, groups, parents, leaves, exact, items, stop) =
                     (&stats, &groups, &parents, &leaves, &exact, &items, &stop);
                 s.spawn(move || {
-                    let mut rng = SimRng::new(round * 10 + w);
+                    let mut rng = Rng::new(round * 10 + w);
                     while !stop.load(Ordering::Relaxed) {
                         let g = leaves[rng.below(leaves.len() as u64) as usize];
                         let it = rng.below(8) as usize;
@@ -62,7 +62,7 @@ fn main() {
                     }
                 });
             }
-            let mut rng = SimRng::new(round + 1000);
+            let mut rng = Rng::new(round + 1000);
             let t = std::time::Instant::now();
             while t.elapsed().as_millis() < 100 {
                 let r = rng.below(groups.len() as u64) as usize;

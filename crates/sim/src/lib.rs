@@ -10,8 +10,9 @@
 //!   host by `mmlab calibrate`). Flush locks ([`lock::FlushLock`]) and
 //!   contended cache lines are resources in virtual time, so waiting and
 //!   serialization show up as latency. Events ([`event::Event`]) are
-//!   delivered in `(time, seq)` order and the only randomness is one seeded
-//!   [`rng::SimRng`] per run: the same seed gives byte-identical results.
+//!   delivered in `(time, seq)` order by [`simcore::EventQueue`] and the
+//!   only randomness is one seeded [`simcore::Rng`] per run: the same seed
+//!   gives byte-identical results.
 //! * **Real mode** ([`runner::real`]): real threads on real cores,
 //!   wall-clock timing, hdrhistogram latencies.
 //!
@@ -31,11 +32,9 @@ pub mod event;
 pub mod lock;
 pub mod refault;
 pub mod report;
-pub mod rng;
 pub mod runner;
 pub mod scenario;
 pub mod scenarios;
-pub mod time;
 pub mod workload;
 
 pub use error::{ScenarioError, SimError};

@@ -32,7 +32,8 @@ use crate::error::ScenarioError;
 use crate::report::Mode;
 use serde::{Deserialize, Serialize};
 
-/// The scenarios embedded in the binary: `(name, TOML text)`.
+/// The scenarios embedded in the binary: `(name, TOML text)`, in the order
+/// `mmlab list` shows them.
 pub const BUILTIN: &[(&str, &str)] = &[
     (
         "update-path",
@@ -62,20 +63,12 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "false-sharing",
         include_str!("../../../scenarios/false-sharing.toml"),
     ),
-    ("numa01", include_str!("../../../scenarios/numa01.toml")),
-    (
-        "numa01-thread-alloc",
-        include_str!("../../../scenarios/numa01-thread-alloc.toml"),
-    ),
-    (
-        "numa01-thread-alloc-64",
-        include_str!("../../../scenarios/numa01-thread-alloc-64.toml"),
-    ),
-    ("numa02", include_str!("../../../scenarios/numa02.toml")),
-    (
-        "numa-disjoint",
-        include_str!("../../../scenarios/numa-disjoint.toml"),
-    ),
+    // The NUMA-balancing scenarios are embedded once, by the numab crate.
+    numab::BUILTIN[0],
+    numab::BUILTIN[1],
+    numab::BUILTIN[2],
+    numab::BUILTIN[3],
+    numab::BUILTIN[4],
     (
         "refault-storm",
         include_str!("../../../scenarios/refault-storm.toml"),
@@ -88,7 +81,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 pub enum Kind {
     /// The hierstat engine scenarios (this crate's runners).
     Stats,
-    /// The NUMA-balancing scanner model (`models::numab`).
+    /// The NUMA-balancing scanner model (the `numab` crate).
     Numab,
     /// The workingset refault model (`models::workingset`).
     Refault,
@@ -304,7 +297,7 @@ pub struct Scenario {
     /// Update-path parameters.
     #[serde(default)]
     pub update: Option<UpdateSpec>,
-    /// NUMA-balancing scenario parameters, handed to `models::numab`.
+    /// NUMA-balancing scenario parameters, handed to the `numab` crate.
     #[serde(default)]
     pub numab: Option<toml::Value>,
     /// Refault-storm parameters, handed to [`crate::refault`].

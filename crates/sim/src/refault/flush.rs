@@ -26,8 +26,8 @@
 
 use crate::cost::{CostModel, Work};
 use crate::lock::{Acquire, FlushLock, LockMode, Scope};
-use crate::time::SimTime;
 use hierstat::{Concurrency, FlushKind, FlushScope, Group, HierStats, HotPathFlush, WorkCounters};
+use simcore::time::SimTime;
 use std::collections::HashMap;
 
 /// What the refault path should do about the stats.

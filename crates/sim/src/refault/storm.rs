@@ -24,13 +24,12 @@ use super::world::{engine, mb_pages, World, THP};
 use crate::cost::CostModel;
 use crate::error::SimError;
 use crate::lock::Scope;
-use crate::rng::SimRng;
-use crate::time::{SimTime, MILLIS, SECONDS};
 use hierstat::{FlushOutcome, ManualClock, Policy, Preset, PAGE_SIZE};
 use models::memcg::{MemcgError, MemcgId, MemcgTree, Stat};
 use models::workingset::{Access, Lru, WorkingsetError};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use simcore::time::{SimTime, MILLIS, SECONDS};
+use simcore::{EventQueue, Rng, Scheduled};
+use std::collections::HashMap;
 
 /// What one run measured (after the warm-up).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -120,18 +119,6 @@ const BG_OPS: [(Stat, i64); 6] = [
     (Stat::FileMapped, 1),
 ];
 
-struct Queue {
-    heap: BinaryHeap<Reverse<(SimTime, u64, Ev)>>,
-    seq: u64,
-}
-
-impl Queue {
-    fn push(&mut self, t: SimTime, e: Ev) {
-        self.heap.push(Reverse((t, self.seq, e)));
-        self.seq += 1;
-    }
-}
-
 const TICK: SimTime = 10 * MILLIS;
 /// CPU time between two heap operations of a tick.
 const OP_GAP: SimTime = 200;
@@ -140,8 +127,8 @@ const OP_GAP: SimTime = 200;
 struct Run<'a> {
     spec: &'a RefaultSpec,
     clock: ManualClock,
-    rng: SimRng,
-    queue: Queue,
+    rng: Rng,
+    queue: EventQueue<Ev>,
     ctl: FlushCtl,
     scopes: HashMap<MemcgId, Scope>,
     gen: u64,
@@ -231,7 +218,7 @@ impl Run<'_> {
     }
 }
 
-fn log_uniform(rng: &mut SimRng, lo: u64, hi: u64) -> u64 {
+fn log_uniform(rng: &mut Rng, lo: u64, hi: u64) -> u64 {
     if hi <= lo {
         return lo;
     }
@@ -282,11 +269,8 @@ pub fn run_once_policy(
     let mut run = Run {
         spec,
         clock: clock.clone(),
-        rng: SimRng::new(seed),
-        queue: Queue {
-            heap: BinaryHeap::new(),
-            seq: 0,
-        },
+        rng: Rng::new(seed),
+        queue: EventQueue::new(),
         ctl: FlushCtl::new(tree.stats(), pricing),
         scopes,
         gen: 0,
@@ -358,7 +342,12 @@ pub fn run_once_policy(
     run.queue.push(stop, Ev::Stop);
     let evictions_at_start = lru.counters().evictions;
     let mut evictions_at_warmup = evictions_at_start;
-    while let Some(Reverse((now, _, ev))) = run.queue.heap.pop() {
+    while let Some(Scheduled {
+        time: now,
+        event: ev,
+        ..
+    }) = run.queue.pop()
+    {
         run.clock.set(now);
         match ev {
             Ev::Stop => break,

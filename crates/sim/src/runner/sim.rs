@@ -33,10 +33,10 @@ use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
 use crate::lock::{Acquire, FlushLock};
-use crate::rng::SimRng;
 use crate::scenario::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
-use crate::time::{SimTime, MILLIS, SECONDS};
 use crate::workload::{GroupIdx, TreeShape};
+use simcore::time::{SimTime, MILLIS, SECONDS};
+use simcore::Rng;
 use std::collections::HashMap;
 
 /// Everything a simulated run needs besides the backend.
@@ -166,7 +166,7 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     parents: Vec<Option<GroupIdx>>,
     now: SimTime,
     queue: EventQueue,
-    rng: SimRng,
+    rng: Rng,
     cpus: Cpus,
     lock: FlushLock,
     lines: HashMap<LineId, LineState>,
@@ -194,7 +194,7 @@ pub fn run<B: StatsBackend + ?Sized>(
     shape: &TreeShape,
     setup: &SimSetup,
 ) -> SimOutcome {
-    let mut rng = SimRng::new(setup.seed);
+    let mut rng = Rng::new(setup.seed);
     let items = setup.items;
     let mut writer_targets = shape.targets(setup.writers.targets);
     // The hot set: a seeded sample of the targets.

@@ -1,10 +1,10 @@
 //! NUMA-balancing scenarios (`kind = "numab"`): each scanner version of
-//! `models::numab` run side by side, its counters turned into metrics.
+//! the `numab` crate run side by side, its counters turned into metrics.
 
 use super::{push, Progress};
 use crate::error::SimError;
 use crate::report::{PolicyResult, Series};
-use models::numab::{self, ScannerVersion, ScenarioFile};
+use numab::{self, ScannerVersion, ScenarioFile};
 use std::collections::BTreeMap;
 
 /// Metrics where a larger value is better.

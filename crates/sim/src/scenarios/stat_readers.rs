@@ -13,9 +13,9 @@ use crate::error::SimError;
 use crate::report::{Mode, PolicyResult};
 use crate::runner::{real, sim};
 use crate::scenario::Scenario;
-use crate::time::{MILLIS, SECONDS};
 use crate::with_backend;
 use crate::workload::TreeShape;
+use simcore::time::{MILLIS, SECONDS};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -12,9 +12,9 @@ use crate::error::SimError;
 use crate::report::{Mode, PolicyResult, Series};
 use crate::runner::{real, sim};
 use crate::scenario::{Scenario, Targets, WritersSpec};
-use crate::time::MILLIS;
 use crate::with_backend;
 use crate::workload::TreeShape;
+use simcore::time::MILLIS;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -6,8 +6,8 @@ use sim::cost::{CostModel, Work};
 use sim::lock::LockMode;
 use sim::runner::sim::{run, SimSetup};
 use sim::scenario::{ReadersSpec, Targets, WritersSpec};
-use sim::time::MILLIS;
 use sim::workload::{GroupIdx, TreeShape};
+use simcore::time::MILLIS;
 
 /// Costs chosen so that every unit is distinguishable.
 const COSTS: &str = "call_ns = 1\natomic_ns = 2\nshard_scanned_ns = 3\ngroup_visited_ns = 5\n\

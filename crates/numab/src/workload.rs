@@ -8,8 +8,8 @@
 
 use serde::Deserialize;
 
-use super::cost::{CostModel, Sysctl};
-use super::NumabError;
+use crate::cost::{CostModel, Sysctl};
+use crate::NumabError;
 
 /// Bytes in a base page.
 pub const PAGE: u64 = 4096;
@@ -771,7 +771,7 @@ fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabErro
 
 impl ScenarioFile {
     /// The scanner versions named in `policies`, in file order.
-    pub fn versions(&self) -> Result<Vec<super::ScannerVersion>, NumabError> {
+    pub fn versions(&self) -> Result<Vec<crate::ScannerVersion>, NumabError> {
         self.policies.iter().map(|p| p.parse()).collect()
     }
 
@@ -789,11 +789,11 @@ impl NumabScenario {
 
     /// Checks the machine and builds the workload plan.
     pub fn plan(&self) -> Result<Plan, NumabError> {
-        if !(1..=super::model::MAX_NODES as u32).contains(&self.nodes) {
+        if !(1..=crate::state::MAX_NODES as u32).contains(&self.nodes) {
             return Err(NumabError::BadScenario(format!(
                 "nodes = {} (supported: 1..={})",
                 self.nodes,
-                super::model::MAX_NODES
+                crate::state::MAX_NODES
             )));
         }
         if self.cpus_per_node == 0 {
@@ -915,7 +915,7 @@ pub fn parse_scenario(text: &str) -> Result<ScenarioFile, NumabError> {
         )));
     }
     for p in &file.policies {
-        p.parse::<super::ScannerVersion>()?;
+        p.parse::<crate::ScannerVersion>()?;
     }
     file.numab.plan()?;
     Ok(file)
@@ -923,19 +923,19 @@ pub fn parse_scenario(text: &str) -> Result<ScenarioFile, NumabError> {
 
 /// The scenario files shipped in `scenarios/`, embedded.
 pub const BUILTIN: [(&str, &str); 5] = [
-    ("numa01", include_str!("../../../../scenarios/numa01.toml")),
+    ("numa01", include_str!("../../../scenarios/numa01.toml")),
     (
         "numa01-thread-alloc",
-        include_str!("../../../../scenarios/numa01-thread-alloc.toml"),
+        include_str!("../../../scenarios/numa01-thread-alloc.toml"),
     ),
     (
         "numa01-thread-alloc-64",
-        include_str!("../../../../scenarios/numa01-thread-alloc-64.toml"),
+        include_str!("../../../scenarios/numa01-thread-alloc-64.toml"),
     ),
-    ("numa02", include_str!("../../../../scenarios/numa02.toml")),
+    ("numa02", include_str!("../../../scenarios/numa02.toml")),
     (
         "numa-disjoint",
-        include_str!("../../../../scenarios/numa-disjoint.toml"),
+        include_str!("../../../scenarios/numa-disjoint.toml"),
     ),
 ];
 

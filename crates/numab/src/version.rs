@@ -1,13 +1,13 @@
 //! Scanner versions: which `task_numa_work()` / `vma_is_accessed()` rules run.
 //!
 //! Each version is a set of [`Features`]; the scan loop in
-//! [`crate::numab::scan`] consults the features, never the version name, so a
+//! [`crate::scan`] consults the features, never the version name, so a
 //! behaviour difference between two versions is always one named flag.
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::NumabError;
+use crate::NumabError;
 
 /// A NUMA-balancing VMA scanner, as shipped in a kernel or as proposed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -8,7 +8,7 @@
 //! `NUMAB_SCENARIO=name` picks a built-in scenario, `NUMAB_TOML=path` a
 //! scenario file.
 
-use models::numab::{builtin_scenario, run, ScannerVersion, BUILTIN};
+use numab::{builtin_scenario, run, ScannerVersion, BUILTIN};
 
 #[test]
 #[ignore = "report, not a check; run in release with --nocapture"]
@@ -78,8 +78,9 @@ fn numab_trace_scans() {
         .parse()
         .expect("version");
     let sc = match std::env::var("NUMAB_TOML") {
-        Ok(path) => models::numab::parse_scenario(&std::fs::read_to_string(path).expect("read"))
-            .expect("parse"),
+        Ok(path) => {
+            numab::parse_scenario(&std::fs::read_to_string(path).expect("read")).expect("parse")
+        }
         Err(_) => builtin_scenario(&name).expect("builtin"),
     };
     let seed = std::env::var("SEED")
@@ -109,17 +110,18 @@ fn numab_trace_scans() {
 fn numab_explore_param() {
     let name = std::env::var("NUMAB_SCENARIO").unwrap_or_else(|_| "numa01-thread-alloc".into());
     let mut sc = match std::env::var("NUMAB_TOML") {
-        Ok(path) => models::numab::parse_scenario(&std::fs::read_to_string(path).expect("read"))
-            .expect("parse"),
+        Ok(path) => {
+            numab::parse_scenario(&std::fs::read_to_string(path).expect("read")).expect("parse")
+        }
         Err(_) => builtin_scenario(&name).expect("builtin"),
     };
     if let Ok(k) = std::env::var("STACK_KIB") {
         let k: u64 = k.parse().expect("num");
         match &mut sc.numab.workload {
-            models::numab::WorkloadSpec::Numa01ThreadAlloc { stack_kib, .. }
-            | models::numab::WorkloadSpec::Numa01 { stack_kib, .. }
-            | models::numab::WorkloadSpec::Numa02 { stack_kib, .. }
-            | models::numab::WorkloadSpec::Disjoint { stack_kib, .. } => *stack_kib = k,
+            numab::WorkloadSpec::Numa01ThreadAlloc { stack_kib, .. }
+            | numab::WorkloadSpec::Numa01 { stack_kib, .. }
+            | numab::WorkloadSpec::Numa02 { stack_kib, .. }
+            | numab::WorkloadSpec::Disjoint { stack_kib, .. } => *stack_kib = k,
         }
     }
     let spreads: Vec<u32> = std::env::var("SPREADS")
@@ -167,8 +169,7 @@ fn numab_multi_seed() {
         }
         let sc = match std::env::var("NUMAB_TOML") {
             Ok(path) => {
-                models::numab::parse_scenario(&std::fs::read_to_string(path).expect("read"))
-                    .expect("parse")
+                numab::parse_scenario(&std::fs::read_to_string(path).expect("read")).expect("parse")
             }
             Err(_) => builtin_scenario(name).expect("builtin"),
         };
@@ -178,8 +179,7 @@ fn numab_multi_seed() {
                 .map(|s| run(&sc.numab, v, s + 1).expect("run"))
                 .collect();
             let n = rs.len() as f64;
-            let mean =
-                |f: &dyn Fn(&models::numab::NumabResult) -> f64| rs.iter().map(f).sum::<f64>() / n;
+            let mean = |f: &dyn Fn(&numab::NumabResult) -> f64| rs.iter().map(f).sum::<f64>() / n;
             let el = mean(&|r| r.elapsed_s());
             let sd = (rs.iter().map(|r| (r.elapsed_s() - el).powi(2)).sum::<f64>()
                 / (n - 1.0).max(1.0))
@@ -210,8 +210,9 @@ fn numab_starved_detail() {
         .parse()
         .expect("version");
     let sc = match std::env::var("NUMAB_TOML") {
-        Ok(path) => models::numab::parse_scenario(&std::fs::read_to_string(path).expect("read"))
-            .expect("parse"),
+        Ok(path) => {
+            numab::parse_scenario(&std::fs::read_to_string(path).expect("read")).expect("parse")
+        }
         Err(_) => builtin_scenario(&name).expect("builtin"),
     };
     for seed in 1..=4 {

@@ -5,7 +5,7 @@
 //! model's direction is repeated on a scaled-down scenario that runs in
 //! debug builds.
 
-use models::numab::{
+use numab::{
     builtin_scenario, parse_scenario, run, NumabError, NumabResult, NumabScenario, ScannerVersion,
     BUILTIN,
 };
@@ -236,7 +236,7 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         assert!(a
             .coverage
             .iter()
-            .any(|c| c.name == "buffer" && c.passes_behind > models::numab::STARVED_PASSES));
+            .any(|c| c.name == "buffer" && c.passes_behind > numab::STARVED_PASSES));
     }
     assert!(el(&rfc) < el(&v65), "{} vs {}", el(&rfc), el(&v65));
     assert!(migrated(&v67) > migrated(&v65));
@@ -261,7 +261,7 @@ fn numab_scaled_disjoint_corner_cases_starve_under_v6_5_not_under_mmlab() {
         let starved = |r: &NumabResult, name: &str| {
             r.coverage
                 .iter()
-                .any(|c| c.name == name && c.passes_behind > models::numab::STARVED_PASSES)
+                .any(|c| c.name == name && c.passes_behind > numab::STARVED_PASSES)
         };
         // (c) the idle vma_z and (d) the idle allocator's vma_w are passed
         // over for good once the unconditional passes are spent.
@@ -399,8 +399,7 @@ fn numab_thp_units_count_as_pmds() {
 #[test]
 fn numab_bench_throughput_counts_units() {
     let sc = scenario(TINY);
-    let (units_per_s, r) =
-        models::numab::bench_throughput(&sc, ScannerVersion::V6_5, 1).expect("bench");
+    let (units_per_s, r) = numab::bench_throughput(&sc, ScannerVersion::V6_5, 1).expect("bench");
     assert!(r.units_processed > 0);
     assert!(units_per_s.is_finite() && units_per_s > 0.0);
     // The benchmark runs the same model as `run`.

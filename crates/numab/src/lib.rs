@@ -14,8 +14,9 @@
 //! specification"):
 //! * **Time** is integer virtual nanoseconds; each thread owns one logical
 //!   CPU and advances in steps of one page-table unit; all events sit in one
-//!   heap ordered by (time, sequence number). One seeded PCG32 stream drives
-//!   the CPU permutation, THP backing and a ±5% per-step speed jitter.
+//!   [`simcore::EventQueue`] ordered by (time, sequence number). One seeded
+//!   [`simcore::Rng`] stream drives the CPU permutation, THP backing and a
+//!   ±5% per-step speed jitter.
 //! * **Units**: a PMD-mapped THP (counts 512 in `numa_pte_updates`, one
 //!   hint fault), or a run of 4 KiB PTEs inside one page-table page that the
 //!   sweeps always write together and the 2 MiB-aligned scan windows always
@@ -103,13 +104,15 @@
 //! numa02 converges within its unconditional passes; RFC 2/6 is within
 //! 0.2% of v6.7).
 
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
 mod cost;
 mod fault;
-mod model;
 mod pids;
 mod result;
-mod rng;
 mod scan;
+mod state;
 mod version;
 mod workload;
 
@@ -117,20 +120,19 @@ pub use cost::{
     autonuma_cost, group_scaled_period, nr_scan_windows, task_scan_max_ms, task_scan_min_ms,
     CostModel, Sysctl, MAX_SCAN_WINDOW, NS_PER_MS,
 };
-pub use model::MAX_NODES;
 pub use pids::{
     distinct_bits, hash_32, pid_bit, vma_scan_ratelimit, PidWindows, GOLDEN_RATIO_32, VMA_4M,
     VMA_RATELIMIT_SCALEDOWN_F,
 };
 pub use result::{Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
-pub use rng::{splitmix64, Pcg32};
+pub use state::MAX_NODES;
 pub use version::{Features, ScannerVersion};
 pub use workload::{
     builtin_scenario, parse_scenario, NumabScenario, Op, Plan, ProcessPlan, ScenarioFile,
     ThreadPlan, VmaKind, VmaPlan, WorkloadSpec, BUILTIN, FIRST_PID, HPAGE, PAGE,
 };
 
-use model::Sim;
+use state::Machine;
 
 /// Errors for bad input.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -169,7 +171,7 @@ pub fn run_plan(
     version: ScannerVersion,
     seed: u64,
 ) -> NumabResult {
-    let mut sim = Sim::new(scenario, plan, version, seed);
+    let mut sim = Machine::new(scenario, plan, version, seed);
     let limit = scenario.max_virtual_s.saturating_mul(1_000_000_000);
     let truncated = sim.run(limit);
     collect(&sim, version, seed, truncated)
@@ -189,7 +191,7 @@ pub fn bench_throughput(
     Ok((r.units_processed as f64 / secs, r))
 }
 
-fn collect(sim: &Sim, version: ScannerVersion, seed: u64, truncated: bool) -> NumabResult {
+fn collect(sim: &Machine, version: ScannerVersion, seed: u64, truncated: bool) -> NumabResult {
     let elapsed = sim
         .tasks
         .iter()

@@ -1,11 +1,11 @@
 //! `task_numa_work()`: the VMA scan loop of every version, and the
 //! task-level scan-period bounds.
 
-use super::cost::{group_scaled_period, task_scan_max_ms, task_scan_min_ms, NS_PER_MS};
-use super::model::{NumabState, Sim};
-use super::pids::vma_scan_ratelimit;
-use super::result::ScanEvent;
-use super::workload::{VmaKind, HPAGE, PAGE};
+use crate::cost::{group_scaled_period, task_scan_max_ms, task_scan_min_ms, NS_PER_MS};
+use crate::pids::vma_scan_ratelimit;
+use crate::result::ScanEvent;
+use crate::state::{Machine, NumabState};
+use crate::workload::{VmaKind, HPAGE, PAGE};
 
 /// Why the loop left a VMA early.
 enum Visit {
@@ -15,7 +15,7 @@ enum Visit {
     Scan { forced_by_select: bool },
 }
 
-impl Sim {
+impl Machine {
     /// `task_scan_min()` for task `ti`, ms.
     pub(crate) fn task_scan_min(&self, ti: usize) -> u32 {
         task_scan_min_ms(self.rss_pages(ti), &self.sysctl)
@@ -37,7 +37,7 @@ impl Sim {
     pub(crate) fn task_scan_max_ms(&self, ti: usize) -> u32 {
         let base = task_scan_max_ms(self.rss_pages(ti), &self.sysctl);
         let smin = self.task_scan_min(ti);
-        let windows = super::cost::nr_scan_windows(self.rss_pages(ti), &self.sysctl);
+        let windows = crate::cost::nr_scan_windows(self.rss_pages(ti), &self.sysctl);
         let smax = (u64::from(self.sysctl.scan_period_max_ms) / windows) as u32;
         match self.group_totals(ti) {
             Some((refc, shared, private)) => {

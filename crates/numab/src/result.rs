@@ -1,8 +1,8 @@
 //! What a run reports: vmstat-style counters, times, the skip-reason
 //! histogram, per-VMA coverage and the local-access time series.
 
-use super::cost::autonuma_cost;
-use super::ScannerVersion;
+use crate::cost::autonuma_cost;
+use crate::ScannerVersion;
 
 /// Counters with `/proc/vmstat` semantics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

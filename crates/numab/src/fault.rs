@@ -1,8 +1,8 @@
 //! Accesses, NUMA hint faults, the migration decision, `task_numa_fault()`,
 //! placement and scan-period adaptation.
 
-use super::cost::NS_PER_MS;
-use super::model::{pack_cpupid, CpuPid, RunState, Sim, MAX_NODES};
+use crate::cost::NS_PER_MS;
+use crate::state::{pack_cpupid, CpuPid, Machine, RunState, MAX_NODES};
 
 /// `NUMA_PERIOD_SLOTS`.
 const PERIOD_SLOTS: u64 = 10;
@@ -29,7 +29,7 @@ struct FaultInfo {
     failed: bool,
 }
 
-impl Sim {
+impl Machine {
     /// The workload writes unit `ui` of VMA `vi`: first touch, hint fault if
     /// PROT_NONE, then the access. Returns (user ns, sys ns).
     pub(crate) fn touch(&mut self, ti: usize, vi: usize, ui: usize, convoy: bool) -> (u64, u64) {
@@ -385,7 +385,7 @@ impl Sim {
             return;
         }
         let n = self.cpus_per_node;
-        let offset = self.rng.below(n);
+        let offset = self.rng.below_u32(n);
         for k in 0..n {
             let cpu = base + (offset + k) % n;
             let Some(other) = self.cpu_owner[cpu as usize] else {
@@ -441,13 +441,13 @@ fn argmax(it: impl Iterator<Item = u64>) -> (usize, u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::Sim;
-    use super::super::{builtin_scenario, ScannerVersion};
+    use crate::state::Machine;
+    use crate::{builtin_scenario, ScannerVersion};
 
-    fn sim() -> Sim {
+    fn sim() -> Machine {
         let sc = builtin_scenario("numa02").expect("builtin").numab;
         let plan = sc.plan().expect("plan");
-        Sim::new(&sc, &plan, ScannerVersion::V6_5, 1)
+        Machine::new(&sc, &plan, ScannerVersion::V6_5, 1)
     }
 
     #[test]

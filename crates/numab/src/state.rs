@@ -4,18 +4,16 @@
 //! steps of one page-table unit (a 2 MiB PMD, or a run of up to 512 4 KiB
 //! PTEs in one page-table page that the workload always touches and the
 //! scanner always marks together). Events are ordered by (virtual ns,
-//! sequence number) in one heap, so ties are broken deterministically.
+//! sequence number) in one [`EventQueue`], so ties are broken
+//! deterministically.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use super::cost::{CostModel, Sysctl, NS_PER_MS};
-use super::pids::PidWindows;
-use super::result::{Counters, ScanEvent, SkipReasons};
-use super::rng::Pcg32;
-use super::version::Features;
-use super::workload::{NumabScenario, Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, PAGE};
-use super::ScannerVersion;
+use crate::cost::{CostModel, Sysctl, NS_PER_MS};
+use crate::pids::PidWindows;
+use crate::result::{Counters, ScanEvent, SkipReasons};
+use crate::version::Features;
+use crate::workload::{NumabScenario, Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, PAGE};
+use crate::ScannerVersion;
+use simcore::{EventQueue, Rng};
 
 /// Maximum number of NUMA nodes the model supports.
 pub const MAX_NODES: usize = 8;
@@ -186,9 +184,10 @@ pub(crate) struct Task {
     pub speed_permille: u32,
 }
 
-/// The whole simulated system.
+/// The whole simulated system: the machine, its processes and threads,
+/// the scanner state and what the run counted so far.
 #[derive(Debug)]
-pub(crate) struct Sim {
+pub(crate) struct Machine {
     pub features: Features,
     pub sysctl: Sysctl,
     pub cost: CostModel,
@@ -203,9 +202,9 @@ pub(crate) struct Sim {
     pub tasks: Vec<Task>,
     /// Task indices per process, by plan thread index.
     pub proc_tasks: Vec<Vec<usize>>,
-    pub rng: Pcg32,
-    pub heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    pub seq: u64,
+    pub rng: Rng,
+    /// Task wake-ups (task index) in `(time, emission order)` order.
+    pub queue: EventQueue<usize>,
     pub now: u64,
     pub counters: Counters,
     pub skips: SkipReasons,
@@ -218,7 +217,7 @@ pub(crate) struct Sim {
     pub ncpus: u32,
 }
 
-impl Sim {
+impl Machine {
     pub fn node_of_cpu(&self, cpu: u32) -> usize {
         (cpu / self.cpus_per_node) as usize
     }
@@ -228,13 +227,13 @@ impl Sim {
     }
 
     /// Builds the initial state from a plan.
-    pub fn new(sc: &NumabScenario, plan: &Plan, version: ScannerVersion, seed: u64) -> Sim {
-        let mut rng = Pcg32::new(seed);
+    pub fn new(sc: &NumabScenario, plan: &Plan, version: ScannerVersion, seed: u64) -> Machine {
+        let mut rng = Rng::new_shifted_stream(seed);
         let nodes = sc.nodes as usize;
         let ncpus = sc.ncpus();
         let mut cpu_pool: Vec<u32> = (0..ncpus).collect();
         rng.shuffle(&mut cpu_pool);
-        let mut sim = Sim {
+        let mut sim = Machine {
             features: version.features(),
             sysctl: sc.sysctl.clone(),
             cost: sc.cost.clone(),
@@ -248,8 +247,7 @@ impl Sim {
             tasks: Vec::new(),
             proc_tasks: Vec::new(),
             rng,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
             now: 0,
             counters: Counters::default(),
             skips: SkipReasons::default(),
@@ -266,7 +264,7 @@ impl Sim {
         sim
     }
 
-    fn add_process(&mut self, p: &super::workload::ProcessPlan) {
+    fn add_process(&mut self, p: &crate::workload::ProcessPlan) {
         let mm_idx = self.mms.len();
         // Layout: low area grows up from the binary, the mmap area grows
         // down from below the stack gap, in creation order.
@@ -310,7 +308,8 @@ impl Sim {
                             let full = a % HPAGE == 0 && e - a == HPAGE;
                             let huge = full
                                 && v.thp_fraction > 0.0
-                                && (v.thp_fraction >= 1.0 || self.rng.unit_f64() < v.thp_fraction);
+                                && (v.thp_fraction >= 1.0
+                                    || self.rng.unit_f64_32() < v.thp_fraction);
                             units.push(Unit::new(a, ((e - a) / PAGE) as u32, huge));
                             a = e;
                         }
@@ -424,7 +423,7 @@ impl Sim {
         self.take_cpu(ti);
         let spread = self.cost.speed_spread_permille.min(900);
         if spread > 0 {
-            let r = self.rng.below(2 * spread + 1);
+            let r = self.rng.below_u32(2 * spread + 1);
             self.tasks[ti].speed_permille = 1000 - spread + r;
         }
         let mm = self.tasks[ti].mm;
@@ -447,14 +446,14 @@ impl Sim {
     }
 
     pub fn push(&mut self, at: u64, ti: usize) {
-        self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, ti)));
+        self.queue.push(at, ti);
     }
 
     /// Runs until every task finished or `limit_ns`; returns whether the
     /// limit cut the run short.
     pub fn run(&mut self, limit_ns: u64) -> bool {
-        while let Some(Reverse((at, _, ti))) = self.heap.pop() {
+        while let Some(s) = self.queue.pop() {
+            let (at, ti) = (s.time, s.event);
             if at > limit_ns {
                 self.now = limit_ns;
                 return true;
@@ -681,7 +680,7 @@ impl Sim {
         if j == 0 || ns == 0 {
             return ns;
         }
-        let r = u64::from(self.rng.below(2 * j as u32 + 1));
+        let r = u64::from(self.rng.below_u32(2 * j as u32 + 1));
         ns * (1000 - j + r) / 1000
     }
 

@@ -1,7 +1,7 @@
 //! Developer probe: prints the scan calls of one numab scenario run.
 //!
 //! `cargo run --release -p models --example numab_timeline -- numa01-thread-alloc v6.5 4 [max_s]`
-use models::numab::{builtin_scenario, run, ScannerVersion};
+use numab::{builtin_scenario, run, ScannerVersion};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
