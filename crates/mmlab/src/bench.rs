@@ -40,7 +40,7 @@ use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
 use sim::engine::EngineBackend;
 use sim::runner::{real, sim as simrun};
-use sim::scenario::{Targets, WritersSpec};
+use sim::spec::{Targets, WritersSpec};
 use sim::workload::TreeShape;
 use std::collections::BTreeMap;
 use std::hint::black_box;

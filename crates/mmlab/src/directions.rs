@@ -5,7 +5,7 @@
 use crate::stats;
 use numab::ScannerVersion;
 use sim::report::RunReport;
-use sim::scenario::Workload;
+use sim::spec::Workload;
 use std::fmt::Write as _;
 
 /// One claim checked against a run.
@@ -431,13 +431,11 @@ pub fn numab_checks(report: &RunReport) -> Vec<Check> {
 }
 
 /// Every check that applies to a run of scenario `sc`.
-pub fn checks_for(report: &RunReport, sc: &sim::scenario::Scenario) -> Vec<Check> {
-    use sim::scenario::Kind;
-    match (sc.kind, sc.workload) {
-        (Kind::Stats, Some(w)) => checks(report, w),
-        (Kind::Refault, _) => refault_checks(report),
-        (Kind::Numab, _) => numab_checks(report),
-        _ => Vec::new(),
+pub fn checks_for(report: &RunReport, sc: &sim::Scenario) -> Vec<Check> {
+    match sc {
+        sim::Scenario::Stats(s) => s.workload.map(|w| checks(report, w)).unwrap_or_default(),
+        sim::Scenario::Refault { .. } => refault_checks(report),
+        sim::Scenario::Numab { .. } => numab_checks(report),
     }
 }
 

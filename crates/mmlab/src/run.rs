@@ -1,5 +1,5 @@
 //! `mmlab run`: load a scenario (built-in or file), apply the command-line
-//! overrides, dispatch it to its runner, print the report, write JSON.
+//! overrides, run it ([`sim::run`]), print the report, write JSON.
 
 use crate::cli::{CommonRunArgs, RunArgs};
 use crate::directions;
@@ -9,42 +9,20 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::cost::CostModel;
 use sim::report::RunReport;
-use sim::scenario::{Kind, Scenario, BUILTIN};
-use sim::scenarios::{run_scenario, Progress, RunOptions};
+use sim::spec::Overrides;
+use sim::{Progress, RunOptions, Scenario};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-/// A scenario with the text and file name it came from (runners of other
-/// kinds parse their own tables from the text).
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// The parsed scenario (with command-line overrides applied).
-    pub scenario: Scenario,
-    /// File name for messages (`<builtin NAME>` for embedded ones).
-    pub file: String,
-    /// The TOML text.
-    pub text: String,
-}
-
-/// Loads a built-in scenario by name, or a TOML file by path.
-pub fn load_scenario(spec: &str) -> Result<Scenario> {
-    Ok(load(spec)?.scenario)
-}
-
-/// Loads a built-in scenario by name, or a TOML file by path, with its text.
-pub fn load(spec: &str) -> Result<Loaded> {
-    if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == spec) {
-        let file = format!("<builtin {name}>");
-        let scenario = Scenario::parse(&file, text)?;
-        return Ok(Loaded {
-            scenario,
-            file,
-            text: text.to_string(),
-        });
+/// Loads a built-in scenario by name, or a TOML file by path, parsed and
+/// validated (errors name the file, line and field).
+pub fn load(spec: &str) -> Result<Scenario> {
+    if let Some(sc) = Scenario::builtin(spec) {
+        return Ok(sc?);
     }
     let path = Path::new(spec);
     if !path.exists() {
-        let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = Scenario::builtin_names().collect();
         bail!(
             "no built-in scenario or file named `{spec}` (built-in: {})",
             names.join(", ")
@@ -52,13 +30,7 @@ pub fn load(spec: &str) -> Result<Loaded> {
     }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading scenario file {}", path.display()))?;
-    let file = path.display().to_string();
-    let scenario = Scenario::parse(&file, &text)?;
-    Ok(Loaded {
-        scenario,
-        file,
-        text,
-    })
+    Ok(Scenario::parse(&path.display().to_string(), &text)?)
 }
 
 /// The cost model: the file given, or the shipped defaults.
@@ -92,12 +64,9 @@ pub fn progress_bar(label: &str) -> ProgressBar {
     pb
 }
 
-/// Runs a loaded scenario with a progress bar; dispatches on its kind:
-/// `stats` to the sim crate's scenarios, `numab` to the `numab` crate,
-/// `refault` to `sim::refault`.
-pub fn execute(l: &Loaded, costs: &CostModel) -> Result<RunReport> {
-    let sc = &l.scenario;
-    let pb = progress_bar(&sc.name);
+/// Runs a scenario ([`sim::run`]) with a progress bar.
+pub fn execute(sc: &Scenario, costs: &CostModel) -> Result<RunReport> {
+    let pb = progress_bar(sc.name());
     let opts = RunOptions { costs: *costs };
     let mut cb = |p: Progress| match p {
         Progress::Total(n) => pb.set_length(n),
@@ -106,42 +75,19 @@ pub fn execute(l: &Loaded, costs: &CostModel) -> Result<RunReport> {
             pb.inc(1);
         }
     };
-    let ctx = || format!("running scenario `{}`", sc.name);
-    let report = match sc.kind {
-        Kind::Stats => run_scenario(sc, &opts, &mut cb).with_context(ctx)?,
-        Kind::Numab => {
-            let file =
-                numab::parse_scenario(&l.text).map_err(|e| anyhow::anyhow!("{}: {e}", l.file))?;
-            let policies =
-                sim::scenarios::numab::run(&file, &sc.policies, sc.runs, sc.seed, &mut cb)
-                    .with_context(ctx)?;
-            RunReport::new(sc, l.text.clone(), policies)
-        }
-        Kind::Refault => {
-            let r = sim::refault::RefaultScenario::parse(&l.file, &l.text)?;
-            let policies =
-                sim::refault::run(&r.refault, &sc.policies, sc.runs, sc.seed, &opts, &mut cb)
-                    .with_context(ctx)?;
-            RunReport::new(sc, l.text.clone(), policies)
-        }
-    };
+    let report = sim::run(sc, &opts, &mut cb)
+        .with_context(|| format!("running scenario `{}`", sc.name()))?;
     pb.finish_and_clear();
     Ok(report)
 }
 
-/// Applies the command-line overrides to a scenario.
-pub fn apply_overrides(sc: &mut Scenario, args: &RunArgs) {
-    if !args.policies.is_empty() {
-        sc.policies = args.policies.clone();
-    }
-    if let Some(r) = args.runs {
-        sc.runs = r;
-    }
-    if let Some(s) = args.seed {
-        sc.seed = s;
-    }
-    if let Some(d) = args.duration_ms {
-        sc.duration_ms = d;
+/// The command-line overrides of `mmlab run`.
+pub fn overrides(args: &RunArgs) -> Overrides {
+    Overrides {
+        policies: args.policies.clone(),
+        runs: args.runs,
+        seed: args.seed,
+        duration_ms: args.duration_ms,
     }
 }
 
@@ -173,12 +119,11 @@ pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> R
 
 /// `mmlab run`.
 pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
-    let mut l = load(&args.scenario)?;
-    apply_overrides(&mut l.scenario, args);
-    let sc = l.scenario.clone();
+    let mut sc = load(&args.scenario)?;
+    sc.apply(&overrides(args));
     let costs = load_costs(&args.common)?;
     let started = std::time::SystemTime::now();
-    let report = execute(&l, &costs)?;
+    let report = execute(&sc, &costs)?;
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
     if !json_to_stdout {
         print_report(&report, &sc, out)?;
@@ -193,14 +138,14 @@ pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
 /// `mmlab list`.
 pub fn cmd_list(out: &mut dyn Write) -> Result<()> {
     writeln!(out, "scenarios:")?;
-    for (name, _) in BUILTIN {
+    for name in Scenario::builtin_names() {
         let sc = Scenario::builtin(name).expect("listed")?;
-        let mode = match sc.mode {
-            sim::report::Mode::Sim => format!("sim, {} CPUs", sc.cpus.unwrap_or(1)),
-            sim::report::Mode::Real => format!("real, {} threads", sc.threads.unwrap_or(2)),
+        let mode = match sc.mode() {
+            sim::report::Mode::Sim => format!("sim, {} CPUs", sc.parallelism()),
+            sim::report::Mode::Real => format!("real, {} threads", sc.parallelism()),
         };
-        writeln!(out, "  {name:<20} {mode:<18} {}", sc.description)?;
-        writeln!(out, "  {:<20} policies: {}", "", sc.policies.join(", "))?;
+        writeln!(out, "  {name:<20} {mode:<18} {}", sc.description())?;
+        writeln!(out, "  {:<20} policies: {}", "", sc.policies().join(", "))?;
     }
     writeln!(out, "\npolicies (stats scenarios):")?;
     for p in hierstat::Preset::ALL {

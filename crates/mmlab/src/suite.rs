@@ -7,7 +7,6 @@ use crate::json;
 use crate::run::{execute, load, load_costs, print_report, write_json};
 use anyhow::Result;
 use serde_json::{json, Value};
-use sim::scenario::Scenario;
 use std::io::Write;
 use std::time::Instant;
 
@@ -30,16 +29,6 @@ pub const SUITE: [&str; 12] = [
     "refault-storm",
 ];
 
-/// Shrinks a scenario for `--quick`: one run, shorter, fewer readers
-/// (NUMA scenarios keep their sizes, set in their own tables).
-pub fn quick(sc: &mut Scenario) {
-    sc.runs = 1;
-    sc.duration_ms = (sc.duration_ms / 5).max(1);
-    if let Some(r) = &mut sc.readers {
-        r.count = (r.count / 5).max(1);
-    }
-}
-
 /// `mmlab` / `mmlab suite`.
 pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
     let costs = load_costs(&args.common)?;
@@ -49,17 +38,16 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
     let mut all_checks: Vec<Check> = Vec::new();
     let json_to_stdout = args.common.json.as_deref() == Some(std::path::Path::new("-"));
     for name in SUITE {
-        let mut l = load(name)?;
+        let mut sc = load(name)?;
         if args.quick {
-            quick(&mut l.scenario);
+            sc.shrink_for_smoke_test();
         }
-        let sc = l.scenario.clone();
         let t = Instant::now();
-        let report = execute(&l, &costs)?;
+        let report = execute(&sc, &costs)?;
         if !json_to_stdout {
-            writeln!(out, "### {name}: {}", sc.description)?;
-            if !sc.reproduces.is_empty() {
-                writeln!(out, "### reproduces {}", sc.reproduces)?;
+            writeln!(out, "### {name}: {}", sc.description())?;
+            if !sc.reproduces().is_empty() {
+                writeln!(out, "### reproduces {}", sc.reproduces())?;
             }
             print_report(&report, &sc, out)?;
             writeln!(out, "({name} took {:.1} s)\n", t.elapsed().as_secs_f64())?;

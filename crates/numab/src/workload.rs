@@ -20,7 +20,7 @@ pub const HPAGE_PAGES: u64 = HPAGE / PAGE;
 
 /// One scenario file: the top-level keys every mmlab scenario has, plus the
 /// `[numab]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     /// Scenario name (`numa01`, ...).

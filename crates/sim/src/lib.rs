@@ -16,9 +16,9 @@
 //! * **Real mode** ([`runner::real`]): real threads on real cores,
 //!   wall-clock timing, hdrhistogram latencies.
 //!
-//! Scenarios are TOML files ([`scenario`]); [`scenarios::run_scenario`] dispatches a
-//! parsed scenario to its runner and returns the shared results model
-//! ([`report::RunReport`]).
+//! Scenarios are TOML files parsed and validated once into one typed
+//! [`spec::Scenario`] (stats | numab | refault); [`run()`] runs any of them
+//! and assembles the shared results model ([`report::RunReport`]).
 
 #![warn(missing_docs)]
 
@@ -32,9 +32,12 @@ pub mod event;
 pub mod lock;
 pub mod refault;
 pub mod report;
+pub mod run;
 pub mod runner;
-pub mod scenario;
 pub mod scenarios;
+pub mod spec;
 pub mod workload;
 
 pub use error::{ScenarioError, SimError};
+pub use run::{run, Progress, RunOptions};
+pub use spec::Scenario;

@@ -130,20 +130,16 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// The report of scenario `sc`, run from the file text `scenario_toml`,
-    /// with its per-policy results.
-    pub fn new(
-        sc: &crate::scenario::Scenario,
-        scenario_toml: String,
-        policies: BTreeMap<String, PolicyResult>,
-    ) -> RunReport {
+    /// The report of scenario `sc` with its per-policy results: the one
+    /// place a report is assembled ([`crate::run()`]).
+    pub fn new(sc: &crate::spec::Scenario, policies: BTreeMap<String, PolicyResult>) -> RunReport {
         RunReport {
-            scenario: sc.name.clone(),
-            mode: sc.mode,
-            runs: sc.runs,
-            seed: sc.seed,
-            scenario_toml,
-            policy_order: sc.policies.clone(),
+            scenario: sc.name().to_string(),
+            mode: sc.mode(),
+            runs: sc.runs(),
+            seed: sc.seed(),
+            scenario_toml: sc.source(),
+            policy_order: sc.policies().to_vec(),
             policies,
         }
     }

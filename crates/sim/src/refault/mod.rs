@@ -13,23 +13,22 @@
 //! differs from the one exact list sizes give (the workingset model keeps
 //! exact lists beside the statistics).
 //!
-//! Entry points: [`run_toml`] for a scenario file, [`run`] for a parsed
-//! one. Metric names in the report: `refault_latency_ns`,
+//! The scenario file is [`crate::spec::RefaultScenario`]; [`run`] runs its
+//! `[refault]` table ([`crate::run()`] runs the whole file). Metric names in the report: `refault_latency_ns`,
 //! `flush_latency_ns`, `decision_mismatch_rate`, plus `refaults_per_sec`,
 //! `refault_flush_fraction`, `activation_rate`, `exact_activation_rate`,
 //! `skipped_flushes`, `flush_waits`, `async_requests`, `evictions_per_sec`.
 
 pub mod flush;
-pub mod spec;
 pub mod storm;
 mod world;
 
-pub use spec::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
 pub use storm::{run_once, run_once_policy, StormOutcome};
 
 use crate::error::SimError;
-use crate::report::{PolicyResult, RunReport};
-use crate::scenarios::{push, push_latency, Progress, RunOptions};
+use crate::report::PolicyResult;
+use crate::run::{Progress, RunOptions};
+use crate::scenarios::{push, push_latency};
 use hierstat::Preset;
 use std::collections::BTreeMap;
 
@@ -106,7 +105,7 @@ pub fn push_outcome(r: &mut PolicyResult, o: &StormOutcome) {
 /// [`SimError::UnknownPolicy`], [`SimError::Cancelled`] never (the
 /// progress callback only observes), engine errors.
 pub fn run(
-    spec: &RefaultSpec,
+    spec: &crate::spec::RefaultSpec,
     policies: &[String],
     runs: u32,
     seed: u64,
@@ -129,29 +128,6 @@ pub fn run(
         }
     }
     Ok(out)
-}
-
-/// Parses a `kind = "refault"` scenario file and runs it.
-///
-/// # Errors
-/// Scenario errors (with file and line), unknown policies, engine errors.
-pub fn run_toml(
-    file: &str,
-    text: &str,
-    opts: &RunOptions,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<RunReport, SimError> {
-    let sc = RefaultScenario::parse(file, text)?;
-    let policies = run(&sc.refault, &sc.policies, sc.runs, sc.seed, opts, progress)?;
-    Ok(RunReport {
-        scenario: sc.name.clone(),
-        mode: sc.mode,
-        runs: sc.runs,
-        seed: sc.seed,
-        scenario_toml: text.to_string(),
-        policy_order: sc.policies.clone(),
-        policies,
-    })
 }
 
 #[cfg(test)]

@@ -15,15 +15,15 @@
 //!   kworker (the async policy pulls it forward).
 //!
 //! A refault's latency is the rest of `workingset_refault` (a log-uniform
-//! draw, [`super::spec::LatencySpec::base_ns`]), plus its stats updates
+//! draw, [`crate::spec::LatencySpec::base_ns`]), plus its stats updates
 //! priced by the cost model, plus its flush (lock wait and duration).
 
 use super::flush::{FlushCtl, FlushRecord, Plan, Pricing};
-use super::spec::RefaultSpec;
 use super::world::{engine, mb_pages, World, THP};
 use crate::cost::CostModel;
 use crate::error::SimError;
 use crate::lock::Scope;
+use crate::spec::RefaultSpec;
 use hierstat::{FlushOutcome, ManualClock, Policy, Preset, PAGE_SIZE};
 use models::memcg::{MemcgError, MemcgId, MemcgTree, Stat};
 use models::workingset::{Access, Lru, WorkingsetError};

@@ -1,7 +1,8 @@
 use super::*;
 use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::scenarios::{Progress, RunOptions};
+use crate::run::{Progress, RunOptions};
+use crate::spec::{RefaultScenario, RefaultSpec, WorkloadSpec};
 use hierstat::Preset;
 
 fn show(name: &str, o: &StormOutcome) {
@@ -228,13 +229,8 @@ fn report_has_the_metric_names() {
 fn full_scenario_report() {
     let text = include_str!("../../../../scenarios/refault-storm.toml");
     let t = std::time::Instant::now();
-    let r = run_toml(
-        "refault-storm.toml",
-        text,
-        &RunOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let sc = crate::spec::Scenario::parse("refault-storm.toml", text).unwrap();
+    let r = crate::run(&sc, &RunOptions::default(), &mut |_| {}).unwrap();
     eprintln!("host {:?}, {} runs", t.elapsed(), r.runs);
     let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     for p in &r.policy_order {

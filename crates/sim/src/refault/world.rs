@@ -1,9 +1,9 @@
 //! The simulated machine of one run: the systemd-like memcg tree, the lock
 //! scopes of its subtrees, and the workload's file and heap mappings.
 
-use super::spec::RefaultSpec;
 use crate::error::SimError;
 use crate::lock::Scope;
+use crate::spec::RefaultSpec;
 use hierstat::{ManualClock, Policy, PAGE_SIZE};
 use models::memcg::{MemcgConfig, MemcgId, MemcgTree};
 use models::workingset::{Lru, ShadowLayout};

@@ -19,7 +19,7 @@
 
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
-use crate::scenario::{ReadersSpec, WritersSpec};
+use crate::spec::{ReadersSpec, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use hdrhistogram::Histogram;
 use simcore::Rng;

@@ -17,7 +17,7 @@
 
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
-use crate::scenario::{SpikeSpec, Targets, WritersSpec};
+use crate::spec::{SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -183,7 +183,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
 mod tests {
     use super::*;
     use crate::baselines::EagerTree;
-    use crate::scenario::TreeSpec;
+    use crate::spec::TreeSpec;
 
     #[test]
     fn eager_tree_never_misses_nor_inverts() {

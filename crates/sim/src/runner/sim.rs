@@ -33,7 +33,7 @@ use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
 use crate::lock::{Acquire, FlushLock};
-use crate::scenario::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
+use crate::spec::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use simcore::time::{SimTime, MILLIS, SECONDS};
 use simcore::Rng;

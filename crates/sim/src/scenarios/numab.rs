@@ -1,9 +1,10 @@
 //! NUMA-balancing scenarios (`kind = "numab"`): each scanner version of
 //! the `numab` crate run side by side, its counters turned into metrics.
 
-use super::{push, Progress};
+use super::push;
 use crate::error::SimError;
 use crate::report::{PolicyResult, Series};
+use crate::run::Progress;
 use numab::{self, ScannerVersion, ScenarioFile};
 use std::collections::BTreeMap;
 

@@ -7,18 +7,19 @@
 //! inconsistencies; 6.8 stopped skipping.
 
 use super::stat_readers::{record_sim, sim_setup};
-use super::{push, push_latency, schema_items, AnyBackend, PolicyChoice, Progress, RunOptions};
+use super::{push, push_latency, schema_items, AnyBackend, PolicyChoice};
 use crate::error::SimError;
 use crate::report::{Mode, PolicyResult};
+use crate::run::{Progress, RunOptions};
 use crate::runner::{real_spikes, sim};
-use crate::scenario::Scenario;
+use crate::spec::StatsScenario;
 use crate::with_backend;
 use crate::workload::TreeShape;
 use std::collections::BTreeMap;
 
 /// Runs the stale-read workload (simulated mode).
 pub fn run(
-    sc: &Scenario,
+    sc: &StatsScenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
@@ -66,7 +67,7 @@ pub fn run(
 /// [`real_spikes`]); readers' `count` is the number of flusher threads and
 /// their `period_ms` the pause between their reads (below 0.01 ms: none).
 fn run_real(
-    sc: &Scenario,
+    sc: &StatsScenario,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let shape = TreeShape::from_spec(sc.tree.as_ref().expect("validated: tree"));

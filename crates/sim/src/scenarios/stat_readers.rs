@@ -5,14 +5,12 @@
 //! CPUs, 99.9% of reads ≤ 50 µs and none over 100 ms with subtree flushes
 //! and per-memcg thresholds.
 
-use super::{
-    push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice, Progress,
-    RunOptions,
-};
+use super::{push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice};
 use crate::error::SimError;
 use crate::report::{Mode, PolicyResult};
+use crate::run::{Progress, RunOptions};
 use crate::runner::{real, sim};
-use crate::scenario::Scenario;
+use crate::spec::StatsScenario;
 use crate::with_backend;
 use crate::workload::TreeShape;
 use simcore::time::{MILLIS, SECONDS};
@@ -24,7 +22,7 @@ pub const SLOW_READ_NS: u64 = MILLIS;
 
 /// Runs the stat-readers workload.
 pub fn run(
-    sc: &Scenario,
+    sc: &StatsScenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
@@ -85,7 +83,7 @@ pub fn run(
 }
 
 /// The simulated setup of a readers scenario (also used by stale-read).
-pub fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
+pub fn sim_setup(sc: &StatsScenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
     sim::SimSetup {
         cpus: sc.cpus.unwrap_or(1) as usize,
         duration: sc.duration_ms * MILLIS,

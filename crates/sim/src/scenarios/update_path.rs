@@ -7,11 +7,12 @@
 //! real threads (`mode = "real"`) or a simulated machine (`mode = "sim"`,
 //! where shared cache lines are contended resources).
 
-use super::{push, schema_items, AnyBackend, PolicyChoice, Progress, RunOptions};
+use super::{push, schema_items, AnyBackend, PolicyChoice};
 use crate::error::SimError;
 use crate::report::{Mode, PolicyResult, Series};
+use crate::run::{Progress, RunOptions};
 use crate::runner::{real, sim};
-use crate::scenario::{Scenario, Targets, WritersSpec};
+use crate::spec::{StatsScenario, Targets, WritersSpec};
 use crate::with_backend;
 use crate::workload::TreeShape;
 use simcore::time::MILLIS;
@@ -25,7 +26,7 @@ pub fn metric_name(depth: u32) -> String {
 
 /// Runs the update-path workload.
 pub fn run(
-    sc: &Scenario,
+    sc: &StatsScenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {

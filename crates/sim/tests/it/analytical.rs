@@ -5,7 +5,7 @@ use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, Stats
 use sim::cost::{CostModel, Work};
 use sim::lock::LockMode;
 use sim::runner::sim::{run, SimSetup};
-use sim::scenario::{ReadersSpec, Targets, WritersSpec};
+use sim::spec::{ReadersSpec, Targets, WritersSpec};
 use sim::workload::{GroupIdx, TreeShape};
 use simcore::time::MILLIS;
 
@@ -152,7 +152,7 @@ fn skip_policy_skips_instead_of_waiting() {
 
 #[test]
 fn disjoint_flushes_do_not_wait() {
-    let shape = TreeShape::from_spec(&sim::scenario::TreeSpec {
+    let shape = TreeShape::from_spec(&sim::spec::TreeSpec {
         fanout: vec![2],
         names: vec![],
     });

@@ -1,4 +1,6 @@
-//! Scenario files: TOML describing what to run, how, and under which policies.
+//! `kind = "stats"` scenario files: a hierstat workload (update path, stat
+//! readers, stale reads, false sharing), how to run it and under which
+//! flush policies.
 //!
 //! ```toml
 //! kind = "stats"                 # which runner: stats | numab | refault
@@ -23,69 +25,14 @@
 //! ```
 //!
 //! Parsing reports the file, the 1-based line and the dotted field path of
-//! the first problem (from toml's span and `serde_path_to_error`), and
-//! semantic checks (ranges, required tables) do the same. Scenarios under
-//! `scenarios/` in the repository are embedded at build time ([`BUILTIN`]).
+//! the first problem ([`super::deserialize`]), and semantic checks (ranges,
+//! required tables) do the same.
 
+use super::{deserialize, Kind};
 use crate::cpu::MAX_CPUS;
 use crate::error::ScenarioError;
 use crate::report::Mode;
 use serde::{Deserialize, Serialize};
-
-/// The scenarios embedded in the binary: `(name, TOML text)`, in the order
-/// `mmlab list` shows them.
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "update-path",
-        include_str!("../../../scenarios/update-path.toml"),
-    ),
-    (
-        "update-path-sim",
-        include_str!("../../../scenarios/update-path-sim.toml"),
-    ),
-    (
-        "stat-readers",
-        include_str!("../../../scenarios/stat-readers.toml"),
-    ),
-    (
-        "stat-readers-real",
-        include_str!("../../../scenarios/stat-readers-real.toml"),
-    ),
-    (
-        "stale-read",
-        include_str!("../../../scenarios/stale-read.toml"),
-    ),
-    (
-        "stale-read-real",
-        include_str!("../../../scenarios/stale-read-real.toml"),
-    ),
-    (
-        "false-sharing",
-        include_str!("../../../scenarios/false-sharing.toml"),
-    ),
-    // The NUMA-balancing scenarios are embedded once, by the numab crate.
-    numab::BUILTIN[0],
-    numab::BUILTIN[1],
-    numab::BUILTIN[2],
-    numab::BUILTIN[3],
-    numab::BUILTIN[4],
-    (
-        "refault-storm",
-        include_str!("../../../scenarios/refault-storm.toml"),
-    ),
-];
-
-/// Which runner executes a scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// The hierstat engine scenarios (this crate's runners).
-    Stats,
-    /// The NUMA-balancing scanner model (the `numab` crate).
-    Numab,
-    /// The workingset refault model (`models::workingset`).
-    Refault,
-}
 
 /// The stats workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,11 +189,12 @@ fn default_runs() -> u32 {
     1
 }
 
-/// A parsed, validated scenario.
+/// A parsed, validated `kind = "stats"` scenario: a hierstat workload
+/// under flush policies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Scenario {
-    /// Which runner.
+pub struct StatsScenario {
+    /// Always [`Kind::Stats`].
     pub kind: Kind,
     /// Scenario name.
     pub name: String,
@@ -297,51 +245,21 @@ pub struct Scenario {
     /// Update-path parameters.
     #[serde(default)]
     pub update: Option<UpdateSpec>,
-    /// NUMA-balancing scenario parameters, handed to the `numab` crate.
-    #[serde(default)]
-    pub numab: Option<toml::Value>,
-    /// Refault-storm parameters, handed to [`crate::refault`].
-    #[serde(default)]
-    pub refault: Option<toml::Value>,
 }
 
 /// The most groups a tree may have.
 pub const MAX_GROUPS: u64 = 200_000;
 
-impl Scenario {
-    /// Looks up an embedded scenario by name.
-    pub fn builtin(name: &str) -> Option<Result<Scenario, ScenarioError>> {
-        BUILTIN
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(n, text)| Scenario::parse(&format!("<builtin {n}>"), text))
-    }
-
+impl StatsScenario {
     /// Parses and validates `text`; `file` names it in errors.
-    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        let de = toml::Deserializer::new(text);
-        let sc: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            let inner = e.into_inner();
-            let line = inner.span().map(|s| line_of(text, s.start));
-            ScenarioError {
-                file: file.to_string(),
-                line,
-                field: if field == "." { String::new() } else { field },
-                message: inner.message().trim().to_string(),
-            }
-        })?;
+    pub fn parse(file: &str, text: &str) -> Result<StatsScenario, ScenarioError> {
+        let sc: StatsScenario = deserialize(file, text)?;
         sc.validate(file, text)?;
         Ok(sc)
     }
 
     fn validate(&self, file: &str, text: &str) -> Result<(), ScenarioError> {
-        let err = |field: &str, message: String| ScenarioError {
-            file: file.to_string(),
-            line: locate(text, field),
-            field: field.to_string(),
-            message,
-        };
+        let err = |field: &str, message: String| ScenarioError::at(file, text, field, message);
         if self.name.trim().is_empty() {
             return Err(err("name", "must not be empty".into()));
         }
@@ -359,7 +277,7 @@ impl Scenario {
             }
         }
         if self.kind != Kind::Stats {
-            return Ok(());
+            return Err(err("kind", "a stats scenario has kind = \"stats\"".into()));
         }
         let Some(w) = self.workload else {
             return Err(err(
@@ -505,49 +423,6 @@ impl Scenario {
     }
 }
 
-/// 1-based line of byte offset `pos` in `text`.
-pub fn line_of(text: &str, pos: usize) -> usize {
-    text[..pos.min(text.len())].matches('\n').count() + 1
-}
-
-/// Finds the line that defines the dotted `field` (`readers.period_ms`):
-/// the key inside its `[table]` header, the header itself when the key is
-/// absent, or `None` when neither appears.
-pub fn locate(text: &str, field: &str) -> Option<usize> {
-    let (table, key) = match field.rsplit_once('.') {
-        Some((t, k)) => (Some(t), k),
-        None => (None, field),
-    };
-    let mut current: Option<String> = None;
-    let mut header_line = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if let Some(h) = line.strip_prefix('[') {
-            let name = h
-                .trim_start_matches('[')
-                .split(']')
-                .next()
-                .unwrap_or("")
-                .trim();
-            current = Some(name.to_string());
-            if Some(name) == table {
-                header_line = Some(i + 1);
-            }
-            continue;
-        }
-        if current.as_deref() != table {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix(key) {
-            let rest = rest.trim_start();
-            if rest.starts_with('=') {
-                return Some(i + 1);
-            }
-        }
-    }
-    header_line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,26 +449,16 @@ period_ms = 10.0
 
     #[test]
     fn good_file_parses() {
-        let s = Scenario::parse("good.toml", GOOD).unwrap();
+        let s = StatsScenario::parse("good.toml", GOOD).unwrap();
         assert_eq!(s.workload, Some(Workload::StatReaders));
         assert_eq!(s.cpus, Some(8));
         assert_eq!(s.writers.unwrap().burst, 16);
     }
 
     #[test]
-    fn every_builtin_parses() {
-        for (name, _) in BUILTIN {
-            let s = Scenario::builtin(name)
-                .unwrap()
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(&s.name, name);
-        }
-    }
-
-    #[test]
     fn wrong_type_names_file_line_and_field() {
         let bad = GOOD.replace("period_ms = 10.0", "period_ms = \"fast\"");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!(e.file, "bad.toml");
         assert_eq!(e.field, "readers.period_ms");
         assert_eq!(e.line, Some(18));
@@ -607,7 +472,7 @@ period_ms = 10.0
     #[test]
     fn unknown_field_is_reported_with_its_line() {
         let bad = GOOD.replace("rate_per_cpu = 1000.0", "rate_per_cpu = 1000.0\nrat = 3");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!(e.line, Some(15));
         assert!(e.message.contains("unknown field `rat`"), "{}", e.message);
         assert!(e.field.starts_with("writers"), "{}", e.field);
@@ -616,26 +481,26 @@ period_ms = 10.0
     #[test]
     fn syntax_error_has_a_line() {
         let bad = GOOD.replace("cpus = 8", "cpus = = 8");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!(e.line, Some(8));
     }
 
     #[test]
     fn out_of_range_value_names_the_field() {
         let bad = GOOD.replace("cpus = 8", "cpus = 2048");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!(e.field, "cpus");
         assert_eq!(e.line, Some(8));
         assert!(e.message.contains("1..=1024"));
         let bad = GOOD.replace("period_ms = 10.0", "period_ms = 0.0");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!((e.field.as_str(), e.line), ("readers.period_ms", Some(18)));
     }
 
     #[test]
     fn missing_table_is_named() {
         let bad = GOOD.replace("[readers]\ncount = 4\nperiod_ms = 10.0\n", "");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!(e.field, "readers");
         assert!(e.message.contains("needs a [readers] table"));
     }
@@ -643,7 +508,7 @@ period_ms = 10.0
     #[test]
     fn unknown_workload_variant_is_reported() {
         let bad = GOOD.replace("workload = \"stat-readers\"", "workload = \"readers\"");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!(e.line, Some(4));
         assert_eq!(e.field, "workload");
     }
@@ -651,7 +516,7 @@ period_ms = 10.0
     #[test]
     fn too_many_groups_is_rejected() {
         let bad = GOOD.replace("fanout = [2, 3]", "fanout = [1000, 1000]");
-        let e = Scenario::parse("bad.toml", &bad).unwrap_err();
+        let e = StatsScenario::parse("bad.toml", &bad).unwrap_err();
         assert_eq!((e.field.as_str(), e.line), ("tree.fanout", Some(11)));
     }
 }

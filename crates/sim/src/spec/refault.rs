@@ -1,4 +1,4 @@
-//! The `refault-storm` scenario file.
+//! `kind = "refault"` scenario files: the refault storm (seed 003).
 //!
 //! ```toml
 //! name = "refault-storm"
@@ -42,9 +42,9 @@
 //! kworker_delay_us = 50
 //! ```
 
+use super::deserialize;
 use crate::error::ScenarioError;
 use crate::report::Mode;
-use crate::scenario::{line_of, locate};
 use serde::{Deserialize, Serialize};
 
 /// The whole file: header plus the `[refault]` table.
@@ -227,23 +227,8 @@ impl RefaultScenario {
     /// # Errors
     /// A [`ScenarioError`] with the line and field of the first problem.
     pub fn parse(file: &str, text: &str) -> Result<Self, ScenarioError> {
-        let de = toml::Deserializer::new(text);
-        let sc: RefaultScenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            let inner = e.into_inner();
-            ScenarioError {
-                file: file.to_string(),
-                line: inner.span().map(|s| line_of(text, s.start)),
-                field: if field == "." { String::new() } else { field },
-                message: inner.message().trim().to_string(),
-            }
-        })?;
-        let err = |field: &str, message: String| ScenarioError {
-            file: file.to_string(),
-            line: locate(text, field),
-            field: field.to_string(),
-            message,
-        };
+        let sc: RefaultScenario = deserialize(file, text)?;
+        let err = |field: &str, message: String| ScenarioError::at(file, text, field, message);
         if sc.kind != "refault" {
             return Err(err("kind", format!("`{}` is not `refault`", sc.kind)));
         }
@@ -264,16 +249,6 @@ impl RefaultScenario {
 }
 
 impl RefaultSpec {
-    /// Parses the `[refault]` table alone (from a parsed scenario).
-    ///
-    /// # Errors
-    /// A message naming the field.
-    pub fn from_value(v: &toml::Value) -> Result<Self, String> {
-        let s: RefaultSpec = v.clone().try_into().map_err(|e| e.to_string())?;
-        s.validate().map_err(|(f, m)| format!("refault.{f}: {m}"))?;
-        Ok(s)
-    }
-
     /// Checks ranges; returns `(field, message)` for the first problem.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let e = |f: &str, m: String| Err((f.to_string(), m));
