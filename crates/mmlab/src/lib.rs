@@ -5,7 +5,6 @@ pub mod bench;
 pub mod calibrate;
 pub mod cli;
 pub mod compare;
-pub mod directions;
 pub mod history;
 pub mod html;
 pub mod json;

@@ -2,7 +2,6 @@
 //! overrides, run it ([`sim::run`]), print the report, write JSON.
 
 use crate::cli::{CommonRunArgs, RunArgs};
-use crate::directions;
 use crate::json;
 use crate::text;
 use anyhow::{bail, Context, Result};
@@ -106,13 +105,13 @@ pub fn write_json(path: &Path, value: &serde_json::Value, out: &mut dyn Write) -
     Ok(())
 }
 
-/// Prints the text report of a run and its directions.
+/// Prints the text report of a run and its seed claims.
 pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{}", text::render_report(report))?;
-    let checks = directions::checks_for(report, sc);
-    if !checks.is_empty() {
+    let claims = sim::claims(report, sc);
+    if !claims.is_empty() {
         writeln!(out, "seed directions:")?;
-        writeln!(out, "{}", directions::render_checks(&checks))?;
+        writeln!(out, "{}", text::render_claims(&claims))?;
     }
     Ok(())
 }

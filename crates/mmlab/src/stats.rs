@@ -26,28 +26,9 @@
 /// when the two-sided p-value is below this.
 pub const ALPHA: f64 = 0.05;
 
-/// Arithmetic mean; `NaN` for an empty slice.
-pub fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-/// Median (mean of the two middle values for an even count); NaN if empty.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
+/// The mean, median and %change of the results model, defined once in
+/// `sim::report` (the seed claims use them too).
+pub use sim::report::{mean, median, pct_change};
 
 /// Sample variance (divides by `n - 1`); `0` for fewer than two values.
 pub fn variance(xs: &[f64]) -> f64 {
@@ -72,16 +53,6 @@ pub fn pct_stddev(xs: &[f64]) -> f64 {
         return 0.0;
     }
     100.0 * stddev(xs) / m.abs()
-}
-
-/// Relative change of `new` against `base`, in percent:
-/// `100 * (new - base) / |base|`. `None` when `base` is zero (the robot
-/// shows no %change then) or either value is not finite.
-pub fn pct_change(base: f64, new: f64) -> Option<f64> {
-    if base == 0.0 || !base.is_finite() || !new.is_finite() {
-        return None;
-    }
-    Some(100.0 * (new - base) / base.abs())
 }
 
 /// Result of Welch's unequal-variance t-test.

@@ -2,11 +2,12 @@
 //! story, then every seed direction in one summary.
 
 use crate::cli::SuiteArgs;
-use crate::directions::{self, Check};
 use crate::json;
 use crate::run::{execute, load, load_costs, print_report, write_json};
+use crate::text::render_claims;
 use anyhow::Result;
 use serde_json::{json, Value};
+use sim::report::Claim;
 use std::io::Write;
 use std::time::Instant;
 
@@ -35,7 +36,7 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
     let started = Instant::now();
     let started_at = std::time::SystemTime::now();
     let mut reports = Vec::new();
-    let mut all_checks: Vec<Check> = Vec::new();
+    let mut all_claims: Vec<Claim> = Vec::new();
     let json_to_stdout = args.common.json.as_deref() == Some(std::path::Path::new("-"));
     for name in SUITE {
         let mut sc = load(name)?;
@@ -52,7 +53,7 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
             print_report(&report, &sc, out)?;
             writeln!(out, "({name} took {:.1} s)\n", t.elapsed().as_secs_f64())?;
         }
-        all_checks.extend(directions::checks_for(&report, &sc));
+        all_claims.extend(sim::claims(&report, &sc));
         reports.push(report);
     }
     if !json_to_stdout {
@@ -60,30 +61,30 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(
             out,
             "summary: the seeds' directions, measured side by side ({} of {} shown, {:.1} s)\n",
-            all_checks.iter().filter(|c| c.pass && !c.info).count(),
-            all_checks.iter().filter(|c| !c.info).count(),
+            all_claims.iter().filter(|c| c.pass && !c.info).count(),
+            all_claims.iter().filter(|c| !c.info).count(),
             started.elapsed().as_secs_f64()
         )?;
         let mut by_scenario: Vec<&str> = Vec::new();
-        for c in &all_checks {
+        for c in &all_claims {
             if !by_scenario.contains(&c.scenario.as_str()) {
                 by_scenario.push(&c.scenario);
             }
         }
         for s in by_scenario {
-            let cs: Vec<Check> = all_checks
+            let cs: Vec<Claim> = all_claims
                 .iter()
                 .filter(|c| c.scenario == s)
                 .cloned()
                 .collect();
             writeln!(out, "{s}:")?;
-            writeln!(out, "{}", directions::render_checks(&cs))?;
+            writeln!(out, "{}", render_claims(&cs))?;
         }
     }
     if let Some(p) = &args.common.json {
         let v = json!({
             "suite": reports.iter().map(json::report_json).collect::<Vec<Value>>(),
-            "checks": all_checks.iter().map(|c| json!({
+            "checks": all_claims.iter().map(|c| json!({
                 "scenario": c.scenario, "claim": c.claim, "measured": c.measured,
                 "seed": c.seed, "pass": c.pass, "info": c.info,
             })).collect::<Vec<Value>>(),

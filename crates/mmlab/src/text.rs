@@ -19,6 +19,7 @@
 
 use crate::stats::{self, Significance};
 use crate::table::{self, robot_number, Cell, ComparisonTable};
+use sim::report::Claim;
 use sim::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
 use std::fmt::Write as _;
 
@@ -374,6 +375,42 @@ pub fn render_report(report: &RunReport) -> String {
             out.push('\n');
             out.push_str(&h);
         }
+    }
+    out
+}
+
+/// Renders the seed claims checked on a run as a table: `[ok]`, `[MISS]`
+/// or `[info]`, the claim, the measured figure and the seed's.
+pub fn render_claims(checks: &[Claim]) -> String {
+    let mut out = String::new();
+    if checks.is_empty() {
+        return out;
+    }
+    let w = checks
+        .iter()
+        .map(|c| c.claim.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(80);
+    let wm = checks
+        .iter()
+        .map(|c| c.measured.chars().count())
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(out, "{:<6} {:<w$}  {:<wm$}  seed", "", "claim", "measured");
+    for c in checks {
+        let mark = if c.info {
+            "[info]"
+        } else if c.pass {
+            "[ok]"
+        } else {
+            "[MISS]"
+        };
+        let _ = writeln!(
+            out,
+            "{mark:<6} {:<w$}  {:<wm$}  {}",
+            c.claim, c.measured, c.seed
+        );
     }
     out
 }

@@ -310,3 +310,25 @@ fn long_column_labels_wrap_instead_of_being_cut() {
         "     10.00           +20.0%      12.00        ops"
     );
 }
+
+#[test]
+fn claims_render_with_their_marks() {
+    use mmlab::text::render_claims;
+    use sim::report::Claim;
+    let claim = |claim: &str, pass: bool, info: bool| Claim {
+        scenario: "s".into(),
+        claim: claim.into(),
+        measured: "2.00×".into(),
+        seed: "1.57×".into(),
+        pass,
+        info,
+    };
+    let text = render_claims(&[
+        claim("a", true, false),
+        claim("b", false, false),
+        claim("c (reference)", true, true),
+    ]);
+    assert!(text.contains("[ok]") && text.contains("[MISS]") && text.contains("[info]"));
+    assert!(text.contains("2.00×") && text.contains("1.57×"), "{text}");
+    assert_eq!(render_claims(&[]), "");
+}

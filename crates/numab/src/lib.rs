@@ -124,7 +124,7 @@ pub use pids::{
     distinct_bits, hash_32, pid_bit, vma_scan_ratelimit, PidWindows, GOLDEN_RATIO_32, VMA_4M,
     VMA_RATELIMIT_SCALEDOWN_F,
 };
-pub use result::{Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
+pub use result::{metric, Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
 pub use state::MAX_NODES;
 pub use version::{Features, ScannerVersion};
 pub use workload::{

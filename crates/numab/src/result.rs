@@ -4,6 +4,17 @@
 use crate::cost::autonuma_cost;
 use crate::ScannerVersion;
 
+/// Names of the metrics that the claims on a run read (see
+/// [`NumabResult::metrics`] for all of them).
+pub mod metric {
+    /// Virtual seconds until the last thread finished.
+    pub const ELAPSED_S: &str = "elapsed_s";
+    /// `numa_pte_updates`: PTEs (and PMDs, as 512) marked PROT_NONE.
+    pub const PTE_UPDATES: &str = "numa_pte_updates";
+    /// VMAs more than [`crate::STARVED_PASSES`] passes behind.
+    pub const STARVED_VMAS: &str = "starved_vmas";
+}
+
 /// Counters with `/proc/vmstat` semantics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -198,7 +209,7 @@ impl NumabResult {
         let c = &self.counters;
         let s = &self.skips;
         let mut m = vec![
-            ("numa_pte_updates", c.numa_pte_updates as f64, "pages"),
+            (metric::PTE_UPDATES, c.numa_pte_updates as f64, "pages"),
             (
                 "numa_huge_pte_updates",
                 c.numa_huge_pte_updates as f64,
@@ -223,7 +234,7 @@ impl NumabResult {
             ),
             ("pgmigrate_fail", c.pgmigrate_fail as f64, "pages"),
             ("numa_task_moves", c.numa_task_moves as f64, "count"),
-            ("elapsed_s", self.elapsed_s(), "s"),
+            (metric::ELAPSED_S, self.elapsed_s(), "s"),
             ("user_s", self.user_s(), "s"),
             ("sys_s", self.sys_s(), "s"),
             ("autonuma_cost", self.autonuma_cost(), "mmtests"),
@@ -237,7 +248,7 @@ impl NumabResult {
                 },
                 "%",
             ),
-            ("starved_vmas", self.starved_vmas as f64, "vmas"),
+            (metric::STARVED_VMAS, self.starved_vmas as f64, "vmas"),
             ("scan_calls", c.scan_calls as f64, "count"),
             ("scan_seq_advances", c.scan_seq_advances as f64, "count"),
         ];

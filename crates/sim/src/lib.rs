@@ -39,5 +39,5 @@ pub mod spec;
 pub mod workload;
 
 pub use error::{ScenarioError, SimError};
-pub use run::{run, Progress, RunOptions};
+pub use run::{claims, run, Progress, RunOptions};
 pub use spec::Scenario;

@@ -1,8 +1,9 @@
-//! The one entry point that runs a scenario of any kind: [`run`].
+//! The one entry point that runs a scenario of any kind ([`run`]) and the
+//! one that checks a run against its seed's claims ([`claims`]).
 
 use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::report::RunReport;
+use crate::report::{Claim, RunReport};
 use crate::spec::Scenario;
 
 /// Options of a scenario run that do not come from the file.
@@ -48,4 +49,22 @@ pub fn run(
         )?,
     };
     Ok(RunReport::new(sc, policies))
+}
+
+/// The seed's claims on `report`, a run of `sc`: each scenario's own
+/// `claims` (defined next to its runner, on the metric-name constants its
+/// runner writes).
+pub fn claims(report: &RunReport, sc: &Scenario) -> Vec<Claim> {
+    use crate::spec::Workload;
+    match sc {
+        Scenario::Stats(s) => match s.workload {
+            Some(Workload::UpdatePath) => crate::scenarios::update_path::claims(report),
+            Some(Workload::StatReaders) => crate::scenarios::stat_readers::claims(report),
+            Some(Workload::StaleRead) => crate::scenarios::stale_read::claims(report),
+            Some(Workload::FalseSharing) => crate::scenarios::false_sharing::claims(report),
+            None => Vec::new(),
+        },
+        Scenario::Numab { .. } => crate::scenarios::numab::claims(report),
+        Scenario::Refault { .. } => crate::refault::claims(report),
+    }
 }

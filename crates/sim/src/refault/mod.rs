@@ -26,11 +26,17 @@ mod world;
 pub use storm::{run_once, run_once_policy, StormOutcome};
 
 use crate::error::SimError;
-use crate::report::PolicyResult;
+use crate::report::{Claim, Claims, PolicyResult, RunReport};
 use crate::run::{Progress, RunOptions};
 use crate::scenarios::{push, push_latency};
 use hierstat::Preset;
 use std::collections::BTreeMap;
+
+/// Metric: refault latency (`workingset_refault`, its flush included).
+pub const REFAULT_LATENCY_NS: &str = "refault_latency_ns";
+/// Metric: the fraction of activation decisions that differ from exact
+/// list sizes.
+pub const DECISION_MISMATCH_RATE: &str = "decision_mismatch_rate";
 
 /// The policies the storm accepts: the hierstat presets.
 pub fn known_policies() -> Vec<String> {
@@ -53,15 +59,9 @@ fn parse_policies(scenario: &str, names: &[String]) -> Result<Vec<Preset>, SimEr
 /// Appends one run's metrics to `r`.
 pub fn push_outcome(r: &mut PolicyResult, o: &StormOutcome) {
     let secs = o.duration as f64 / 1e9;
-    push_latency(r, "refault_latency_ns", &o.refault_latencies);
+    push_latency(r, REFAULT_LATENCY_NS, &o.refault_latencies);
     push_latency(r, "flush_latency_ns", &o.flush_latencies);
-    push(
-        r,
-        "decision_mismatch_rate",
-        "ratio",
-        o.mismatch_rate(),
-        false,
-    );
+    push(r, DECISION_MISMATCH_RATE, "ratio", o.mismatch_rate(), false);
     push(r, "refaults_per_sec", "1/s", o.refaults as f64 / secs, true);
     let frac = |a: u64| storm::ratio(a, o.refaults);
     push(
@@ -128,6 +128,61 @@ pub fn run(
         }
     }
     Ok(out)
+}
+
+/// The seed's claims on a refault-storm run (seed 003), those whose
+/// policies are missing from the run left out.
+pub fn claims(report: &RunReport) -> Vec<Claim> {
+    let mut claims = Claims::new(report);
+    let lat = REFAULT_LATENCY_NS;
+    let mm = DECISION_MISMATCH_RATE;
+    let (l515, lrl, lh) = (
+        report.mean_of("linux-5.15", lat),
+        report.mean_of("linux-5.15-ratelimited", lat),
+        report.mean_of("hierstat", lat),
+    );
+    if let (Some(a), Some(b)) = (l515, lrl) {
+        claims.add(
+            "linux-5.15 refault latency >> linux-5.15-ratelimited",
+            format!("{a:.0} ns vs {b:.0} ns ({:.0}×)", a / b),
+            "221955 ns vs 1663 ns (133×)",
+            a >= 10.0 * b,
+        );
+    }
+    let (m515, mrl, mh) = (
+        report.mean_of("linux-5.15", mm),
+        report.mean_of("linux-5.15-ratelimited", mm),
+        report.mean_of("hierstat", mm),
+    );
+    if let (Some(a), Some(b)) = (m515, mrl) {
+        claims.add(
+            "linux-5.15-ratelimited decides on staler stats than linux-5.15",
+            format!(
+                "{:.3}% vs {:.3}% of decisions differ from exact",
+                100.0 * b,
+                100.0 * a
+            ),
+            "ratelimited: stats up to 4 s old (9b3016154c91)",
+            b > a,
+        );
+    }
+    if let (Some(h), Some(b)) = (lh, lrl) {
+        claims.add(
+            "hierstat refault latency <= linux-5.15-ratelimited",
+            format!("{:.2}×", h / b),
+            "ours must win both",
+            h <= b,
+        );
+    }
+    if let (Some(h), Some(b)) = (mh, mrl) {
+        claims.add(
+            "hierstat decisions closer to exact than linux-5.15-ratelimited",
+            format!("{:.3}% vs {:.3}%", 100.0 * h, 100.0 * b),
+            "ours must win both",
+            h < b,
+        );
+    }
+    claims.into_vec()
 }
 
 #[cfg(test)]

@@ -128,38 +128,8 @@ pub fn run_stats(
         Workload::UpdatePath => update_path::run(sc, opts, progress),
         Workload::StatReaders => stat_readers::run(sc, opts, progress),
         Workload::StaleRead => stale_read::run(sc, opts, progress),
-        Workload::FalseSharing => false_sharing_run(sc, progress),
+        Workload::FalseSharing => false_sharing::run(sc, progress),
     }
-}
-
-fn false_sharing_run(
-    sc: &StatsScenario,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let threads = sc.threads.unwrap_or(2) as usize;
-    let duration = std::time::Duration::from_millis(sc.duration_ms);
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    progress(Progress::Total(
-        u64::from(sc.runs) * sc.policies.len() as u64,
-    ));
-    for run in 0..sc.runs {
-        for p in &sc.policies {
-            let o = false_sharing::run_named(p, threads, duration)
-                .ok_or_else(|| SimError::Config(format!("unknown layout {p}")))?;
-            let r = out.entry(p.clone()).or_default();
-            push(r, "ops_per_sec", "ops/s", o.ops_per_sec(), true);
-            push(r, "ops_per_sec_wall", "ops/s", o.ops_per_sec_wall(), true);
-            push(
-                r,
-                "concurrent_fraction",
-                "ratio",
-                o.concurrent_fraction(),
-                true,
-            );
-            progress(Progress::Step(format!("{p} run {}", run + 1)));
-        }
-    }
-    Ok(out)
 }
 
 /// Appends one run's value of a metric.
