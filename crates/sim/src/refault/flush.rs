@@ -2,9 +2,10 @@
 //! flush lock as a resource, and the price of a flush.
 //!
 //! The engine cannot know that another logical CPU holds the flush lock in
-//! virtual time (the host runs one thing at a time), so the refault path's
-//! flush is decided here from the policy's public knobs, exactly as the
-//! engine's `FlushKind::HotPath` decides it, and only a flush that gets the
+//! virtual time (the host runs one thing at a time), so the refault path
+//! asks the engine what its hot path would do
+//! ([`HierStats::hot_path_decision_with_flusher`], the rule
+//! `FlushKind::HotPath` itself follows) and only a flush that gets the
 //! virtual lock runs on the engine (as a forced flush of the chosen
 //! subtree, with the policy's threshold and ratelimit already checked):
 //!
@@ -26,7 +27,9 @@
 
 use crate::cost::{CostModel, Work};
 use crate::lock::{Acquire, FlushLock, LockMode, Scope};
-use hierstat::{Concurrency, FlushKind, FlushScope, Group, HierStats, HotPathFlush, WorkCounters};
+use hierstat::{
+    Concurrency, FlushKind, FlushScope, Group, HierStats, HotPathDecision, WorkCounters,
+};
 use simcore::time::SimTime;
 use std::collections::HashMap;
 
@@ -42,52 +45,20 @@ pub enum Plan {
 }
 
 impl Plan {
-    fn flush_read(stats: &HierStats, g: &Group) -> Plan {
-        if !stats.needs_flush(g) {
-            return Plan::None;
-        }
-        match stats.policy().scope {
-            FlushScope::Root => Plan::Flush(stats.root()),
-            FlushScope::Subtree => Plan::Flush(g.clone()),
-        }
-    }
-
     /// The policy's hot-path decision for a refault evicted by `g`, at the
-    /// engine clock's current time.
+    /// engine clock's current time: the engine's own rule
+    /// ([`HierStats::hot_path_decision_with_flusher`]). The storm always
+    /// runs the periodic flusher (in virtual time), so an async policy asks
+    /// it rather than flushing synchronously.
     pub fn hot_path(stats: &HierStats, g: &Group) -> Plan {
-        let p = stats.policy();
-        match p.hot_path {
-            HotPathFlush::None => Plan::None,
-            HotPathFlush::Sync => Plan::flush_read(stats, g),
-            HotPathFlush::Ratelimited => {
-                let late = stats.last_root_flush_ns().saturating_add(2 * p.period_ns);
-                if stats.now_ns() > late {
-                    Plan::flush_read(stats, g)
-                } else {
-                    Plan::None
-                }
-            }
-            HotPathFlush::Async => {
-                if stats.needs_flush(g) {
-                    Plan::Async
-                } else {
-                    Plan::None
-                }
-            }
+        match stats.hot_path_decision_with_flusher(g, true) {
+            HotPathDecision::Flush(FlushScope::Root) => Plan::Flush(stats.root()),
+            HotPathDecision::Flush(FlushScope::Subtree) => Plan::Flush(g.clone()),
+            HotPathDecision::RequestAsync => Plan::Async,
+            HotPathDecision::NoFlush
+            | HotPathDecision::NotNeeded
+            | HotPathDecision::Ratelimited => Plan::None,
         }
-    }
-}
-
-/// Converts engine work to the cost model's work.
-pub fn to_work(wc: &WorkCounters) -> Work {
-    Work {
-        calls: 1,
-        atomics: wc.atomics + wc.list_pops,
-        shards_scanned: wc.shards_scanned,
-        groups_visited: wc.groups_visited,
-        counters_aggregated: wc.counters_aggregated,
-        locks: wc.lock_acquisitions,
-        items_read: 0,
     }
 }
 
@@ -105,16 +76,14 @@ pub struct Pricing {
 impl Pricing {
     /// Duration of an update path's work.
     pub fn update_ns(&self, wc: &WorkCounters) -> u64 {
-        let mut w = to_work(wc);
-        w.calls = 0;
-        self.costs.cost_ns(&w)
+        self.costs.cost_ns(&Work::from_engine(wc, 0))
     }
 
     /// Duration of a flush: its work, plus (optionally) one line transfer
     /// per `counters_per_line` counters read: the per-CPU rows it reads
     /// were last written by their own CPUs.
     pub fn flush_ns(&self, wc: &WorkCounters) -> u64 {
-        let mut ns = self.costs.cost_ns(&to_work(wc));
+        let mut ns = self.costs.cost_ns(&Work::from_engine(wc, 1));
         if self.remote_flush_lines {
             let lines = wc
                 .counters_aggregated

@@ -14,12 +14,9 @@
 //!   CPU waits until the line is free and pays a line transfer; on the line
 //!   its owner last wrote it pays one uncontended atomic.
 //!
-//! An exact oracle (hierarchical sums of every update, kept alongside the
-//! engine) judges every read: a read is *stale* when its value is further
-//! from the exact value than the bound the engine reported. A spike read
-//! *misses* the spike when it lacks more than half of it, and a parent read
-//! that follows a child read is a *child > parent* inconsistency when the
-//! parent's value is below the child's while the exact values were not.
+//! An exact oracle ([`super::oracle`]: hierarchical sums of every update,
+//! kept alongside the engine) judges every read: stale reads, missed
+//! spikes and child > parent inconsistencies.
 //!
 //! A flush's effect is applied when it is granted (the engine call runs at
 //! that instant) and its lock is held for its virtual duration; a read's
@@ -33,6 +30,7 @@ use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
 use crate::lock::{Acquire, FlushLock};
+use crate::runner::oracle::{self, Oracle};
 use crate::spec::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use simcore::time::{SimTime, MILLIS, SECONDS};
@@ -163,7 +161,6 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     costs: CostTable,
     transfer: SimTime,
     atomic: SimTime,
-    parents: Vec<Option<GroupIdx>>,
     now: SimTime,
     queue: EventQueue,
     rng: Rng,
@@ -171,10 +168,8 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     lock: FlushLock,
     lines: HashMap<LineId, LineState>,
     line_buf: Vec<LineId>,
-    /// Exact hierarchical value per (group, item).
-    exact: Vec<i64>,
-    /// Exact local value per (group, item).
-    local: Vec<i64>,
+    /// The exact sums every read is judged against.
+    oracle: Oracle,
     writer_targets: Vec<GroupIdx>,
     reader_targets: Vec<GroupIdx>,
     spike_targets: Vec<GroupIdx>,
@@ -223,7 +218,6 @@ pub fn run<B: StatsBackend + ?Sized>(
             atomics: 1,
             ..Work::default()
         }),
-        parents: shape.groups().iter().map(|g| g.parent).collect(),
         now: 0,
         queue: EventQueue::new(),
         rng,
@@ -231,8 +225,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         lock: FlushLock::new(backend.rules().lock),
         lines: HashMap::new(),
         line_buf: Vec::with_capacity(16),
-        exact: vec![0; shape.len() * items],
-        local: vec![0; shape.len() * items],
+        oracle: Oracle::new(shape, items),
         writer_targets,
         reader_targets,
         spike_targets,
@@ -336,7 +329,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             } as i64;
             if w.uncharge_fraction > 0.0
                 && self.rng.chance(w.uncharge_fraction)
-                && self.local[g as usize * items + item] >= pages
+                && self.oracle.local(g, item) >= pages
             {
                 pages = -pages;
             }
@@ -391,13 +384,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             }
         }
         self.line_buf = lines;
-        let items = self.setup.items;
-        self.local[g as usize * items + item] += delta;
-        let mut cur = Some(g);
-        while let Some(c) = cur {
-            self.exact[c as usize * items + item] += delta;
-            cur = self.parents[c as usize];
-        }
+        self.oracle.apply(g, item, delta);
         t
     }
 
@@ -444,11 +431,9 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     fn snapshot(&mut self, id: u32) {
         let req = self.requests[id as usize];
         let n = self.items_read(req.purpose);
-        let items = self.setup.items;
-        let base = req.group as usize * items;
         let snap = &mut self.snapshots[id as usize];
         snap.clear();
-        snap.extend_from_slice(&self.exact[base..base + n]);
+        snap.extend_from_slice(self.oracle.exact_items(req.group, n));
     }
 
     fn reader_wake(&mut self, reader: u32) {
@@ -541,7 +526,6 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
 
     fn read_done(&mut self, id: u32) {
         let req = self.requests[id as usize];
-        let items = self.setup.items;
         let n_read = self.items_read(req.purpose);
         let mut work = Work {
             calls: 1,
@@ -552,17 +536,13 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.backend.set_time(self.now);
         for item in 0..n_read {
             let rv = self.backend.read(req.group, item, &mut work);
-            let exact = self.exact[req.group as usize * items + item].max(0) as u64;
+            let exact = self.oracle.exact(req.group, item);
             if item == 0 {
                 first = rv.value;
             }
-            let at_flush = self.snapshots[id as usize][item].max(0) as u64;
+            let at_flush = self.snapshots[id as usize][item];
             if let Some(b) = rv.bound {
-                // Updates may land while the read is in progress: the value
-                // is judged against the exact value when its flush ran and
-                // when it returns, and is stale only if it is off by more
-                // than the bound at both.
-                if rv.value.abs_diff(exact) > b && rv.value.abs_diff(at_flush) > b {
+                if oracle::is_stale(rv.value, b, exact, at_flush) {
                     stale = true;
                     if self.out.stale_examples.len() < 8 {
                         self.out.stale_examples.push(StaleExample {
@@ -570,7 +550,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
                             group: req.group,
                             item,
                             value: rv.value,
-                            exact,
+                            exact: exact.max(0) as u64,
                             bound: b,
                             flushed: req.flushed,
                         });
@@ -601,22 +581,22 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             }
             Purpose::SpikeChild { spike } => {
                 self.out.spike_reads += 1;
-                let exact = self.exact[req.group as usize * items];
+                let exact = self.oracle.exact(req.group, 0);
                 let s = &mut self.spikes[spike as usize];
-                if (exact.max(0) as u64).saturating_sub(first) > s.pages / 2 {
+                if oracle::misses_spike(first, exact, s.pages) {
                     self.out.missed_spikes += 1;
                 }
                 s.child_value = first;
                 s.child_exact = exact;
-                if let Some(p) = self.parents[req.group as usize] {
+                if let Some(p) = self.oracle.parent(req.group) {
                     self.start_read(Purpose::SpikeParent { spike }, p);
                 }
             }
             Purpose::SpikeParent { spike } => {
                 self.out.parent_checks += 1;
                 let s = self.spikes[spike as usize];
-                let parent_exact = self.exact[req.group as usize * items];
-                if first < s.child_value && parent_exact >= s.child_exact {
+                let parent_exact = self.oracle.exact(req.group, 0);
+                if oracle::child_gt_parent(s.child_value, s.child_exact, first, parent_exact) {
                     self.out.child_gt_parent += 1;
                 }
                 // The spike is reclaimed once observed.
