@@ -1,7 +1,7 @@
 //! The text renderers reproduce the seeds' formats byte for byte.
 
-use mmlab::table::ComparisonTable;
-use mmlab::text::{
+use mmlab::analysis::table::ComparisonTable;
+use mmlab::render::text::{
     comparison_table, percentile_label, render_histogram, render_percentiles, render_report, stars,
 };
 use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
@@ -313,7 +313,7 @@ fn long_column_labels_wrap_instead_of_being_cut() {
 
 #[test]
 fn claims_render_with_their_marks() {
-    use mmlab::text::render_claims;
+    use mmlab::render::text::render_claims;
     use sim::report::Claim;
     let claim = |claim: &str, pass: bool, info: bool| Claim {
         scenario: "s".into(),

@@ -9,6 +9,7 @@
 //! own crate (`numab`).
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod memcg;
 pub mod workingset;

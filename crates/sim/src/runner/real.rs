@@ -36,6 +36,7 @@ pub fn thread_cpu_ns() -> Option<u64> {
             tv_sec: 0,
             tv_nsec: 0,
         };
+        #[allow(unsafe_code)]
         // SAFETY: `ts` is a valid, writable `timespec` owned by this frame,
         // and CLOCK_THREAD_CPUTIME_ID is a clock id every supported unix
         // accepts; the call writes only through the pointer it is given.

@@ -1,5 +1,5 @@
 //! The scenarios' runners: each turns a parsed scenario into results by
-//! policy ([`crate::run`] assembles the report).
+//! policy ([`crate::run()`] assembles the report).
 //!
 //! Runs are interleaved (run 1 of every policy, then run 2 ...) so that a
 //! drift of the host during a real-mode scenario affects every policy alike.

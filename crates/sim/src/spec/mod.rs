@@ -5,7 +5,7 @@
 //! | `kind` | schema | runner |
 //! |---|---|---|
 //! | `stats` | [`StatsScenario`] ([`stats`]) | [`crate::scenarios`] on the hierstat engine |
-//! | `numab` | [`numab::ScenarioFile`] ([`mod@numab`]) | [`crate::scenarios::numab`] on the `numab` crate |
+//! | `numab` | [`::numab::ScenarioFile`] ([`mod@numab`]) | [`crate::scenarios::numab`] on the `numab` crate |
 //! | `refault` | [`RefaultScenario`] ([`refault`]) | [`crate::refault`] on `models` |
 //!
 //! All three share the header keys `name`, `kind`, `mode`, `description`,

@@ -11,7 +11,7 @@
 //!      "histogram": [0, 0, 12, ...]}}}}}
 //! ```
 
-use crate::stats;
+use crate::analysis::stats;
 use serde_json::{json, Map, Value};
 use sim::report::{MetricSamples, Mode, RunReport};
 

@@ -12,9 +12,9 @@
 //! * `line_transfer_ns`: half a ping-pong round trip between two threads
 //!   (kept at the default on a single-CPU host).
 
-use crate::bench::{time_atomic, CpuTimer};
 use crate::cli::CalibrateArgs;
-use anyhow::{Context, Result};
+use crate::cmd::bench::{time_atomic, CpuTimer};
+use anyhow::Result;
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
 use sim::cost::CostModel;
 use std::hint::black_box;
@@ -264,7 +264,7 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
 
 /// `mmlab calibrate`.
 pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
-    let pb = crate::run::progress_bar("calibrate");
+    let pb = crate::cmd::run::progress_bar("calibrate");
     pb.set_message("measuring");
     let m = calibrate(args.quick)?;
     pb.finish_and_clear();
@@ -272,9 +272,7 @@ pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
         "# Per-unit simulator costs measured by `mmlab calibrate` on this host.\n{}",
         m.to_toml()
     );
-    let tmp = args.out.with_extension("toml.tmp");
-    std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &args.out).with_context(|| format!("writing {}", args.out.display()))?;
+    crate::render::write_atomic(&args.out, text.as_bytes())?;
     let d = CostModel::defaults();
     writeln!(
         out,

@@ -1,14 +1,15 @@
 //! Synthetic but realistic [`RunReport`]s, shaped like the scenarios'
 //! output (latency histograms, percentiles, several runs per policy,
 //! plot series), for the store, compare and HTML tests and for the report
-//! screenshot in `docs/`. Deterministic: the same seed gives the same
-//! reports. The numbers follow the seeds' orders of magnitude; they are
+//! screenshot in `docs/`: a test fixture, outside the library.
+//! Deterministic: the same seed gives the same reports. The numbers follow the seeds' orders of magnitude; they are
 //! not measurements.
 
 use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
 use std::collections::BTreeMap;
 
-/// A small deterministic generator (SplitMix64) for the synthetic data.
+/// A small deterministic generator for the synthetic data: the SplitMix64
+/// stream of `simcore::rng` (the seeding step of the one RNG).
 #[derive(Debug, Clone)]
 pub struct SampleRng(u64);
 
@@ -20,11 +21,7 @@ impl SampleRng {
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        simcore::rng::splitmix64(&mut self.0)
     }
 
     /// Uniform in `(0, 1)`.

@@ -2,9 +2,9 @@
 //! story, then every seed direction in one summary.
 
 use crate::cli::SuiteArgs;
-use crate::json;
-use crate::run::{execute, load, load_costs, print_report, write_json};
-use crate::text::render_claims;
+use crate::cmd::run::{execute, load, load_costs, print_report, write_json};
+use crate::render::json;
+use crate::render::text::render_claims;
 use anyhow::Result;
 use serde_json::{json, Value};
 use sim::report::Claim;
@@ -99,6 +99,6 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
         common.html = Some(dir.join("mmlab-report.html"));
     }
-    crate::storecmd::after_run(&common, &reports, started_at, out, json_to_stdout)?;
+    crate::cmd::store::after_run(&common, &reports, started_at, out, json_to_stdout)?;
     Ok(())
 }

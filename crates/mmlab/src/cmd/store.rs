@@ -1,12 +1,13 @@
 //! The results-store commands (`history`, `show`, `compare`, `tag`,
 //! `report`) and the saving of runs, on the reports engineer's
-//! [`crate::store`], [`crate::compare`], [`crate::history`] and
-//! [`crate::html`].
+//! [`crate::store`], [`crate::analysis::compare`], [`crate::render::history`] and
+//! [`crate::render::html`].
 
+use crate::analysis::compare::{compare_stored, render_comparison};
 use crate::cli::{CommonRunArgs, CompareArgs, HistoryArgs, ReportArgs, ShowArgs, TagArgs};
-use crate::compare::{compare_stored, render_comparison};
-use crate::history::{render_history, render_show};
-use crate::html;
+use crate::render::history::{render_history, render_show};
+use crate::render::html;
+use crate::render::write_atomic;
 use crate::store::{HostFacts, RunId, Store};
 use anyhow::{Context, Result};
 use sim::report::RunReport;
@@ -16,13 +17,6 @@ use std::time::SystemTime;
 
 fn open(db: &Path) -> Result<Store> {
     Store::open(db).with_context(|| format!("opening results database {}", db.display()))
-}
-
-/// Writes `text` to `path` through a temporary file renamed into place.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Stores `reports` (unless `--no-store`) and writes `--html`; prints the
@@ -35,7 +29,7 @@ pub fn after_run(
     quiet: bool,
 ) -> Result<Vec<RunId>> {
     if let Some(p) = &common.html {
-        write_atomic(p, &html::render_html(reports))?;
+        write_atomic(p, html::render_html(reports).as_bytes())?;
         if !quiet {
             writeln!(out, "HTML report written to {}", p.display())?;
         }
@@ -89,7 +83,10 @@ pub fn cmd_compare(a: &CompareArgs, out: &mut dyn Write) -> Result<()> {
     let c = compare_stored(&store, &specs)?;
     write!(out, "{}", render_comparison(&c))?;
     if let Some(p) = &a.html {
-        write_atomic(p, &html::render_html_with("mmlab compare", &[], &[c]))?;
+        write_atomic(
+            p,
+            html::render_html_with("mmlab compare", &[], &[c]).as_bytes(),
+        )?;
         writeln!(out, "HTML written to {}", p.display())?;
     }
     Ok(())
@@ -112,7 +109,10 @@ pub fn cmd_report(a: &ReportArgs, out: &mut dyn Write) -> Result<()> {
         let id = store.resolve(spec)?;
         runs.push(store.load(id)?);
     }
-    write_atomic(&a.html, &html::render_stored_html("mmlab report", &runs))?;
+    write_atomic(
+        &a.html,
+        html::render_stored_html("mmlab report", &runs).as_bytes(),
+    )?;
     writeln!(
         out,
         "HTML report of {} run(s) written to {}",

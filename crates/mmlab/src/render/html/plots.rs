@@ -11,8 +11,8 @@
 //! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
 
 use super::svg::{Axis, Chart, Line, ScaleKind, TickFormat};
-use crate::stats;
-use crate::table::report_columns;
+use crate::analysis::stats;
+use crate::analysis::table::report_columns;
 use sim::report::{Log2Histogram, RunReport};
 
 /// Deepest percentile a CDF shows: 99.9999% (six nines).

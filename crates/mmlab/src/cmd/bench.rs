@@ -32,7 +32,7 @@
 //! processes per second of host time, on `numa02` with the `mmlab` scanner).
 
 use crate::cli::BenchArgs;
-use crate::run::write_json;
+use crate::cmd::run::write_json;
 use anyhow::{Context, Result};
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit};
 use serde_json::json;
@@ -178,7 +178,7 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let shards = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let pb = crate::run::progress_bar("bench");
+    let pb = crate::cmd::run::progress_bar("bench");
     pb.set_length(10);
     let mut ns: BTreeMap<String, f64> = BTreeMap::new();
     let step = |name: &str| {

@@ -1,8 +1,8 @@
 //! Text for `mmlab history` (a table of stored runs) and `mmlab show RUN`
 //! (a stored run's facts followed by its report).
 
+use crate::render::text;
 use crate::store::{format_utc, RunSummary, StoredRun};
-use crate::text;
 use std::fmt::Write as _;
 
 /// The table of stored runs, one line each, oldest first, with column

@@ -10,10 +10,10 @@
 pub mod plots;
 pub mod svg;
 
-use crate::compare::{compare_runs, ComparedRun, Comparison};
-use crate::stats::Significance;
+use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
+use crate::analysis::stats::Significance;
+use crate::analysis::table::{robot_number, ComparisonTable};
 use crate::store::{format_utc, StoredRun};
-use crate::table::{robot_number, ComparisonTable};
 use sim::report::{Mode, RunReport};
 use std::fmt::Write as _;
 use svg::esc;
@@ -101,7 +101,7 @@ pub fn render_html_with(title: &str, reports: &[RunReport], comparisons: &[Compa
 /// section per run, headed by its label and scenario and showing its
 /// start time, host and build; with two runs or more, the `compare`
 /// tables of the runs follow when they share a policy (see
-/// [`crate::compare`]).
+/// [`crate::analysis::compare`]).
 pub fn render_stored_html(title: &str, runs: &[StoredRun]) -> String {
     let sections: Vec<Section<'_>> = runs
         .iter()

@@ -17,8 +17,8 @@
 //!
 //! Everything returns a `String`; nothing here prints.
 
-use crate::stats::{self, Significance};
-use crate::table::{self, robot_number, Cell, ComparisonTable};
+use crate::analysis::stats::{self, Significance};
+use crate::analysis::table::{self, robot_number, Cell, ComparisonTable};
 use sim::report::Claim;
 use sim::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
 use std::fmt::Write as _;

@@ -17,11 +17,11 @@
 //! 3. policies found in one run only are listed in a note, not compared.
 //!
 //! Significance is Welch's t-test over the per-run values (see
-//! [`crate::stats::significance`]).
+//! [`crate::analysis::stats::significance`]).
 
+use crate::analysis::table::{report_columns, ComparisonTable};
+use crate::render::text;
 use crate::store::{format_utc, RunId, RunSummary, Store, StoreError};
-use crate::table::{report_columns, ComparisonTable};
-use crate::text;
 use sim::report::{PolicyResult, RunReport};
 use std::fmt::Write as _;
 

@@ -1,9 +1,9 @@
 //! `mmlab run`: load a scenario (built-in or file), apply the command-line
-//! overrides, run it ([`sim::run`]), print the report, write JSON.
+//! overrides, run it ([`sim::run()`]), print the report, write JSON.
 
 use crate::cli::{CommonRunArgs, RunArgs};
-use crate::json;
-use crate::text;
+use crate::render::json;
+use crate::render::text;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::cost::CostModel;
@@ -63,7 +63,7 @@ pub fn progress_bar(label: &str) -> ProgressBar {
     pb
 }
 
-/// Runs a scenario ([`sim::run`]) with a progress bar.
+/// Runs a scenario ([`sim::run()`]) with a progress bar.
 pub fn execute(sc: &Scenario, costs: &CostModel) -> Result<RunReport> {
     let pb = progress_bar(sc.name());
     let opts = RunOptions { costs: *costs };
@@ -99,10 +99,7 @@ pub fn write_json(path: &Path, value: &serde_json::Value, out: &mut dyn Write) -
         writeln!(out, "{text}")?;
         return Ok(());
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    crate::render::write_atomic(path, text.as_bytes())
 }
 
 /// Prints the text report of a run and its seed claims.
@@ -130,7 +127,7 @@ pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &args.common.json {
         write_json(p, &json::report_json(&report), out)?;
     }
-    crate::storecmd::after_run(&args.common, &[report], started, out, json_to_stdout)?;
+    crate::cmd::store::after_run(&args.common, &[report], started, out, json_to_stdout)?;
     Ok(())
 }
 

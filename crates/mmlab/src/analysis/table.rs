@@ -1,9 +1,9 @@
-//! The comparison table model shared by the text ([`crate::text`]) and HTML
-//! ([`crate::html`]) renderers: one row per metric (and per percentile of a
+//! The comparison table model shared by the text ([`crate::render::text`]) and HTML
+//! ([`crate::render::html`]) renderers: one row per metric (and per percentile of a
 //! metric), one column per policy or stored run, each cell holding the mean,
 //! %stddev and the change against the first column with its significance.
 
-use crate::stats::{self, Significance};
+use crate::analysis::stats::{self, Significance};
 use sim::report::{MetricSamples, PolicyResult, RunReport};
 
 /// Order in which percentile rows follow their metric; other names follow
