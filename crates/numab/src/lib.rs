@@ -110,11 +110,13 @@
 mod cost;
 mod fault;
 mod pids;
+mod plan;
 mod result;
 mod scan;
+mod scenario;
 mod state;
 mod version;
-mod workload;
+mod workloads;
 
 pub use cost::{
     autonuma_cost, group_scaled_period, nr_scan_windows, task_scan_max_ms, task_scan_min_ms,
@@ -124,13 +126,13 @@ pub use pids::{
     distinct_bits, hash_32, pid_bit, vma_scan_ratelimit, PidWindows, GOLDEN_RATIO_32, VMA_4M,
     VMA_RATELIMIT_SCALEDOWN_F,
 };
+pub use plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, FIRST_PID, HPAGE, PAGE};
 pub use result::{metric, Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
+pub use scenario::{
+    builtin_scenario, parse_scenario, NumabScenario, ScenarioFile, WorkloadSpec, BUILTIN,
+};
 pub use state::MAX_NODES;
 pub use version::{Features, ScannerVersion};
-pub use workload::{
-    builtin_scenario, parse_scenario, NumabScenario, Op, Plan, ProcessPlan, ScenarioFile,
-    ThreadPlan, VmaKind, VmaPlan, WorkloadSpec, BUILTIN, FIRST_PID, HPAGE, PAGE,
-};
 
 use state::Machine;
 

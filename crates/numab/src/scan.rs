@@ -3,9 +3,9 @@
 
 use crate::cost::{group_scaled_period, task_scan_max_ms, task_scan_min_ms, NS_PER_MS};
 use crate::pids::vma_scan_ratelimit;
+use crate::plan::{VmaKind, HPAGE, PAGE};
 use crate::result::ScanEvent;
 use crate::state::{Machine, NumabState};
-use crate::workload::{VmaKind, HPAGE, PAGE};
 
 /// Why the loop left a VMA early.
 enum Visit {

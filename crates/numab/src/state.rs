@@ -9,9 +9,10 @@
 
 use crate::cost::{CostModel, Sysctl, NS_PER_MS};
 use crate::pids::PidWindows;
+use crate::plan::{Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, PAGE};
 use crate::result::{Counters, ScanEvent, SkipReasons};
+use crate::scenario::NumabScenario;
 use crate::version::Features;
-use crate::workload::{NumabScenario, Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, PAGE};
 use crate::ScannerVersion;
 use simcore::{EventQueue, Rng};
 
@@ -264,7 +265,7 @@ impl Machine {
         sim
     }
 
-    fn add_process(&mut self, p: &crate::workload::ProcessPlan) {
+    fn add_process(&mut self, p: &crate::plan::ProcessPlan) {
         let mm_idx = self.mms.len();
         // Layout: low area grows up from the binary, the mmap area grows
         // down from below the stack gap, in creation order.
