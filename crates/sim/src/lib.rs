@@ -37,7 +37,6 @@ pub mod engine;
 pub mod error;
 pub mod event;
 pub mod lock;
-pub mod refault;
 pub mod report;
 pub mod run;
 pub mod runner;

@@ -149,7 +149,7 @@ impl RunReport {
 /// measured side by side, the seed's figure, and whether the measurement
 /// shows the same direction. Each scenario defines its claims next to its
 /// runner (`claims` in [`crate::scenarios`]' modules and in
-/// [`crate::refault`]); [`crate::claims`] picks those of a scenario.
+/// [`crate::scenarios::refault`]); [`crate::claims`] picks those of a scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
     /// Scenario name.

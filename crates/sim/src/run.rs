@@ -39,7 +39,7 @@ pub fn run(
         Scenario::Numab { file, .. } => {
             crate::scenarios::numab::run(file, &file.policies, file.runs, file.seed, progress)?
         }
-        Scenario::Refault { file, .. } => crate::refault::run(
+        Scenario::Refault { file, .. } => crate::scenarios::refault::run(
             &file.refault,
             &file.policies,
             file.runs,
@@ -65,6 +65,6 @@ pub fn claims(report: &RunReport, sc: &Scenario) -> Vec<Claim> {
             None => Vec::new(),
         },
         Scenario::Numab { .. } => crate::scenarios::numab::claims(report),
-        Scenario::Refault { .. } => crate::refault::claims(report),
+        Scenario::Refault { .. } => crate::scenarios::refault::claims(report),
     }
 }

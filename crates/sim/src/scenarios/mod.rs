@@ -6,6 +6,7 @@
 
 pub mod false_sharing;
 pub mod numab;
+pub mod refault;
 pub mod stale_read;
 pub mod stat_readers;
 pub mod update_path;

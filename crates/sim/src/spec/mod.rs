@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `stats` | [`StatsScenario`] ([`stats`]) | [`crate::scenarios`] on the hierstat engine |
 //! | `numab` | [`::numab::ScenarioFile`] ([`mod@numab`]) | [`crate::scenarios::numab`] on the `numab` crate |
-//! | `refault` | [`RefaultScenario`] ([`refault`]) | [`crate::refault`] on `models` |
+//! | `refault` | [`RefaultScenario`] ([`refault`]) | [`crate::scenarios::refault`] on `models` |
 //!
 //! All three share the header keys `name`, `kind`, `mode`, `description`,
 //! `policies` (the first is the baseline of %change), `runs` and `seed`.
