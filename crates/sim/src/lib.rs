@@ -16,9 +16,18 @@
 //! * **Real mode** ([`runner::real`]): real threads on real cores,
 //!   wall-clock timing, hdrhistogram latencies.
 //!
-//! Scenarios are TOML files parsed and validated once into one typed
-//! [`spec::Scenario`] (stats | numab | refault); [`run()`] runs any of them
-//! and assembles the shared results model ([`report::RunReport`]).
+//! Following a scenario from its file to its report:
+//!
+//! 1. [`spec`]: the TOML file is parsed and validated once into one typed
+//!    [`spec::Scenario`] (stats | numab | refault); errors carry the file,
+//!    line and field.
+//! 2. [`run()`]: runs it with its runner in [`scenarios`] (the stats
+//!    workloads on the engine through [`runner`], the `numab` crate's
+//!    scanner model, the refault storm on `models`) and assembles the
+//!    shared results model ([`report::RunReport`]).
+//! 3. [`claims()`]: the seed's claims on the run, each defined in its
+//!    scenario's module next to the metric names it reads
+//!    ([`report::Claim`]).
 
 #![warn(missing_docs)]
 // One unsafe block (the per-thread CPU clock in `runner::real`): allowed
