@@ -1,8 +1,10 @@
 //! The RFC cover letter's disjoint-VMA corner cases in one process.
 
-use super::{add_thread_stack, check_aligned, exec_vmas, mib};
+use super::{
+    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, one_process, worker_thread,
+};
 use crate::cost::CostModel;
-use crate::plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, FIRST_PID, PAGE};
+use crate::plan::{Op, Plan, VmaKind, VmaPlan, FIRST_PID, PAGE};
 use crate::NumabError;
 
 /// Parameters of the disjoint-VMA plan (see [`WorkloadSpec::Disjoint`]).
@@ -61,25 +63,21 @@ pub(crate) fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan
         (busy_ns / sweep_ns(bytes).max(1)).clamp(1, u64::from(u32::MAX)) as u32
     };
     let total = (s1 + s2 + s3) as usize;
-    let mut ts = vec![ThreadPlan {
-        ops: vec![
-            // (d) the allocator zeroes vma_w and goes idle.
-            Op::Sweep {
-                vma: w,
-                from: 0,
-                len: mib(d.sizes[3]),
-                passes: 1,
-                sleep_ns: 0,
-                convoy: false,
-            },
-            Op::SpawnAndJoin {
-                first: 1,
-                count: total,
-            },
-        ],
-        stack: Some(7),
-        at_start: true,
-    }];
+    let mut ts = vec![main_thread(vec![
+        // (d) the allocator zeroes vma_w and goes idle.
+        Op::Sweep {
+            vma: w,
+            from: 0,
+            len: mib(d.sizes[3]),
+            passes: 1,
+            sleep_ns: 0,
+            convoy: false,
+        },
+        Op::SpawnAndJoin {
+            first: 1,
+            count: total,
+        },
+    ])];
     let slices = |bytes: u64, n: u32| -> Result<u64, NumabError> {
         let s = bytes / u64::from(n);
         check_aligned("disjoint slice", s)?;
@@ -162,17 +160,7 @@ pub(crate) fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan
                 convoy: false,
             });
         }
-        ts.push(ThreadPlan {
-            ops,
-            stack: Some(stack),
-            at_start: false,
-        });
+        ts.push(worker_thread(ops, stack));
     }
-    Ok(Plan {
-        processes: vec![ProcessPlan {
-            vmas,
-            threads: ts,
-            pid,
-        }],
-    })
+    Ok(one_process(pid, vmas, ts))
 }

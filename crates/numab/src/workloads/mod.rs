@@ -7,7 +7,7 @@ pub(crate) mod disjoint;
 pub(crate) mod numa01;
 pub(crate) mod numa02;
 
-use crate::plan::{Op, VmaKind, VmaPlan, HPAGE, PAGE};
+use crate::plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, HPAGE, PAGE};
 use crate::NumabError;
 
 pub(crate) fn mib(x: u64) -> u64 {
@@ -91,4 +91,32 @@ pub(crate) fn check_aligned(what: &str, bytes: u64) -> Result<(), NumabError> {
         )));
     }
     Ok(())
+}
+
+/// Index of the main thread's stack among [`exec_vmas`].
+const MAIN_STACK: usize = 7;
+
+/// The main thread (TID = PID): on the exec'd main stack, running at time 0.
+pub(crate) fn main_thread(ops: Vec<Op>) -> ThreadPlan {
+    ThreadPlan {
+        ops,
+        stack: Some(MAIN_STACK),
+        at_start: true,
+    }
+}
+
+/// A worker thread on its own `stack` VMA, created by a spawn.
+pub(crate) fn worker_thread(ops: Vec<Op>, stack: usize) -> ThreadPlan {
+    ThreadPlan {
+        ops,
+        stack: Some(stack),
+        at_start: false,
+    }
+}
+
+/// A plan of one process.
+pub(crate) fn one_process(pid: u32, vmas: Vec<VmaPlan>, threads: Vec<ThreadPlan>) -> Plan {
+    Plan {
+        processes: vec![ProcessPlan { vmas, threads, pid }],
+    }
 }

@@ -1,8 +1,10 @@
 //! numa01 and numa01_THREAD_ALLOC: two processes, each with its own
 //! buffer and threads.
 
-use super::{add_thread_stack, check_aligned, exec_vmas, mib, premap_ops};
-use crate::plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, FIRST_PID};
+use super::{
+    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, premap_ops, worker_thread,
+};
+use crate::plan::{Op, Plan, ProcessPlan, VmaKind, VmaPlan, FIRST_PID};
 use crate::NumabError;
 
 pub(crate) struct Numa01Like {
@@ -51,11 +53,7 @@ pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
             first: 1,
             count: nthreads,
         });
-        let mut threads = vec![ThreadPlan {
-            ops: main_ops,
-            stack: Some(7),
-            at_start: true,
-        }];
+        let mut threads = vec![main_thread(main_ops)];
         for i in 0..nthreads {
             let tid = pid + 1 + i as u32;
             let stack = add_thread_stack(&mut vmas, tid, p.stack_kib, p.stack_pages);
@@ -78,11 +76,7 @@ pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
                     convoy: false,
                 },
             ];
-            threads.push(ThreadPlan {
-                ops,
-                stack: Some(stack),
-                at_start: false,
-            });
+            threads.push(worker_thread(ops, stack));
         }
         processes.push(ProcessPlan { vmas, threads, pid });
     }

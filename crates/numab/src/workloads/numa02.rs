@@ -1,8 +1,11 @@
 //! numa02: one process whose main thread first touches the buffer, then
 //! threads that each work on their own slice.
 
-use super::{add_thread_stack, check_aligned, exec_vmas, mib, premap_ops};
-use crate::plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, FIRST_PID};
+use super::{
+    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, one_process, premap_ops,
+    worker_thread,
+};
+use crate::plan::{Op, Plan, VmaKind, VmaPlan, FIRST_PID};
 use crate::NumabError;
 
 #[allow(clippy::too_many_arguments)]
@@ -46,16 +49,12 @@ pub(crate) fn numa02_plan(
         },
         Op::SpawnAndJoin { first: 1, count: n },
     ]);
-    let mut ts = vec![ThreadPlan {
-        ops: main_ops,
-        stack: Some(7),
-        at_start: true,
-    }];
+    let mut ts = vec![main_thread(main_ops)];
     for i in 0..n {
         let tid = pid + 1 + i as u32;
         let stack = add_thread_stack(&mut vmas, tid, stack_kib, stack_pages);
-        ts.push(ThreadPlan {
-            ops: vec![Op::Sweep {
+        ts.push(worker_thread(
+            vec![Op::Sweep {
                 vma: buffer,
                 from: slice * i as u64,
                 len: slice,
@@ -63,15 +62,8 @@ pub(crate) fn numa02_plan(
                 sleep_ns: 0,
                 convoy: false,
             }],
-            stack: Some(stack),
-            at_start: false,
-        });
+            stack,
+        ));
     }
-    Ok(Plan {
-        processes: vec![ProcessPlan {
-            vmas,
-            threads: ts,
-            pid,
-        }],
-    })
+    Ok(one_process(pid, vmas, ts))
 }
