@@ -51,6 +51,23 @@ pub enum FlushKind {
     Periodic,
 }
 
+/// What the policy's hot-path (refault/reclaim) flush does for a group
+/// ([`HierStats::hot_path_decision`]), decided without doing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HotPathDecision {
+    /// The policy never flushes on the hot path.
+    NoFlush,
+    /// The group's pending updates are under the threshold.
+    NotNeeded,
+    /// Ratelimited: the last root flush is not older than 2 periods.
+    Ratelimited,
+    /// Flush synchronously (a threshold-guarded read flush): the root or
+    /// the group's subtree, per the policy's scope.
+    Flush(FlushScope),
+    /// Ask the background flusher to flush the root now.
+    RequestAsync,
+}
+
 /// What a flush call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushOutcome {
@@ -145,6 +162,52 @@ impl HierStats {
     /// [`Error::ForeignGroup`].
     pub fn flush_hot_path(&self, group: &Group) -> Result<FlushOutcome, Error> {
         self.flush_with(group, FlushKind::HotPath, &mut ())
+    }
+
+    /// What [`HierStats::flush_hot_path`] would do for `group` now, without
+    /// doing it: the policy's hot-path rule applied to the group's
+    /// threshold, the ratelimit and whether a background flusher runs.
+    ///
+    /// ```
+    /// use hierstat::{Config, FlushScope, HierStats, HotPathDecision, Preset, Schema, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat))?;
+    /// let g = stats.create(&stats.root(), "g")?;
+    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::NotNeeded);
+    /// stats.add(&g, anon, 1 << 20)?;
+    /// // Async hot path, but no background flusher: flush synchronously.
+    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::Flush(FlushScope::Subtree));
+    /// assert_eq!(
+    ///     stats.hot_path_decision_with_flusher(&g, true)?,
+    ///     HotPathDecision::RequestAsync
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn hot_path_decision(&self, group: &Group) -> Result<HotPathDecision, Error> {
+        let node = self.core.own(group)?;
+        Ok(self
+            .core
+            .hot_path_decision(node, self.core.flusher_running()))
+    }
+
+    /// [`HierStats::hot_path_decision`] for a caller that runs the periodic
+    /// flush itself (a simulator's flusher in virtual time) and so says
+    /// whether one is running instead of the engine's own flusher thread.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn hot_path_decision_with_flusher(
+        &self,
+        group: &Group,
+        flusher_running: bool,
+    ) -> Result<HotPathDecision, Error> {
+        let node = self.core.own(group)?;
+        Ok(self.core.hot_path_decision(node, flusher_running))
     }
 
     /// Any flush entry point, reporting work.
@@ -252,6 +315,42 @@ impl Core {
         self.clock.now_ns() > last.saturating_add(2 * self.policy.period_ns)
     }
 
+    fn flusher_running(&self) -> bool {
+        // ORDERING: Relaxed; a mode hint. A flusher stopping concurrently
+        // may leave one async request unserved; the next guarded read
+        // flushes it.
+        self.flushers.load(Ordering::Relaxed) > 0
+    }
+
+    /// The one definition of the hot-path rule (`flush_entry`'s
+    /// `FlushKind::HotPath` and [`HierStats::hot_path_decision`]); reads
+    /// only, and only what the policy's rule needs.
+    fn hot_path_decision(&self, node: &Node, flusher_running: bool) -> HotPathDecision {
+        let flush = || {
+            if self.needs_flush(node) {
+                HotPathDecision::Flush(self.policy.scope)
+            } else {
+                HotPathDecision::NotNeeded
+            }
+        };
+        match self.policy.hot_path {
+            HotPathFlush::None => HotPathDecision::NoFlush,
+            HotPathFlush::Sync => flush(),
+            HotPathFlush::Ratelimited => {
+                if self.ratelimit_expired() {
+                    flush()
+                } else {
+                    HotPathDecision::Ratelimited
+                }
+            }
+            HotPathFlush::Async => match flush() {
+                HotPathDecision::Flush(_) if flusher_running => HotPathDecision::RequestAsync,
+                // No background flusher to ask: flush synchronously.
+                d => d,
+            },
+        }
+    }
+
     fn flush_entry<W: WorkSink>(
         &self,
         node: &Arc<Node>,
@@ -278,20 +377,12 @@ impl Core {
                     FlushOutcome::Ratelimited
                 }
             }
-            FlushKind::HotPath => match self.policy.hot_path {
-                HotPathFlush::None => FlushOutcome::NoFlush,
-                HotPathFlush::Sync => self.flush_read(node, work),
-                HotPathFlush::Ratelimited => self.flush_entry(node, FlushKind::Ratelimited, work),
-                HotPathFlush::Async => {
-                    if !self.needs_flush(node) {
-                        return FlushOutcome::NotNeeded;
-                    }
-                    // ORDERING: Relaxed; a mode hint. A flusher stopping
-                    // concurrently may leave this one request unserved; the
-                    // next guarded read flushes it.
-                    if self.flushers.load(Ordering::Relaxed) == 0 {
-                        return self.flush_read(node, work);
-                    }
+            FlushKind::HotPath => match self.hot_path_decision(node, self.flusher_running()) {
+                HotPathDecision::NoFlush => FlushOutcome::NoFlush,
+                HotPathDecision::NotNeeded => FlushOutcome::NotNeeded,
+                HotPathDecision::Ratelimited => FlushOutcome::Ratelimited,
+                HotPathDecision::Flush(_) => self.flush_read(node, work),
+                HotPathDecision::RequestAsync => {
                     self.request_async();
                     FlushOutcome::AsyncRequested
                 }

@@ -70,7 +70,7 @@ mod work;
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{Config, MAX_SHARDS};
 pub use error::Error;
-pub use flush::{FlushKind, FlushOutcome, FlushStats};
+pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]
 pub use flusher::{BackgroundFlusher, FlusherStats};
 pub use node::{CachePadded, Group};

@@ -10,17 +10,17 @@ fn run(cli: Cli) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
-        None => mmlab::suite::cmd_suite(&cli.suite, &mut out)?,
-        Some(Command::Suite(a)) => mmlab::suite::cmd_suite(&a, &mut out)?,
-        Some(Command::Run(a)) => mmlab::run::cmd_run(&a, &mut out)?,
-        Some(Command::List) => mmlab::run::cmd_list(&mut out)?,
-        Some(Command::Bench(a)) => mmlab::bench::cmd_bench(&a, &mut out)?,
-        Some(Command::Calibrate(a)) => mmlab::calibrate::cmd_calibrate(&a, &mut out)?,
-        Some(Command::History(a)) => mmlab::storecmd::cmd_history(&a, &mut out)?,
-        Some(Command::Show(a)) => mmlab::storecmd::cmd_show(&a, &mut out)?,
-        Some(Command::Compare(a)) => mmlab::storecmd::cmd_compare(&a, &mut out)?,
-        Some(Command::Tag(a)) => mmlab::storecmd::cmd_tag(&a, &mut out)?,
-        Some(Command::Report(a)) => mmlab::storecmd::cmd_report(&a, &mut out)?,
+        None => mmlab::cmd::suite::cmd_suite(&cli.suite, &mut out)?,
+        Some(Command::Suite(a)) => mmlab::cmd::suite::cmd_suite(&a, &mut out)?,
+        Some(Command::Run(a)) => mmlab::cmd::run::cmd_run(&a, &mut out)?,
+        Some(Command::List) => mmlab::cmd::run::cmd_list(&mut out)?,
+        Some(Command::Bench(a)) => mmlab::cmd::bench::cmd_bench(&a, &mut out)?,
+        Some(Command::Calibrate(a)) => mmlab::cmd::calibrate::cmd_calibrate(&a, &mut out)?,
+        Some(Command::History(a)) => mmlab::cmd::store::cmd_history(&a, &mut out)?,
+        Some(Command::Show(a)) => mmlab::cmd::store::cmd_show(&a, &mut out)?,
+        Some(Command::Compare(a)) => mmlab::cmd::store::cmd_compare(&a, &mut out)?,
+        Some(Command::Tag(a)) => mmlab::cmd::store::cmd_tag(&a, &mut out)?,
+        Some(Command::Report(a)) => mmlab::cmd::store::cmd_report(&a, &mut out)?,
     }
     out.flush()?;
     Ok(())

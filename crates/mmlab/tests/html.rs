@@ -1,10 +1,11 @@
 //! HTML report structure: plots present exactly when their data is,
 //! self-contained output, escaping, determinism.
 
-use mmlab::html::plots::{bucket_label, cdf_points, plots};
-use mmlab::html::{render_html, table_html};
-use mmlab::sample;
-use mmlab::table::ComparisonTable;
+use mmlab::render::html::plots::{bucket_label, cdf_points, plots};
+use mmlab::render::html::{render_html, table_html};
+mod common;
+use common::sample;
+use mmlab::analysis::table::ComparisonTable;
 use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
 use std::collections::BTreeMap;
 
@@ -187,7 +188,7 @@ fn html_table_colours_significant_changes_by_direction() {
 
 #[test]
 fn stored_runs_page_has_run_facts_and_their_comparison() {
-    use mmlab::html::render_stored_html;
+    use mmlab::render::html::render_stored_html;
     use mmlab::store::{HostFacts, Store};
     use std::time::{Duration, UNIX_EPOCH};
     let dir = tempfile::tempdir().unwrap();

@@ -8,9 +8,10 @@
 //! how `docs/report-sample.png` is made; `MMLAB_REPORT_SCREENSHOT_PHONE` keeps the
 //! 400 px one) and `MMLAB_REPORT_HTML=PATH` to keep the page.
 
-use mmlab::compare::{compare_runs, ComparedRun};
-use mmlab::html::{plots, render_html_with};
-use mmlab::sample;
+use mmlab::analysis::compare::{compare_runs, ComparedRun};
+use mmlab::render::html::{plots, render_html_with};
+mod common;
+use common::sample;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! Results store tests on temporary databases.
 
-use mmlab::sample;
+mod common;
+use common::sample;
 use mmlab::store::schema::SCHEMA_VERSION;
 use mmlab::store::{HostFacts, RunId, Store, StoreError};
 use rusqlite::Connection;

@@ -1,7 +1,7 @@
 //! The text renderers reproduce the seeds' formats byte for byte.
 
-use mmlab::table::ComparisonTable;
-use mmlab::text::{
+use mmlab::analysis::table::ComparisonTable;
+use mmlab::render::text::{
     comparison_table, percentile_label, render_histogram, render_percentiles, render_report, stars,
 };
 use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
@@ -309,4 +309,26 @@ fn long_column_labels_wrap_instead_of_being_cut() {
         lines[6],
         "     10.00           +20.0%      12.00        ops"
     );
+}
+
+#[test]
+fn claims_render_with_their_marks() {
+    use mmlab::render::text::render_claims;
+    use sim::report::Claim;
+    let claim = |claim: &str, pass: bool, info: bool| Claim {
+        scenario: "s".into(),
+        claim: claim.into(),
+        measured: "2.00×".into(),
+        seed: "1.57×".into(),
+        pass,
+        info,
+    };
+    let text = render_claims(&[
+        claim("a", true, false),
+        claim("b", false, false),
+        claim("c (reference)", true, true),
+    ]);
+    assert!(text.contains("[ok]") && text.contains("[MISS]") && text.contains("[info]"));
+    assert!(text.contains("2.00×") && text.contains("1.57×"), "{text}");
+    assert_eq!(render_claims(&[]), "");
 }

@@ -3,12 +3,13 @@
 //! * [`memcg`]: memory cgroups (the `memory.stat` schema, hierarchical
 //!   charging with limits and a per-CPU charge stock, `memory.events`);
 //! * [`workingset`]: LRU lists per lruvec, shadow entries, the non-resident
-//!   age clock and the refault recency test with its stats flush;
-//! * [`numab`]: the NUMA-balancing VMA scanner in each kernel version.
+//!   age clock and the refault recency test with its stats flush.
+//!
+//! The NUMA-balancing scanner model, which never touches hierstat, is its
+//! own crate (`numab`).
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod memcg;
-pub mod numab;
-pub mod rng;
 pub mod workingset;

@@ -1,24 +1,25 @@
 //! Prints the first stale reads of a scenario under a policy (diagnosis).
 //! `cargo run -p sim --release --example stale_debug -- stale-read hierstat`
 use sim::report::Mode;
-use sim::scenario::Scenario;
 use sim::scenarios::{schema_items, AnyBackend, PolicyChoice};
 use sim::workload::TreeShape;
+use sim::Scenario;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let sc = Scenario::builtin(&args[1])
+    let file = Scenario::builtin(&args[1])
         .expect("builtin")
         .expect("parses");
+    let sc = file.as_stats().expect("a stats scenario");
     let choice = PolicyChoice::parse(&args[2]).expect("policy");
     let shape = TreeShape::from_spec(sc.tree.as_ref().expect("tree"));
-    let items = schema_items(&sc);
+    let items = schema_items(sc);
     match sc.mode {
         Mode::Sim => {
             let b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
                 .expect("backend");
             let setup =
-                sim::scenarios::stat_readers::sim_setup(&sc, &Default::default(), items, sc.seed);
+                sim::scenarios::stat_readers::sim_setup(sc, &Default::default(), items, sc.seed);
             let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
             println!(
                 "stale {} of {} reads",

@@ -10,6 +10,7 @@
 //! [`CostModel::line_transfer_ns`] when a line moves between CPUs.
 
 use crate::error::SimError;
+use hierstat::WorkCounters;
 use serde::{Deserialize, Serialize};
 
 /// The default costs shipped with the crate (TOML).
@@ -36,6 +37,22 @@ pub struct Work {
 }
 
 impl Work {
+    /// The work the engine counted in `wc`, as `calls` engine calls: the
+    /// one conversion from [`hierstat::WorkCounters`] (update-list pops are
+    /// priced as atomics; lock waits are not work, the simulator prices
+    /// them as time spent waiting).
+    pub fn from_engine(wc: &WorkCounters, calls: u64) -> Work {
+        Work {
+            calls,
+            atomics: wc.atomics + wc.list_pops,
+            shards_scanned: wc.shards_scanned,
+            groups_visited: wc.groups_visited,
+            counters_aggregated: wc.counters_aggregated,
+            locks: wc.lock_acquisitions,
+            items_read: 0,
+        }
+    }
+
     /// Adds every counter of `other` into `self`.
     pub fn merge(&mut self, other: &Work) {
         self.calls += other.calls;

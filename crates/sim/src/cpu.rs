@@ -3,7 +3,7 @@
 //! Each logical CPU runs one thing at a time: work submitted at time `t`
 //! starts at `max(t, busy_until)` and occupies the CPU for its duration.
 
-use crate::time::SimTime;
+use simcore::time::SimTime;
 
 /// The most logical CPUs a simulation may have.
 pub const MAX_CPUS: usize = 1024;

@@ -100,14 +100,6 @@ fn engine_err(e: hierstat::Error) -> SimError {
     SimError::Engine(e.to_string())
 }
 
-fn convert(wc: &WorkCounters, work: &mut Work) {
-    work.shards_scanned += wc.shards_scanned;
-    work.groups_visited += wc.groups_visited;
-    work.counters_aggregated += wc.counters_aggregated;
-    work.atomics += wc.atomics + wc.list_pops;
-    work.locks += wc.lock_acquisitions;
-}
-
 impl StatsBackend for EngineBackend {
     fn name(&self) -> &str {
         &self.name
@@ -143,8 +135,7 @@ impl StatsBackend for EngineBackend {
             &mut wc,
         );
         debug_assert!(r.is_ok(), "workload shards and items are in range");
-        work.calls += 1;
-        convert(&wc, work);
+        work.merge(&Work::from_engine(&wc, 1));
     }
 
     fn needs_flush(&self, group: GroupIdx, reason: FlushReason) -> bool {
@@ -162,8 +153,7 @@ impl StatsBackend for EngineBackend {
         };
         let r = self.stats.flush_with(g, kind, &mut wc);
         debug_assert!(r.is_ok(), "the backend's groups are its tree's own");
-        work.calls += 1;
-        convert(&wc, work);
+        work.merge(&Work::from_engine(&wc, 1));
     }
 
     fn set_time(&self, ns: u64) {

@@ -16,6 +16,20 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+impl ScenarioError {
+    /// A semantic problem with `field` of the scenario `text` read from
+    /// `file`: the line is that of the field's key (or of its table header,
+    /// see [`crate::spec::locate`]).
+    pub fn at(file: &str, text: &str, field: &str, message: String) -> ScenarioError {
+        ScenarioError {
+            file: file.to_string(),
+            line: crate::spec::locate(text, field),
+            field: field.to_string(),
+            message,
+        }
+    }
+}
+
 /// Errors of the simulator.
 #[derive(Debug, Error)]
 #[non_exhaustive]

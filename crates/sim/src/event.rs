@@ -2,14 +2,9 @@
 //!
 //! [`Event`] is a closed enum: every kind of thing that can happen in a
 //! simulated stats workload, matched exhaustively by the runner (no boxed
-//! payloads, no downcasts). The [`EventQueue`] orders events by
-//! `(time, seq)`, where `seq` is the emission order, so events at equal
-//! times are delivered in the order they were scheduled: a total,
-//! deterministic order.
-
-use crate::time::SimTime;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//! payloads, no downcasts). They are delivered by the shared
+//! [`simcore::EventQueue`] in `(time, seq)` order, `seq` being the emission
+//! order: a total, deterministic order.
 
 /// Everything that can happen in the stats simulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,65 +45,8 @@ pub enum Event {
     Stop,
 }
 
-/// An event with its delivery time and sequence number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scheduled {
-    /// Delivery time.
-    pub time: SimTime,
-    /// Emission order, unique per queue.
-    pub seq: u64,
-    /// The event.
-    pub event: Event,
-}
-
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reverse so that BinaryHeap (a max-heap) pops the earliest first.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
-    }
-}
-
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// A priority queue of [`Scheduled`] events in `(time, seq)` order.
-#[derive(Debug, Default)]
-pub struct EventQueue {
-    heap: BinaryHeap<Scheduled>,
-    next_seq: u64,
-}
-
-impl EventQueue {
-    /// An empty queue.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Schedules `event` at `time`.
-    pub fn push(&mut self, time: SimTime, event: Event) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.heap.push(Scheduled { time, seq, event });
-    }
-
-    /// Removes and returns the earliest event.
-    pub fn pop(&mut self) -> Option<Scheduled> {
-        self.heap.pop()
-    }
-
-    /// Number of pending events.
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    /// `true` when no event is pending.
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
-}
+/// The stats simulator's queue: [`Event`]s in `(time, seq)` order.
+pub type EventQueue = simcore::EventQueue<Event>;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@
 //! Grants happen at request time or at a release, both driven by events, so
 //! a waiter is granted exactly when the conflicting holder's hold ends.
 
-use crate::time::SimTime;
+use simcore::time::SimTime;
 use std::collections::VecDeque;
 
 /// How concurrent flushers interact.

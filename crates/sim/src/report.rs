@@ -130,20 +130,190 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// The report of scenario `sc`, run from the file text `scenario_toml`,
-    /// with its per-policy results.
-    pub fn new(
-        sc: &crate::scenario::Scenario,
-        scenario_toml: String,
-        policies: BTreeMap<String, PolicyResult>,
-    ) -> RunReport {
+    /// The report of scenario `sc` with its per-policy results: the one
+    /// place a report is assembled ([`crate::run()`]).
+    pub fn new(sc: &crate::spec::Scenario, policies: BTreeMap<String, PolicyResult>) -> RunReport {
         RunReport {
-            scenario: sc.name.clone(),
-            mode: sc.mode,
-            runs: sc.runs,
-            seed: sc.seed,
-            scenario_toml,
-            policy_order: sc.policies.clone(),
+            scenario: sc.name().to_string(),
+            mode: sc.mode(),
+            runs: sc.runs(),
+            seed: sc.seed(),
+            scenario_toml: sc.source(),
+            policy_order: sc.policies().to_vec(),
+            policies,
+        }
+    }
+}
+
+/// One claim of a seed thread checked against a run: the claim, the figure
+/// measured side by side, the seed's figure, and whether the measurement
+/// shows the same direction. Each scenario defines its claims next to its
+/// runner (`claims` in [`crate::scenarios`]' modules and in
+/// [`crate::scenarios::refault`]); [`crate::claims`] picks those of a scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// Scenario name.
+    pub scenario: String,
+    /// What the seed says should happen.
+    pub claim: String,
+    /// What this run measured.
+    pub measured: String,
+    /// The seed's figure.
+    pub seed: String,
+    /// Whether the measurement shows the claim.
+    pub pass: bool,
+    /// A reference figure shown for comparison, not a claim to meet.
+    pub info: bool,
+}
+
+/// Collects the claims of one report, in the order they are added.
+#[derive(Debug)]
+pub struct Claims {
+    scenario: String,
+    out: Vec<Claim>,
+}
+
+impl Claims {
+    /// No claims yet, for `report`'s scenario.
+    pub fn new(report: &RunReport) -> Claims {
+        Claims {
+            scenario: report.scenario.clone(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Adds a claim; one whose text ends in "(reference)" is shown for
+    /// information and not counted.
+    pub fn add(&mut self, claim: &str, measured: String, seed: &str, pass: bool) {
+        self.out.push(Claim {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            seed: seed.into(),
+            pass,
+            info: claim.ends_with("(reference)"),
+        });
+    }
+
+    /// The claims added.
+    pub fn into_vec(self) -> Vec<Claim> {
+        self.out
+    }
+}
+
+impl RunReport {
+    /// Mean over runs of `metric` under `policy`; `None` when either is
+    /// missing or the mean is not finite.
+    pub fn mean_of(&self, policy: &str, metric: &str) -> Option<f64> {
+        let m = self.policies.get(policy)?.metrics.get(metric)?;
+        let v = mean(&m.values);
+        v.is_finite().then_some(v)
+    }
+
+    /// Percentile `key` (`p50`, `p99`, `p999`, `max`) of `metric` under
+    /// `policy`: the mean over runs, the largest for `max`.
+    pub fn percentile_of(&self, policy: &str, metric: &str, key: &str) -> Option<f64> {
+        let m = self.policies.get(policy)?.metrics.get(metric)?;
+        let vs = m.percentiles.get(key)?;
+        let v = if key == "max" {
+            vs.iter().copied().fold(f64::NAN, f64::max)
+        } else {
+            mean(vs)
+        };
+        v.is_finite().then_some(v)
+    }
+
+    /// Sum over runs of `metric` under `policy`.
+    pub fn sum_of(&self, policy: &str, metric: &str) -> Option<f64> {
+        let m = self.policies.get(policy)?.metrics.get(metric)?;
+        Some(m.values.iter().sum())
+    }
+
+    /// Median over runs of `num[i] / den[i]` for one policy (runs are
+    /// aligned by index); `None` if either metric is missing or no pair is
+    /// finite.
+    pub fn paired_median_ratio(&self, policy: &str, num: &str, den: &str) -> Option<f64> {
+        let p = self.policies.get(policy)?;
+        let (n, d) = (p.metrics.get(num)?, p.metrics.get(den)?);
+        let ratios: Vec<f64> = n
+            .values
+            .iter()
+            .zip(&d.values)
+            .map(|(a, b)| a / b)
+            .filter(|k| k.is_finite())
+            .collect();
+        let k = median(&ratios);
+        k.is_finite().then_some(k)
+    }
+}
+
+/// Arithmetic mean; NaN if empty.
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Median (mean of the two middle values for an even count, NaNs left
+/// out); NaN if empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Percent change from `base` to `new`; `None` when `base` is 0 or either
+/// is not finite.
+pub fn pct_change(base: f64, new: f64) -> Option<f64> {
+    if base == 0.0 || !base.is_finite() || !new.is_finite() {
+        return None;
+    }
+    Some(100.0 * (new - base) / base.abs())
+}
+
+/// Nanoseconds as microseconds, or milliseconds from 1 ms on (claims'
+/// measured figures).
+pub fn format_us(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.1} µs", ns / 1e3)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Reports built by hand, for the claims' unit tests.
+    use super::*;
+
+    /// A one-run report of `scenario` with `(policy, metric, value)` rows.
+    pub(crate) fn report(scenario: &str, rows: &[(&str, &str, f64)]) -> RunReport {
+        let mut policies: BTreeMap<String, PolicyResult> = BTreeMap::new();
+        for (p, m, v) in rows {
+            policies.entry(p.to_string()).or_default().metrics.insert(
+                m.to_string(),
+                MetricSamples {
+                    values: vec![*v],
+                    ..Default::default()
+                },
+            );
+        }
+        RunReport {
+            scenario: scenario.into(),
+            mode: Mode::Sim,
+            runs: 1,
+            seed: 0,
+            scenario_toml: String::new(),
+            policy_order: vec![],
             policies,
         }
     }

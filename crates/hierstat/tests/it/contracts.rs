@@ -113,6 +113,8 @@ fn foreign_groups_are_refused_by_every_entry_point() {
             foreign(a.flush_forced(g).map(drop));
             foreign(a.flush_ratelimited(g).map(drop));
             foreign(a.flush_hot_path(g).map(drop));
+            foreign(a.hot_path_decision(g).map(drop));
+            foreign(a.hot_path_decision_with_flusher(g, true).map(drop));
             for kind in [
                 FlushKind::Read,
                 FlushKind::Forced,

@@ -19,10 +19,10 @@
 
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
-use crate::rng::SimRng;
-use crate::scenario::{ReadersSpec, WritersSpec};
+use crate::spec::{ReadersSpec, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use hdrhistogram::Histogram;
+use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -36,6 +36,7 @@ pub fn thread_cpu_ns() -> Option<u64> {
             tv_sec: 0,
             tv_nsec: 0,
         };
+        #[allow(unsafe_code)]
         // SAFETY: `ts` is a valid, writable `timespec` owned by this frame,
         // and CLOCK_THREAD_CPUTIME_ID is a clock id every supported unix
         // accepts; the call writes only through the pointer it is given.
@@ -227,7 +228,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
         .map(|_| AtomicI64::new(0))
         .collect();
     let mut targets = shape.targets(setup.writer_spec.targets);
-    let mut rng = SimRng::new(setup.seed);
+    let mut rng = Rng::new(setup.seed);
     if setup.writer_spec.hot_fraction < 1.0 {
         let keep = ((targets.len() as f64 * setup.writer_spec.hot_fraction).ceil() as usize).max(1);
         for i in 0..keep.min(targets.len()) {
@@ -263,7 +264,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             let w = &setup.writer_spec;
             let seed = setup.seed.wrapping_add(1 + t as u64);
             s.spawn(move || {
-                let mut rng = SimRng::new(seed);
+                let mut rng = Rng::new(seed);
                 let mut n = 0u64;
                 barrier.wait();
                 while !stop.load(Ordering::Relaxed) {
@@ -304,7 +305,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
         let duration = setup.duration;
         let seed = setup.seed;
         let reader = s.spawn(move || {
-            let mut rng = SimRng::new(seed ^ 0x5EAD);
+            let mut rng = Rng::new(seed ^ 0x5EAD);
             let mut hist = Histogram::<u64>::new(3).expect("valid");
             let mut lat = Vec::new();
             let mut stale = 0u64;

@@ -17,9 +17,9 @@
 
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
-use crate::rng::SimRng;
-use crate::scenario::{SpikeSpec, Targets, WritersSpec};
+use crate::spec::{SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
+use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -89,7 +89,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
             let (stop, barrier, leaves) = (&stop, &barrier, &leaves);
             let seed = setup.seed.wrapping_add(1 + t as u64);
             s.spawn(move || {
-                let mut rng = SimRng::new(seed);
+                let mut rng = Rng::new(seed);
                 // Each writer keeps its own leaves' values non-negative.
                 let mut mine = vec![0i64; leaves.len() * w.items as usize];
                 barrier.wait();
@@ -116,7 +116,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
             let seed = setup.seed.wrapping_add(1000 + t as u64);
             let pause = setup.flusher_period;
             s.spawn(move || {
-                let mut rng = SimRng::new(seed);
+                let mut rng = Rng::new(seed);
                 let mut n = 0u64;
                 barrier.wait();
                 loop {
@@ -138,7 +138,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
             let sp = setup.spikes.clone();
             let seed = setup.seed ^ 0x5911;
             s.spawn(move || {
-                let mut rng = SimRng::new(seed);
+                let mut rng = Rng::new(seed);
                 let mut o = SpikesOutcome::default();
                 let gap = Duration::from_secs_f64(sp.every_ms / 1000.0);
                 let after = Duration::from_micros(sp.read_after_us);
@@ -183,7 +183,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
 mod tests {
     use super::*;
     use crate::baselines::EagerTree;
-    use crate::scenario::TreeSpec;
+    use crate::spec::TreeSpec;
 
     #[test]
     fn eager_tree_never_misses_nor_inverts() {

@@ -14,12 +14,9 @@
 //!   CPU waits until the line is free and pays a line transfer; on the line
 //!   its owner last wrote it pays one uncontended atomic.
 //!
-//! An exact oracle (hierarchical sums of every update, kept alongside the
-//! engine) judges every read: a read is *stale* when its value is further
-//! from the exact value than the bound the engine reported. A spike read
-//! *misses* the spike when it lacks more than half of it, and a parent read
-//! that follows a child read is a *child > parent* inconsistency when the
-//! parent's value is below the child's while the exact values were not.
+//! An exact oracle ([`super::oracle`]: hierarchical sums of every update,
+//! kept alongside the engine) judges every read: stale reads, missed
+//! spikes and child > parent inconsistencies.
 //!
 //! A flush's effect is applied when it is granted (the engine call runs at
 //! that instant) and its lock is held for its virtual duration; a read's
@@ -33,10 +30,11 @@ use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
 use crate::lock::{Acquire, FlushLock};
-use crate::rng::SimRng;
-use crate::scenario::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
-use crate::time::{SimTime, MILLIS, SECONDS};
+use crate::runner::oracle::{self, Oracle};
+use crate::spec::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
+use simcore::time::{SimTime, MILLIS, SECONDS};
+use simcore::Rng;
 use std::collections::HashMap;
 
 /// Everything a simulated run needs besides the backend.
@@ -167,18 +165,15 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     costs: CostTable,
     transfer: SimTime,
     atomic: SimTime,
-    parents: Vec<Option<GroupIdx>>,
     now: SimTime,
     queue: EventQueue,
-    rng: SimRng,
+    rng: Rng,
     cpus: Cpus,
     lock: FlushLock,
     lines: HashMap<LineId, LineState>,
     line_buf: Vec<LineId>,
-    /// Exact hierarchical value per (group, item).
-    exact: Vec<i64>,
-    /// Exact local value per (group, item).
-    local: Vec<i64>,
+    /// The exact sums every read is judged against.
+    oracle: Oracle,
     writer_targets: Vec<GroupIdx>,
     reader_targets: Vec<GroupIdx>,
     spike_targets: Vec<GroupIdx>,
@@ -198,7 +193,7 @@ pub fn run<B: StatsBackend + ?Sized>(
     shape: &TreeShape,
     setup: &SimSetup,
 ) -> SimOutcome {
-    let mut rng = SimRng::new(setup.seed);
+    let mut rng = Rng::new(setup.seed);
     let items = setup.items;
     let mut writer_targets = shape.targets(setup.writers.targets);
     // The hot set: a seeded sample of the targets.
@@ -227,7 +222,6 @@ pub fn run<B: StatsBackend + ?Sized>(
             atomics: 1,
             ..Work::default()
         }),
-        parents: shape.groups().iter().map(|g| g.parent).collect(),
         now: 0,
         queue: EventQueue::new(),
         rng,
@@ -235,8 +229,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         lock: FlushLock::new(backend.rules().lock),
         lines: HashMap::new(),
         line_buf: Vec::with_capacity(16),
-        exact: vec![0; shape.len() * items],
-        local: vec![0; shape.len() * items],
+        oracle: Oracle::new(shape, items),
         writer_targets,
         reader_targets,
         spike_targets,
@@ -340,7 +333,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             } as i64;
             if w.uncharge_fraction > 0.0
                 && self.rng.chance(w.uncharge_fraction)
-                && self.local[g as usize * items + item] >= pages
+                && self.oracle.local(g, item) >= pages
             {
                 pages = -pages;
             }
@@ -395,13 +388,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             }
         }
         self.line_buf = lines;
-        let items = self.setup.items;
-        self.local[g as usize * items + item] += delta;
-        let mut cur = Some(g);
-        while let Some(c) = cur {
-            self.exact[c as usize * items + item] += delta;
-            cur = self.parents[c as usize];
-        }
+        self.oracle.apply(g, item, delta);
         t
     }
 
@@ -448,11 +435,9 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     fn snapshot(&mut self, id: u32) {
         let req = self.requests[id as usize];
         let n = self.items_read(req.purpose);
-        let items = self.setup.items;
-        let base = req.group as usize * items;
         let snap = &mut self.snapshots[id as usize];
         snap.clear();
-        snap.extend_from_slice(&self.exact[base..base + n]);
+        snap.extend_from_slice(self.oracle.exact_items(req.group, n));
     }
 
     fn reader_wake(&mut self, reader: u32) {
@@ -545,7 +530,6 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
 
     fn read_done(&mut self, id: u32) {
         let req = self.requests[id as usize];
-        let items = self.setup.items;
         let n_read = self.items_read(req.purpose);
         let mut work = Work {
             calls: 1,
@@ -558,19 +542,15 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.backend.set_time(self.now);
         for item in 0..n_read {
             let rv = self.backend.read(req.group, item, &mut work);
-            let exact = self.exact[req.group as usize * items + item].max(0) as u64;
+            let exact = self.oracle.exact(req.group, item);
             if item == 0 {
                 first = rv.value;
                 first_bound = rv.bound;
                 first_at_flush = self.snapshots[id as usize][0];
             }
-            let at_flush = self.snapshots[id as usize][item].max(0) as u64;
+            let at_flush = self.snapshots[id as usize][item];
             if let Some(b) = rv.bound {
-                // Updates may land while the read is in progress: the value
-                // is judged against the exact value when its flush ran and
-                // when it returns, and is stale only if it is off by more
-                // than the bound at both.
-                if rv.value.abs_diff(exact) > b && rv.value.abs_diff(at_flush) > b {
+                if oracle::is_stale(rv.value, b, exact, at_flush) {
                     stale = true;
                     if self.out.stale_examples.len() < 8 {
                         self.out.stale_examples.push(StaleExample {
@@ -578,7 +558,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
                             group: req.group,
                             item,
                             value: rv.value,
-                            exact,
+                            exact: exact.max(0) as u64,
                             bound: b,
                             flushed: req.flushed,
                         });
@@ -609,24 +589,33 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             }
             Purpose::SpikeChild { spike } => {
                 self.out.spike_reads += 1;
-                let exact = self.exact[req.group as usize * items];
+                let exact = self.oracle.exact(req.group, 0);
                 let s = &mut self.spikes[spike as usize];
-                if (exact.max(0) as u64).saturating_sub(first) > s.pages / 2 {
+                if oracle::misses_spike(first, exact, s.pages) {
                     self.out.missed_spikes += 1;
                 }
                 s.child_value = first;
                 s.child_exact_hi = exact.max(first_at_flush);
                 s.child_bound = first_bound;
-                if let Some(p) = self.parents[req.group as usize] {
+                if let Some(p) = self.oracle.parent(req.group) {
                     self.start_read(Purpose::SpikeParent { spike }, p);
                 }
             }
             Purpose::SpikeParent { spike } => {
                 self.out.parent_checks += 1;
                 let s = self.spikes[spike as usize];
-                let parent_exact = self.exact[req.group as usize * items];
-                let parent_exact_lo = parent_exact.min(first_at_flush);
-                if child_gt_parent(&s, first, first_bound, parent_exact_lo) {
+                let parent_exact = self.oracle.exact(req.group, 0);
+                let child = oracle::PairRead {
+                    value: s.child_value,
+                    bound: s.child_bound,
+                    exact: s.child_exact_hi,
+                };
+                let parent = oracle::PairRead {
+                    value: first,
+                    bound: first_bound,
+                    exact: parent_exact.min(first_at_flush),
+                };
+                if oracle::child_gt_parent(child, parent) {
                     self.out.child_gt_parent += 1;
                 }
                 // The spike is reclaimed once observed.
@@ -669,38 +658,6 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             .push(end + s.read_after_us * 1000, Event::SpikeRead { spike: k });
         let next = self.now + self.rng.exp_ns(period_ns(s.every_ms));
         self.queue.push(next, Event::Spike { spike: k + 1 });
-    }
-}
-
-/// Whether a child read then a parent read show "child > parent" in a way
-/// that no state within the two reads' error bounds explains.
-///
-/// A read reflects the exact state at some instant between its flush (or
-/// start) and its return, within its bound. The child read `c` (bound
-/// `b_c`) can thus be as high as `E_c⁺ + b_c`, where `E_c⁺` is the larger of
-/// the child's exact values at its flush and at its return; the parent read
-/// `p` (bound `b_p`, taken later) as low as `E_p⁻ − b_p`. Exact values move
-/// between the reads (writers, the previous spike's reclaim), so `E_c⁺` may
-/// exceed `E_p⁻` legitimately. A pair is a violation only when
-/// `c − p > b_c + b_p + max(0, E_c⁺ − E_p⁻)`: a larger gap means one of the
-/// reads is outside its bound. An unbounded read explains nothing, so with
-/// a missing bound any `c > p` whose exact values do not drift apart
-/// counts, as the skip-if-busy policies' stale pairs do.
-///
-/// (The metric once compared `c > p` only against the child's exact value
-/// at its *return*: a read whose flush preceded the previous spike's
-/// reclaim was counted although both reads were within their bounds —
-/// stale-read seed 3 under hierstat: child 101,896 ± 6,080 with exact
-/// 101,896 at its flush and 51,896 at its return, parent 97,430 ± 31.)
-fn child_gt_parent(s: &SpikeState, p: u64, b_p: Option<u64>, parent_exact_lo: i64) -> bool {
-    let c = s.child_value;
-    if p >= c {
-        return false;
-    }
-    let drift = (s.child_exact_hi.max(0) - parent_exact_lo.max(0)).max(0) as u64;
-    match (s.child_bound, b_p) {
-        (Some(bc), Some(bp)) => c - p > bc + bp + drift,
-        _ => drift == 0,
     }
 }
 

@@ -15,9 +15,18 @@
 //! throughput of the updaters while both kinds of thread run is the measure
 //! (see [`LayoutOutcome::ops_per_sec`]).
 
+use super::push;
+use crate::error::SimError;
+use crate::report::{Claim, Claims, PolicyResult, RunReport};
+use crate::run::Progress;
+use crate::spec::StatsScenario;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
+
+/// Metric: updater operations per thread CPU-second.
+pub const OPS_PER_SEC: &str = "ops_per_sec";
 
 /// Stat updates per operation (an mremap touches several stats).
 pub const UPDATES_PER_OP: usize = 4;
@@ -225,10 +234,74 @@ pub fn run_named(layout: &str, threads: usize, duration: Duration) -> Option<Lay
     }
 }
 
+/// Runs the false-sharing scenario: every layout (the scenario's
+/// policies) `runs` times, runs interleaved across layouts.
+pub fn run(
+    sc: &StatsScenario,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BTreeMap<String, PolicyResult>, SimError> {
+    let threads = sc.threads.unwrap_or(2) as usize;
+    let duration = Duration::from_millis(sc.duration_ms);
+    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
+    progress(Progress::Total(
+        u64::from(sc.runs) * sc.policies.len() as u64,
+    ));
+    for run in 0..sc.runs {
+        for p in &sc.policies {
+            let o = run_named(p, threads, duration)
+                .ok_or_else(|| SimError::Config(format!("unknown layout {p}")))?;
+            let r = out.entry(p.clone()).or_default();
+            push(r, OPS_PER_SEC, "ops/s", o.ops_per_sec(), true);
+            push(r, "ops_per_sec_wall", "ops/s", o.ops_per_sec_wall(), true);
+            push(
+                r,
+                "concurrent_fraction",
+                "ratio",
+                o.concurrent_fraction(),
+                true,
+            );
+            progress(Progress::Step(format!("{p} run {}", run + 1)));
+        }
+    }
+    Ok(out)
+}
+
+/// The seed's claim on a false-sharing run.
+pub fn claims(report: &RunReport) -> Vec<Claim> {
+    let mut claims = Claims::new(report);
+    if let (Some(s), Some(p)) = (
+        report.mean_of("separated", OPS_PER_SEC),
+        report.mean_of("shared", OPS_PER_SEC),
+    ) {
+        claims.add(
+            "separated layout >= 1.15× the shared one",
+            format!("{:.2}×", s / p),
+            "57311 → 36542 → 57089 ops/s (1.57×)",
+            s / p >= 1.15,
+        );
+    }
+    claims.into_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::test_support::report;
     use std::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn claim_passes_on_a_wide_enough_ratio() {
+        let r = report(
+            "false-sharing",
+            &[
+                ("separated", OPS_PER_SEC, 2.0),
+                ("shared", OPS_PER_SEC, 1.0),
+            ],
+        );
+        let c = claims(&r);
+        assert!(c[0].pass && !c[0].info);
+        assert_eq!(c[0].measured, "2.00×");
+    }
 
     #[test]
     fn shared_layout_puts_both_fields_on_one_line() {

@@ -1,40 +1,26 @@
-//! The scenarios: each turns a parsed [`Scenario`] into a [`RunReport`].
+//! The scenarios' runners: each turns a parsed scenario into results by
+//! policy ([`crate::run()`] assembles the report).
 //!
 //! Runs are interleaved (run 1 of every policy, then run 2 ...) so that a
 //! drift of the host during a real-mode scenario affects every policy alike.
 
 pub mod false_sharing;
 pub mod numab;
+pub mod refault;
 pub mod stale_read;
 pub mod stat_readers;
 pub mod update_path;
 
 use crate::backend::StatsBackend;
 use crate::baselines::EagerTree;
-use crate::cost::CostModel;
 use crate::engine::EngineBackend;
 use crate::error::SimError;
-use crate::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
-use crate::scenario::{Kind, Scenario, Workload};
+use crate::report::{Log2Histogram, MetricSamples, PolicyResult};
+use crate::run::{Progress, RunOptions};
+use crate::spec::{StatsScenario, Workload};
 use crate::workload::TreeShape;
 use hierstat::Preset;
 use std::collections::BTreeMap;
-
-/// Options of a scenario run that do not come from the file.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// Per-unit costs for simulated mode.
-    pub costs: CostModel,
-}
-
-/// Progress notifications for a front end (progress bars).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
-    /// The number of steps of the whole scenario.
-    Total(u64),
-    /// One step is done; the label says which.
-    Step(String),
-}
 
 /// A policy a stats scenario can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +100,7 @@ macro_rules! with_backend {
 }
 
 /// Checks the scenario's policies against the workload's names.
-pub fn check_policies(sc: &Scenario, workload: Workload) -> Result<(), SimError> {
+pub fn check_policies(sc: &StatsScenario, workload: Workload) -> Result<(), SimError> {
     let known = known_policies(workload);
     for p in &sc.policies {
         if !known.iter().any(|k| k == p) {
@@ -128,63 +114,23 @@ pub fn check_policies(sc: &Scenario, workload: Workload) -> Result<(), SimError>
     Ok(())
 }
 
-/// Runs a stats scenario (the `kind = "stats"` runner).
-pub fn run_scenario(
-    sc: &Scenario,
+/// Runs a stats scenario (the `kind = "stats"` runner): every policy
+/// `runs` times, its results by policy name.
+pub fn run_stats(
+    sc: &StatsScenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
-) -> Result<RunReport, SimError> {
-    if sc.kind != Kind::Stats {
-        return Err(SimError::Config(format!(
-            "scenario `{}` is of kind {:?}, not a stats scenario",
-            sc.name, sc.kind
-        )));
-    }
+) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let workload = sc
         .workload
         .ok_or_else(|| SimError::Config(format!("scenario `{}` has no workload", sc.name)))?;
     check_policies(sc, workload)?;
-    let policies = match workload {
-        Workload::UpdatePath => update_path::run(sc, opts, progress)?,
-        Workload::StatReaders => stat_readers::run(sc, opts, progress)?,
-        Workload::StaleRead => stale_read::run(sc, opts, progress)?,
-        Workload::FalseSharing => false_sharing_run(sc, progress)?,
-    };
-    Ok(RunReport::new(
-        sc,
-        toml::to_string(sc).unwrap_or_default(),
-        policies,
-    ))
-}
-
-fn false_sharing_run(
-    sc: &Scenario,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let threads = sc.threads.unwrap_or(2) as usize;
-    let duration = std::time::Duration::from_millis(sc.duration_ms);
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    progress(Progress::Total(
-        u64::from(sc.runs) * sc.policies.len() as u64,
-    ));
-    for run in 0..sc.runs {
-        for p in &sc.policies {
-            let o = false_sharing::run_named(p, threads, duration)
-                .ok_or_else(|| SimError::Config(format!("unknown layout {p}")))?;
-            let r = out.entry(p.clone()).or_default();
-            push(r, "ops_per_sec", "ops/s", o.ops_per_sec(), true);
-            push(r, "ops_per_sec_wall", "ops/s", o.ops_per_sec_wall(), true);
-            push(
-                r,
-                "concurrent_fraction",
-                "ratio",
-                o.concurrent_fraction(),
-                true,
-            );
-            progress(Progress::Step(format!("{p} run {}", run + 1)));
-        }
+    match workload {
+        Workload::UpdatePath => update_path::run(sc, opts, progress),
+        Workload::StatReaders => stat_readers::run(sc, opts, progress),
+        Workload::StaleRead => stale_read::run(sc, opts, progress),
+        Workload::FalseSharing => false_sharing::run(sc, progress),
     }
-    Ok(out)
 }
 
 /// Appends one run's value of a metric.
@@ -248,7 +194,7 @@ pub fn quantile(sorted: &[u64], q: f64) -> u64 {
 }
 
 /// Items in the schema of a workload.
-pub fn schema_items(sc: &Scenario) -> usize {
+pub fn schema_items(sc: &StatsScenario) -> usize {
     let w = sc.writers.as_ref().map(|w| w.items).unwrap_or(1);
     let r = sc.readers.as_ref().and_then(|r| r.items).unwrap_or(w);
     let u = sc.update.as_ref().map(|u| u.items).unwrap_or(1);

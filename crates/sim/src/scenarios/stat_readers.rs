@@ -5,26 +5,30 @@
 //! CPUs, 99.9% of reads ≤ 50 µs and none over 100 ms with subtree flushes
 //! and per-memcg thresholds.
 
-use super::{
-    push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice, Progress,
-    RunOptions,
-};
+use super::{push, push_distribution, push_latency, schema_items, AnyBackend, PolicyChoice};
 use crate::error::SimError;
+use crate::report::{format_us, Claim, Claims, RunReport};
 use crate::report::{Mode, PolicyResult};
+use crate::run::{Progress, RunOptions};
 use crate::runner::{real, sim};
-use crate::scenario::Scenario;
-use crate::time::{MILLIS, SECONDS};
+use crate::spec::StatsScenario;
 use crate::with_backend;
 use crate::workload::TreeShape;
+use simcore::time::{MILLIS, SECONDS};
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// Metric: read latency (a `memory.stat` read, flush included).
+pub const READ_LATENCY_NS: &str = "read_latency_ns";
+/// Metric: reads that returned a value older than the error bound allows.
+pub const STALE_READS: &str = "stale_reads";
 
 /// Latency above which a read counts in `reads_over_1ms`.
 pub const SLOW_READ_NS: u64 = MILLIS;
 
 /// Runs the stat-readers workload.
 pub fn run(
-    sc: &Scenario,
+    sc: &StatsScenario,
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
@@ -64,11 +68,11 @@ pub fn run(
                         seed,
                     };
                     let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup));
-                    push_latency(r, "read_latency_ns", &o.latencies);
+                    push_latency(r, READ_LATENCY_NS, &o.latencies);
                     let slow = o.latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
                     push(r, "reads", "count", o.latencies.len() as f64, true);
                     push(r, "reads_over_1ms", "count", slow as f64, false);
-                    push(r, "stale_reads", "count", o.stale_reads as f64, false);
+                    push(r, STALE_READS, "count", o.stale_reads as f64, false);
                     push(
                         r,
                         "update_ops_per_sec",
@@ -85,7 +89,7 @@ pub fn run(
 }
 
 /// The simulated setup of a readers scenario (also used by stale-read).
-pub fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
+pub fn sim_setup(sc: &StatsScenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
     sim::SimSetup {
         cpus: sc.cpus.unwrap_or(1) as usize,
         duration: sc.duration_ms * MILLIS,
@@ -101,7 +105,7 @@ pub fn sim_setup(sc: &Scenario, opts: &RunOptions, items: usize, seed: u64) -> s
 
 /// Records the read metrics of a simulated run.
 pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
-    push_latency(r, "read_latency_ns", &o.read_latencies);
+    push_latency(r, READ_LATENCY_NS, &o.read_latencies);
     let slow = o
         .read_latencies
         .iter()
@@ -115,7 +119,7 @@ pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
     push(r, "reads", "count", o.read_latencies.len() as f64, true);
     push(r, "reads_over_1ms", "count", slow as f64, false);
     push(r, "reads_over_100ms", "count", over_100ms as f64, false);
-    push(r, "stale_reads", "count", o.stale_reads as f64, false);
+    push(r, STALE_READS, "count", o.stale_reads as f64, false);
     push(r, "flushes", "count", o.flushes as f64, false);
     push(
         r,
@@ -155,4 +159,62 @@ pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
         o.updates as f64 / (o.duration as f64 / SECONDS as f64),
         true,
     );
+}
+
+/// The seed's claims on a stat-readers run (those whose policies are
+/// missing from the run are left out).
+pub fn claims(report: &RunReport) -> Vec<Claim> {
+    let mut claims = Claims::new(report);
+    let m = READ_LATENCY_NS;
+    let real = report.mode == crate::report::Mode::Real;
+    if let (Some(p999), Some(max)) = (
+        report.percentile_of("hierstat", m, "p999"),
+        report.percentile_of("hierstat", m, "max"),
+    ) {
+        claims.add(
+            if real {
+                "hierstat p99.9, wall clock on this host (reference)"
+            } else {
+                "hierstat: 99.9% of reads <= 50 µs"
+            },
+            format!("p99.9 {}", format_us(p999)),
+            "99.9% <= 50 µs (250k readers, 50k cgroups, 384 CPUs)",
+            p999 <= 50_000.0,
+        );
+        claims.add(
+            "hierstat: no read over 100 ms",
+            format!("max {}", format_us(max)),
+            "none > 100 ms",
+            max <= 100e6,
+        );
+    }
+    if let Some(s) = report.sum_of("hierstat", STALE_READS) {
+        claims.add(
+            "hierstat: zero stale reads",
+            format!("{s:.0}"),
+            "—",
+            s == 0.0,
+        );
+    }
+    for p in ["linux-5.15", "linux-6.8", "linux-5.13"] {
+        if let Some(p999) = report.percentile_of(p, m, "p999") {
+            let stale = report.sum_of(p, STALE_READS).unwrap_or(0.0);
+            let max = report.percentile_of(p, m, "max").unwrap_or(0.0);
+            claims.add(
+                &format!("{p} (reference)"),
+                format!(
+                    "p99.9 {}, max {}, {stale:.0} stale",
+                    format_us(p999),
+                    format_us(max)
+                ),
+                if p == "linux-6.8" {
+                    "99.9% <= 50 µs"
+                } else {
+                    "—"
+                },
+                true,
+            );
+        }
+    }
+    claims.into_vec()
 }

@@ -5,7 +5,7 @@
 //! flush-lock scopes are two comparisons.
 
 use crate::lock::Scope;
-use crate::scenario::{Targets, TreeSpec};
+use crate::spec::{Targets, TreeSpec};
 
 /// Index of a group in a [`TreeShape`] (preorder; the root is 0).
 pub type GroupIdx = u32;

@@ -5,9 +5,9 @@ use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, Stats
 use sim::cost::{CostModel, Work};
 use sim::lock::LockMode;
 use sim::runner::sim::{run, SimSetup};
-use sim::scenario::{ReadersSpec, Targets, WritersSpec};
-use sim::time::MILLIS;
+use sim::spec::{ReadersSpec, Targets, WritersSpec};
 use sim::workload::{GroupIdx, TreeShape};
+use simcore::time::MILLIS;
 
 /// Costs chosen so that every unit is distinguishable.
 const COSTS: &str = "call_ns = 1\natomic_ns = 2\nshard_scanned_ns = 3\ngroup_visited_ns = 5\n\
@@ -152,7 +152,7 @@ fn skip_policy_skips_instead_of_waiting() {
 
 #[test]
 fn disjoint_flushes_do_not_wait() {
-    let shape = TreeShape::from_spec(&sim::scenario::TreeSpec {
+    let shape = TreeShape::from_spec(&sim::spec::TreeSpec {
         fanout: vec![2],
         names: vec![],
     });

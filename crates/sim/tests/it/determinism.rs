@@ -1,10 +1,10 @@
 //! The same seed gives byte-identical results; different seeds differ.
 
-use sim::scenario::Scenario;
-use sim::scenarios::{run_scenario, RunOptions};
+use sim::{RunOptions, Scenario};
 
 fn small(name: &str, seed: u64) -> Scenario {
-    let mut sc = Scenario::builtin(name).unwrap().unwrap();
+    let mut file = Scenario::builtin(name).unwrap().unwrap();
+    let sc = file.as_stats_mut().expect("a stats scenario");
     sc.seed = seed;
     sc.runs = 1;
     sc.duration_ms = 50;
@@ -14,11 +14,11 @@ fn small(name: &str, seed: u64) -> Scenario {
     if let Some(t) = &mut sc.tree {
         t.fanout = vec![4, 10];
     }
-    sc
+    file
 }
 
 fn run_json(sc: &Scenario) -> String {
-    let r = run_scenario(sc, &RunOptions::default(), &mut |_| {}).unwrap();
+    let r = sim::run(sc, &RunOptions::default(), &mut |_| {}).unwrap();
     serde_json::to_string(&r).unwrap()
 }
 

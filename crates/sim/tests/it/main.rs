@@ -1,6 +1,6 @@
 //! Integration tests of the simulator: determinism, analytical checks of
-//! the cost and lock model, and the seeds' directions at reduced size.
+//! the cost and lock model, and the seeds' claims at reduced size.
 
 mod analytical;
+mod claims;
 mod determinism;
-mod directions;

@@ -1,0 +1,448 @@
+//! `mmlab bench`: the engine's costs and ratios against the baselines,
+//! measured side by side in one run, and the simulator's own speed.
+//!
+//! Every figure is the median of several repetitions, timed on the
+//! measuring thread's own CPU time (so other processes' time slices on a
+//! shared host do not count). Names (also in `docs/json.md`):
+//!
+//! | `ns_per_op` name | what |
+//! |---|---|
+//! | `atomic_fetch_add` | one uncontended `AtomicU64::fetch_add` (1 thread) |
+//! | `hierstat_update_depthD` | `HierStats::add` on a group at depth D (1, 4, 8), `hierstat` preset |
+//! | `linux-6.8_update_depth4`, `linux-5.15_update_depth4` | the same under those presets |
+//! | `pre-rstat_update_depthD` | the eager-atomic tree (depth 1, 4, 8) |
+//! | `hierstat_update_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one group, each owning its shard (the tree has a shard per thread, the bench's own thread included) |
+//! | `shared_atomic_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one `AtomicU64` |
+//! | `sharded_counter_2threads` | per-op cost per thread, 2 threads each on its own cache-padded `AtomicU64` (`fetch_add`): a flat sharded counter |
+//! | `hierstat_read_clean` | `read_bounded` of a clean group |
+//! | `hierstat_flush_100_dirty_10k` / `_100k` | forced root flush of 100 leaves dirtied by their shard's owner, in a 10k / 100k-group tree (one heavy barrier per flush) |
+//! | `hierstat_flush_barrier` | the flusher's heavy barrier (`membarrier(2)`) alone, with a second thread running |
+//! | `sim_engine_update` | host time per engine update in simulated mode |
+//!
+//! | `ratios` name | target |
+//! |---|---|
+//! | `hierstat_depth1_vs_atomic` | ≤ 2 |
+//! | `hierstat_depth8_vs_depth1` | ≤ 1.5 |
+//! | `hierstat_2threads_vs_1thread` | ≤ 1.3 |
+//! | `shared_atomic_vs_hierstat_2threads` | ≥ 3 |
+//! | `hierstat_vs_sharded_2threads` | ≤ 1.25 |
+//! | `pre-rstat_vs_hierstat_depth4` | > 1 (pre-rstat slower) |
+//! | `linux-6.8_vs_linux-5.15_depth4` | the seed's per-group threshold cost |
+//! | `flush_100k_vs_10k` | ≤ 1.5 |
+//!
+//! `rates`: `sim_engine_updates_per_sec` (target ≥ 5 M/s) and
+//! `numab_units_per_sec` (page-table units the NUMA-balancing simulator
+//! processes per second of host time, on `numa02` with the `mmlab` scanner).
+
+use crate::cli::BenchArgs;
+use crate::cmd::run::write_json;
+use anyhow::{Context, Result};
+use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
+use serde_json::json;
+use sim::backend::StatsBackend;
+use sim::baselines::EagerTree;
+use sim::engine::EngineBackend;
+use sim::runner::{real, sim as simrun};
+use sim::spec::{Targets, WritersSpec};
+use sim::workload::TreeShape;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Median of `reps` timings of `f`, each returning ns per op.
+pub fn median_of(reps: usize, mut f: impl FnMut() -> f64) -> f64 {
+    let mut v: Vec<f64> = (0..reps.max(1)).map(|_| f()).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// A stopwatch on the calling thread's CPU time (wall clock where the
+/// platform has no thread CPU clock): on a shared host, time slices taken
+/// by other processes do not count.
+#[derive(Debug)]
+pub struct CpuTimer {
+    cpu0: Option<u64>,
+    wall0: Instant,
+}
+
+impl CpuTimer {
+    /// Starts the stopwatch.
+    pub fn start() -> Self {
+        CpuTimer {
+            cpu0: real::thread_cpu_ns(),
+            wall0: Instant::now(),
+        }
+    }
+
+    /// Nanoseconds since [`CpuTimer::start`].
+    pub fn elapsed_ns(&self) -> f64 {
+        match (self.cpu0, real::thread_cpu_ns()) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64,
+            _ => self.wall0.elapsed().as_nanos() as f64,
+        }
+    }
+}
+
+/// ns per `AtomicU64::fetch_add` over `n` iterations.
+pub fn time_atomic(n: u64) -> f64 {
+    // ORDERING: Relaxed; a benchmark counter.
+    let a = AtomicU64::new(0);
+    let t = CpuTimer::start();
+    for _ in 0..n {
+        black_box(&a).fetch_add(1, Ordering::Relaxed);
+    }
+    t.elapsed_ns() / n as f64
+}
+
+/// ns per update of `backend` on `group`, one thread.
+pub fn time_updates<B: StatsBackend + ?Sized>(b: &B, group: u32, n: u64) -> f64 {
+    let t = CpuTimer::start();
+    for i in 0..n {
+        b.add(black_box(group), (i & 3) as usize, 1);
+    }
+    t.elapsed_ns() / n as f64
+}
+
+fn engine(preset: Preset, shape: &TreeShape, shards: usize) -> Result<EngineBackend> {
+    EngineBackend::new(preset, shape, 4, shards).context("building the engine")
+}
+
+/// ns per forced root flush of 100 dirty leaves in a tree of about `groups`
+/// groups (fan-out 100 per level), the leaves dirtied by the calling
+/// thread (the owner of its shard when there are enough shards), so each
+/// flush pays the heavy barrier as a real one does.
+pub fn time_flush(groups: usize, shards: usize, reps: usize) -> Result<f64> {
+    let mut b = Schema::builder();
+    let items: Vec<_> = (0..4)
+        .map(|i| b.state(&format!("s{i}"), Unit::Pages))
+        .collect();
+    let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(shards))?;
+    let root = stats.root();
+    let mut leaves = Vec::new();
+    let slices = groups.div_ceil(100).max(1);
+    for s in 0..slices {
+        let sl = stats.create(&root, &format!("s{s}"))?;
+        for c in 0..100.min(groups) {
+            leaves.push(stats.create(&sl, &format!("c{c}"))?);
+        }
+    }
+    let step = (leaves.len() / 100).max(1);
+    let mut times = Vec::new();
+    for r in 0..reps.max(1) {
+        for (k, g) in leaves.iter().step_by(step).take(100).enumerate() {
+            for &it in &items {
+                stats.add(g, it, 1 + ((k + r) % 3) as i64)?;
+            }
+        }
+        let t = CpuTimer::start();
+        stats.flush_with(&root, FlushKind::Forced, &mut ())?;
+        times.push(t.elapsed_ns());
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok(times[times.len() / 2])
+}
+
+/// Host ns per engine update in simulated mode (22 CPUs, one group at
+/// depth 2, `hierstat` preset), and the updates done.
+pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
+    let shape = TreeShape::chain(2);
+    let b = engine(Preset::Hierstat, &shape, 22)?;
+    let setup = simrun::SimSetup {
+        cpus: 22,
+        duration: virtual_ms * 1_000_000,
+        seed: 1,
+        costs: sim::cost::CostModel::defaults(),
+        items: 4,
+        writers: WritersSpec {
+            cpus: None,
+            rate_per_cpu: 0.0,
+            targets: Targets::Leaves,
+            hot_fraction: 1.0,
+            pages: [1, 1],
+            thp_fraction: 0.0,
+            items: 4,
+            uncharge_fraction: 0.0,
+            burst: 16,
+        },
+        readers: None,
+        flush_period: None,
+        spikes: None,
+    };
+    let t = CpuTimer::start();
+    let o = simrun::run(&b, &shape, &setup);
+    let ns = t.elapsed_ns();
+    Ok((ns / o.updates.max(1) as f64, o.updates))
+}
+
+/// `mmlab bench`.
+pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    let n: u64 = if args.quick { 200_000 } else { 2_000_000 };
+    let reps = if args.quick { 3 } else { 5 };
+    let shards = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let pb = crate::cmd::run::progress_bar("bench");
+    pb.set_length(10);
+    let mut ns: BTreeMap<String, f64> = BTreeMap::new();
+    let step = |name: &str| {
+        pb.set_message(name.to_string());
+        pb.inc(1);
+    };
+
+    ns.insert(
+        "atomic_fetch_add".into(),
+        median_of(reps, || time_atomic(n)),
+    );
+    step("atomic");
+    for d in [1u32, 4, 8] {
+        let shape = TreeShape::chain(d);
+        let h = engine(Preset::Hierstat, &shape, shards)?;
+        ns.insert(
+            format!("hierstat_update_depth{d}"),
+            median_of(reps, || time_updates(&h, d, n)),
+        );
+        let e = EagerTree::new(&shape, 4);
+        ns.insert(
+            format!("pre-rstat_update_depth{d}"),
+            median_of(reps, || time_updates(&e, d, n)),
+        );
+    }
+    step("update depth");
+    for p in [Preset::Linux6_8, Preset::Linux5_15] {
+        let shape = TreeShape::chain(4);
+        let e = engine(p, &shape, shards)?;
+        ns.insert(
+            format!("{}_update_depth4", p.name()),
+            median_of(reps, || time_updates(&e, 4, n)),
+        );
+    }
+    step("presets");
+    let dur = Duration::from_millis(if args.quick { 30 } else { 150 });
+    {
+        let shape = TreeShape::chain(1);
+        // A shard per thread: the two updaters and this one.
+        let h = engine(Preset::Hierstat, &shape, shards.max(3))?;
+        let v = median_of(reps, || {
+            let o = real::run_updates(&h, 1, 4, 1, 2, dur);
+            // Per-thread ns per op on the thread's own CPU time.
+            2.0 * 1e9 / o.ops_per_sec().max(1e-9)
+        });
+        ns.insert("hierstat_update_2threads".into(), v);
+        let v = median_of(reps, || two_threads(dur, false));
+        ns.insert("shared_atomic_2threads".into(), v);
+        let v = median_of(reps, || two_threads(dur, true));
+        ns.insert("sharded_counter_2threads".into(), v);
+        ns.insert(
+            "hierstat_flush_barrier".into(),
+            median_of(reps, || time_barrier(shards, dur)),
+        );
+    }
+    step("2 threads");
+    {
+        let shape = TreeShape::chain(2);
+        let h = engine(Preset::Hierstat, &shape, shards)?;
+        h.add(2, 0, 5);
+        let mut w = sim::cost::Work::default();
+        h.flush(0, sim::backend::FlushReason::Periodic, &mut w);
+        let v = median_of(reps, || {
+            let t = CpuTimer::start();
+            for _ in 0..n / 4 {
+                black_box(h.read(black_box(2), 0, &mut w));
+            }
+            t.elapsed_ns() / (n / 4) as f64
+        });
+        ns.insert("hierstat_read_clean".into(), v);
+    }
+    step("read");
+    ns.insert(
+        "hierstat_flush_100_dirty_10k".into(),
+        time_flush(10_000, shards, reps)?,
+    );
+    step("flush 10k");
+    ns.insert(
+        "hierstat_flush_100_dirty_100k".into(),
+        time_flush(100_000, shards, reps)?,
+    );
+    step("flush 100k");
+    let (sim_ns, _) = time_sim_updates(if args.quick { 1 } else { 4 })?;
+    ns.insert("sim_engine_update".into(), sim_ns);
+    step("sim");
+    step("numab");
+    pb.finish_and_clear();
+
+    let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
+    // (ratio name, numerator, denominator), all from `ns` above.
+    const RATIOS: [(&str, &str, &str); 8] = [
+        (
+            "hierstat_depth1_vs_atomic",
+            "hierstat_update_depth1",
+            "atomic_fetch_add",
+        ),
+        (
+            "hierstat_depth8_vs_depth1",
+            "hierstat_update_depth8",
+            "hierstat_update_depth1",
+        ),
+        (
+            "hierstat_2threads_vs_1thread",
+            "hierstat_update_2threads",
+            "hierstat_update_depth1",
+        ),
+        (
+            "shared_atomic_vs_hierstat_2threads",
+            "shared_atomic_2threads",
+            "hierstat_update_2threads",
+        ),
+        (
+            "hierstat_vs_sharded_2threads",
+            "hierstat_update_2threads",
+            "sharded_counter_2threads",
+        ),
+        (
+            "pre-rstat_vs_hierstat_depth4",
+            "pre-rstat_update_depth4",
+            "hierstat_update_depth4",
+        ),
+        (
+            "linux-6.8_vs_linux-5.15_depth4",
+            "linux-6.8_update_depth4",
+            "linux-5.15_update_depth4",
+        ),
+        (
+            "flush_100k_vs_10k",
+            "hierstat_flush_100_dirty_100k",
+            "hierstat_flush_100_dirty_10k",
+        ),
+    ];
+    let ratios: BTreeMap<String, f64> = RATIOS
+        .iter()
+        .map(|&(name, num, den)| (name.to_string(), g(num) / g(den)))
+        .collect();
+    let mut rates: BTreeMap<String, f64> = BTreeMap::new();
+    rates.insert("sim_engine_updates_per_sec".into(), 1e9 / sim_ns);
+    rates.insert("numab_units_per_sec".into(), numab_rate()?);
+
+    let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
+    if !to_stdout {
+        writeln!(out, "ns per op (median of {reps}):")?;
+        for (k, v) in &ns {
+            writeln!(out, "  {k:<34} {v:>12.2}")?;
+        }
+        writeln!(out, "\nratios:")?;
+        for (k, v) in &ratios {
+            writeln!(out, "  {k:<34} {v:>12.3}")?;
+        }
+        writeln!(out, "\nrates:")?;
+        for (k, v) in &rates {
+            writeln!(out, "  {k:<34} {:>12.2} M/s", v / 1e6)?;
+        }
+    }
+    if let Some(p) = &args.json {
+        write_json(
+            p,
+            &json!({"ns_per_op": ns, "ratios": ratios, "rates": rates}),
+            out,
+        )?;
+    }
+    Ok(())
+}
+
+/// Page-table units per second of the NUMA-balancing simulator (`numa02`,
+/// `mmlab` scanner).
+pub fn numab_rate() -> Result<f64> {
+    use numab::{bench_throughput, builtin_scenario, ScannerVersion};
+    let file = builtin_scenario("numa02").context("the numa02 scenario is built in")?;
+    let (rate, _) = bench_throughput(&file.numab, ScannerVersion::Mmlab, file.seed)
+        .map_err(|e| anyhow::anyhow!("numab bench: {e}"))?;
+    Ok(rate)
+}
+
+/// ns per flush of the heavy barrier alone: a forced flush of one leaf
+/// its shard's owner dirtied, minus the same flush of a tree whose flushes
+/// use fences instead (`Config::membarrier(false)`), with a second thread
+/// running (membarrier interrupts the CPUs running the process's threads).
+fn time_barrier(shards: usize, dur: Duration) -> f64 {
+    let flush = |membarrier: bool| -> f64 {
+        let mut b = Schema::builder();
+        let it = b.state("s", Unit::Pages);
+        let Ok(schema) = b.build() else {
+            return f64::NAN;
+        };
+        let cfg = Config::preset(Preset::Hierstat)
+            .shards(shards.max(2))
+            .membarrier(membarrier);
+        let Ok(stats) = HierStats::new(schema, cfg) else {
+            return f64::NAN;
+        };
+        let Ok(g) = stats.create(&stats.root(), "g") else {
+            return f64::NAN;
+        };
+        let root = stats.root();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mut times = Vec::new();
+        std::thread::scope(|s| {
+            // ORDERING: Relaxed; a stop flag.
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+            let t0 = Instant::now();
+            while t0.elapsed() < dur {
+                let _ = stats.add(&g, it, 1);
+                let t = Instant::now();
+                let _ = stats.flush_with(&root, FlushKind::Forced, &mut ());
+                times.push(t.elapsed().as_nanos() as f64);
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        times.sort_by(|a, b| a.total_cmp(b));
+        times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    (flush(true) - flush(false)).max(0.0)
+}
+
+/// Per-thread ns per increment, 2 threads: on one shared `AtomicU64`, or
+/// (`sharded`) each on its own cache-padded `AtomicU64`.
+fn two_threads(dur: Duration, sharded: bool) -> f64 {
+    #[repr(align(128))]
+    struct Padded(AtomicU64);
+    // ORDERING: Relaxed; benchmark counters and a stop flag read after join.
+    let cells = [Padded(AtomicU64::new(0)), Padded(AtomicU64::new(0))];
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let barrier = std::sync::Barrier::new(3);
+    let mut per_op = Vec::new();
+    std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        for t in 0..2 {
+            let a = &cells[if sharded { t } else { 0 }].0;
+            let (stop, barrier) = (&stop, &barrier);
+            hs.push(s.spawn(move || {
+                barrier.wait();
+                let t0 = Instant::now();
+                let c0 = real::thread_cpu_ns();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..256 {
+                        black_box(a).fetch_add(1, Ordering::Relaxed);
+                    }
+                    n += 256;
+                }
+                let ns = match (c0, real::thread_cpu_ns()) {
+                    (Some(x), Some(y)) => y.saturating_sub(x) as f64,
+                    _ => t0.elapsed().as_nanos() as f64,
+                };
+                ns / n.max(1) as f64
+            }));
+        }
+        barrier.wait();
+        std::thread::sleep(dur);
+        stop.store(true, Ordering::Relaxed);
+        for h in hs {
+            per_op.push(h.join().unwrap_or(f64::NAN));
+        }
+    });
+    per_op.iter().sum::<f64>() / per_op.len().max(1) as f64
+}

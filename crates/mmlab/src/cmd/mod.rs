@@ -1,0 +1,7 @@
+//! One module per command of the `mmlab` binary.
+
+pub mod bench;
+pub mod calibrate;
+pub mod run;
+pub mod store;
+pub mod suite;

@@ -1,0 +1,744 @@
+//! Simulator state and the event loop.
+//!
+//! One logical CPU per running thread; each thread's program advances in
+//! steps of one page-table unit (a 2 MiB PMD, or a run of up to 512 4 KiB
+//! PTEs in one page-table page that the workload always touches and the
+//! scanner always marks together). Events are ordered by (virtual ns,
+//! sequence number) in one [`EventQueue`], so ties are broken
+//! deterministically.
+
+use crate::cost::{CostModel, Sysctl, NS_PER_MS};
+use crate::pids::PidWindows;
+use crate::plan::{Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, PAGE};
+use crate::result::{Counters, ScanEvent, SkipReasons};
+use crate::scenario::NumabScenario;
+use crate::version::Features;
+use crate::ScannerVersion;
+use simcore::{EventQueue, Rng};
+
+/// Maximum number of NUMA nodes the model supports.
+pub const MAX_NODES: usize = 8;
+
+/// Packed `last_cpupid`: 0 = unset, else `(cpu + 1) << 8 | (pid & 0xff)`.
+pub(crate) type CpuPid = u32;
+
+pub(crate) fn pack_cpupid(cpu: u32, tid: u32) -> CpuPid {
+    ((cpu + 1) << 8) | (tid & 0xff)
+}
+
+/// One page-table unit.
+#[derive(Debug, Clone)]
+pub(crate) struct Unit {
+    pub addr: u64,
+    pub pages: u32,
+    pub huge: bool,
+    pub present: bool,
+    pub protnone: bool,
+    pub nid: u8,
+    pub last_cpupid: CpuPid,
+    /// Virtual time + 1 of the last `change_prot_numa()` visit; 0 = never.
+    pub last_visit: u64,
+    /// mmlab: consecutive visits that left this (local) unit unmarked.
+    pub local_skips: u8,
+}
+
+impl Unit {
+    /// Base pages this unit stands for.
+    pub fn base_pages(&self) -> u64 {
+        if self.huge {
+            HPAGE_PAGES
+        } else {
+            u64::from(self.pages)
+        }
+    }
+}
+
+/// `struct vma_numab_state`, the union of all versions' fields.
+#[derive(Debug, Clone)]
+pub(crate) struct NumabState {
+    pub next_scan: u64,
+    pub pids_reset: u64,
+    pub pids: PidWindows,
+    pub start_scan_seq: i64,
+    pub prev_scan_seq: i64,
+    pub scan_select: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Vma {
+    pub name: String,
+    pub kind: VmaKind,
+    pub start: u64,
+    pub end: u64,
+    pub units: Vec<Unit>,
+    pub numab: Option<NumabState>,
+    pub exists: bool,
+    pub complete_scans: u64,
+    /// `mm->numa_scan_seq` when the VMA was created.
+    pub created_seq: i64,
+    /// Coverage bookkeeping, independent of each version's own: the
+    /// address up to which the current sweep of `change_prot_numa()` calls
+    /// has covered the VMA contiguously from its start, and in which seq
+    /// that sweep began.
+    pub cover_next: u64,
+    pub cover_seq: i64,
+    /// Seq in which the last contiguous sweep that reached the end began.
+    pub covered_seq: Option<i64>,
+}
+
+impl Vma {
+    /// Index range of units whose address lies in `[from, to)`.
+    pub fn unit_range(&self, from: u64, to: u64) -> (usize, usize) {
+        let lo = self.units.partition_point(|u| u.addr < from);
+        let hi = self.units.partition_point(|u| u.addr < to);
+        (lo, hi)
+    }
+
+    pub fn scannable(&self) -> bool {
+        matches!(
+            self.kind,
+            VmaKind::Anon | VmaKind::SharedAnon | VmaKind::FileWritable
+        )
+    }
+}
+
+/// A process's numa group (all its threads, once they share faults).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Group {
+    pub refcount: u64,
+    /// `[node][priv]` decayed memory faults, summed over members.
+    pub faults_mem: [[u64; 2]; MAX_NODES],
+    /// `[node]` decayed CPU faults, summed over members.
+    pub faults_cpu: [u64; MAX_NODES],
+    pub active_nodes: u32,
+    pub active_mask: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Mm {
+    pub vmas: Vec<Vma>,
+    /// Indices of existing VMAs sorted by start address.
+    pub order: Vec<usize>,
+    pub numa_next_scan: u64,
+    pub scan_offset: u64,
+    pub scan_seq: i64,
+    pub users: u32,
+    pub rss_pages: u64,
+    pub group: Group,
+    /// Threads currently in a convoy sweep.
+    pub convoy: u64,
+}
+
+impl Mm {
+    pub fn rebuild_order(&mut self) {
+        let mut order: Vec<usize> = (0..self.vmas.len())
+            .filter(|&i| self.vmas[i].exists)
+            .collect();
+        order.sort_by_key(|&i| self.vmas[i].start);
+        self.order = order;
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunState {
+    NotStarted,
+    Running,
+    Parked,
+    Done,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Task {
+    pub tid: u32,
+    pub mm: usize,
+    pub cpu: u32,
+    pub state: RunState,
+    pub runtime: u64,
+    pub node_stamp: u64,
+    pub period_ms: u32,
+    pub period_max_ms: u32,
+    pub scan_seq: i64,
+    pub preferred: Option<u8>,
+    pub migrate_retry: u64,
+    pub faults_mem: [[u64; 2]; MAX_NODES],
+    pub faults_cpu: [[u64; 2]; MAX_NODES],
+    pub membuf: [[u64; 2]; MAX_NODES],
+    pub cpubuf: [[u64; 2]; MAX_NODES],
+    pub locality: [u64; 3],
+    pub total_faults: u64,
+    /// `p->numa_pages_migrated`.
+    pub pages_migrated: u64,
+    pub in_group: bool,
+    pub ops: Vec<Op>,
+    pub pc: usize,
+    pub pass: u32,
+    /// Current sweep: (vma, first unit, end unit, cursor).
+    pub sweep: Option<(usize, usize, usize, usize)>,
+    pub stack: Option<usize>,
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub finish_ns: u64,
+    /// Running on its CPU now (not sleeping, parked or done).
+    pub on_cpu: bool,
+    /// This thread's constant speed factor, per mille of the cost model's
+    /// price (SMT siblings, frequency): drawn once from the seed.
+    pub speed_permille: u32,
+}
+
+/// The whole simulated system: the machine, its processes and threads,
+/// the scanner state and what the run counted so far.
+#[derive(Debug)]
+pub(crate) struct Machine {
+    pub features: Features,
+    pub sysctl: Sysctl,
+    pub cost: CostModel,
+    pub nodes: usize,
+    pub cpus_per_node: u32,
+    pub node_capacity: u64,
+    pub node_used: [u64; MAX_NODES],
+    pub cpu_owner: Vec<Option<usize>>,
+    /// Free CPUs in the seeded order new threads take them.
+    pub cpu_pool: Vec<u32>,
+    pub mms: Vec<Mm>,
+    pub tasks: Vec<Task>,
+    /// Task indices per process, by plan thread index.
+    pub proc_tasks: Vec<Vec<usize>>,
+    pub rng: Rng,
+    /// Task wake-ups (task index) in `(time, emission order)` order.
+    pub queue: EventQueue<usize>,
+    pub now: u64,
+    pub counters: Counters,
+    pub skips: SkipReasons,
+    pub sample_ns: u64,
+    pub series: Vec<(u64, u64)>,
+    pub units_processed: u64,
+    pub scans: Vec<ScanEvent>,
+    /// Tasks on CPU now (they share memory bandwidth).
+    pub running: u32,
+    pub ncpus: u32,
+}
+
+impl Machine {
+    pub fn node_of_cpu(&self, cpu: u32) -> usize {
+        (cpu / self.cpus_per_node) as usize
+    }
+
+    pub fn task_node(&self, ti: usize) -> usize {
+        self.node_of_cpu(self.tasks[ti].cpu)
+    }
+
+    /// Builds the initial state from a plan.
+    pub fn new(sc: &NumabScenario, plan: &Plan, version: ScannerVersion, seed: u64) -> Machine {
+        let mut rng = Rng::new_shifted_stream(seed);
+        let nodes = sc.nodes as usize;
+        let ncpus = sc.ncpus();
+        let mut cpu_pool: Vec<u32> = (0..ncpus).collect();
+        rng.shuffle(&mut cpu_pool);
+        let mut sim = Machine {
+            features: version.features(),
+            sysctl: sc.sysctl.clone(),
+            cost: sc.cost.clone(),
+            nodes,
+            cpus_per_node: sc.cpus_per_node,
+            node_capacity: (sc.mem_per_node_mib << 20) / PAGE,
+            node_used: [0; MAX_NODES],
+            cpu_owner: vec![None; ncpus as usize],
+            cpu_pool,
+            mms: Vec::new(),
+            tasks: Vec::new(),
+            proc_tasks: Vec::new(),
+            rng,
+            queue: EventQueue::new(),
+            now: 0,
+            counters: Counters::default(),
+            skips: SkipReasons::default(),
+            sample_ns: sc.sample_interval_ms * NS_PER_MS,
+            series: Vec::new(),
+            units_processed: 0,
+            scans: Vec::new(),
+            running: 0,
+            ncpus,
+        };
+        for p in &plan.processes {
+            sim.add_process(p);
+        }
+        sim
+    }
+
+    fn add_process(&mut self, p: &crate::plan::ProcessPlan) {
+        let mm_idx = self.mms.len();
+        // Layout: low area grows up from the binary, the mmap area grows
+        // down from below the stack gap, in creation order.
+        let mut low = 0x5555_5555_4000u64;
+        let mut top = 0x7f00_0000_0000u64;
+        let mut vmas = Vec::with_capacity(p.vmas.len());
+        let main_stack = p.vmas.iter().position(|v| v.name == "stack");
+        for (i, v) in p.vmas.iter().enumerate() {
+            let align = if v.bytes >= HPAGE { HPAGE } else { PAGE };
+            let start = if Some(i) == main_stack {
+                0x7ffd_0000_0000 - v.bytes
+            } else if v.mmap_area {
+                top = (top - v.bytes) & !(align - 1);
+                top
+            } else {
+                let s = low.div_ceil(align) * align;
+                low = s + v.bytes + PAGE;
+                s
+            };
+            let end = start + v.bytes;
+            let mut units = Vec::new();
+            match v.touched_pages {
+                Some(n) if n > 0 => {
+                    let n = n.min(v.bytes / PAGE);
+                    // Top pages of the VMA, split at 2 MiB boundaries.
+                    let mut a = end - n * PAGE;
+                    while a < end {
+                        let block_end = ((a / HPAGE) + 1) * HPAGE;
+                        let e = block_end.min(end);
+                        units.push(Unit::new(a, ((e - a) / PAGE) as u32, false));
+                        a = e;
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    if matches!(v.kind, VmaKind::Anon | VmaKind::SharedAnon) {
+                        let mut a = start;
+                        while a < end {
+                            let block_end = ((a / HPAGE) + 1) * HPAGE;
+                            let e = block_end.min(end);
+                            let full = a % HPAGE == 0 && e - a == HPAGE;
+                            let huge = full
+                                && v.thp_fraction > 0.0
+                                && (v.thp_fraction >= 1.0
+                                    || self.rng.unit_f64_32() < v.thp_fraction);
+                            units.push(Unit::new(a, ((e - a) / PAGE) as u32, huge));
+                            a = e;
+                        }
+                    }
+                }
+            }
+            vmas.push(Vma {
+                name: v.name.clone(),
+                kind: v.kind,
+                start,
+                end,
+                units,
+                numab: None,
+                exists: v.at_start,
+                complete_scans: 0,
+                created_seq: 0,
+                cover_next: u64::MAX,
+                cover_seq: 0,
+                covered_seq: None,
+            });
+        }
+        let delay = u64::from(self.sysctl.scan_delay_ms) * NS_PER_MS;
+        let mut mm = Mm {
+            vmas,
+            order: Vec::new(),
+            numa_next_scan: delay,
+            scan_offset: 0,
+            scan_seq: 0,
+            users: 0,
+            rss_pages: 0,
+            group: Group::default(),
+            convoy: 0,
+        };
+        mm.rebuild_order();
+        // exec-time pages (binary data, heap, libc data) exist before the
+        // workload starts; they sit on the node of the main thread.
+        let main_cpu = self.cpu_pool.first().copied().unwrap_or(0);
+        let main_node = self.node_of_cpu(main_cpu) as u8;
+        for (v, plan) in mm.vmas.iter_mut().zip(&p.vmas) {
+            if v.exists && v.scannable() && v.name != "stack" && plan.touched_pages.is_some() {
+                for u in v.units.iter_mut() {
+                    u.present = true;
+                    u.nid = main_node;
+                    mm.rss_pages += u.base_pages();
+                    self.node_used[main_node as usize] += u.base_pages();
+                }
+            }
+        }
+        self.mms.push(mm);
+        let mut ids = Vec::new();
+        for (i, t) in p.threads.iter().enumerate() {
+            let ti = self.tasks.len();
+            self.tasks.push(Task {
+                tid: p.pid + i as u32,
+                mm: mm_idx,
+                cpu: 0,
+                state: RunState::NotStarted,
+                runtime: 0,
+                node_stamp: 0,
+                period_ms: self.sysctl.scan_delay_ms,
+                period_max_ms: self.sysctl.scan_period_max_ms,
+                scan_seq: 0,
+                preferred: None,
+                migrate_retry: 0,
+                faults_mem: [[0; 2]; MAX_NODES],
+                faults_cpu: [[0; 2]; MAX_NODES],
+                membuf: [[0; 2]; MAX_NODES],
+                cpubuf: [[0; 2]; MAX_NODES],
+                locality: [0; 3],
+                total_faults: 0,
+                pages_migrated: 0,
+                in_group: false,
+                ops: t.ops.clone(),
+                pc: 0,
+                pass: 0,
+                sweep: None,
+                stack: t.stack,
+                user_ns: 0,
+                sys_ns: 0,
+                finish_ns: 0,
+                on_cpu: false,
+                speed_permille: 1000,
+            });
+            ids.push(ti);
+        }
+        self.proc_tasks.push(ids.clone());
+        for (i, t) in p.threads.iter().enumerate() {
+            if t.at_start {
+                self.start_task(ids[i], 0, None);
+            }
+        }
+    }
+
+    /// Takes a CPU from the pool for task `ti`.
+    fn take_cpu(&mut self, ti: usize) {
+        let cpu = self.cpu_pool.remove(0);
+        self.cpu_owner[cpu as usize] = Some(ti);
+        self.tasks[ti].cpu = cpu;
+    }
+
+    fn release_cpu(&mut self, ti: usize) {
+        let cpu = self.tasks[ti].cpu;
+        if self.cpu_owner[cpu as usize] == Some(ti) {
+            self.cpu_owner[cpu as usize] = None;
+            self.cpu_pool.push(cpu);
+        }
+    }
+
+    /// `init_numa_balancing()` plus the first scheduling of a task.
+    fn start_task(&mut self, ti: usize, at: u64, spawner: Option<usize>) {
+        self.take_cpu(ti);
+        let spread = self.cost.speed_spread_permille.min(900);
+        if spread > 0 {
+            let r = self.rng.below_u32(2 * spread + 1);
+            self.tasks[ti].speed_permille = 1000 - spread + r;
+        }
+        let mm = self.tasks[ti].mm;
+        self.mms[mm].users += 1;
+        let tick = self.sysctl.tick_ns();
+        let t = &mut self.tasks[ti];
+        t.state = RunState::Running;
+        t.scan_seq = self.mms[mm].scan_seq;
+        if let Some(sp) = spawner {
+            // A CLONE_VM child: `min_t(unsigned int, task_scan_max(current),
+            // current->numa_scan_period * mm_users * NSEC_PER_MSEC)` mixes ms
+            // and ns and truncates to 32 bits; the model keeps that.
+            let users = u64::from(self.mms[mm].users);
+            let smax = u64::from(self.task_scan_max_ms(sp));
+            let ns = (u64::from(self.tasks[sp].period_ms) * users * NS_PER_MS) as u32;
+            let stamp = smax.min(u64::from(ns));
+            self.tasks[ti].node_stamp = stamp + 2 * tick;
+        }
+        self.push(at, ti);
+    }
+
+    pub fn push(&mut self, at: u64, ti: usize) {
+        self.queue.push(at, ti);
+    }
+
+    /// Runs until every task finished or `limit_ns`; returns whether the
+    /// limit cut the run short.
+    pub fn run(&mut self, limit_ns: u64) -> bool {
+        while let Some(s) = self.queue.pop() {
+            let (at, ti) = (s.time, s.event);
+            if at > limit_ns {
+                self.now = limit_ns;
+                return true;
+            }
+            self.now = at;
+            self.step(ti);
+        }
+        false
+    }
+
+    fn set_on_cpu(&mut self, ti: usize, on: bool) {
+        if self.tasks[ti].on_cpu != on {
+            self.tasks[ti].on_cpu = on;
+            if on {
+                self.running += 1;
+            } else {
+                self.running -= 1;
+            }
+        }
+    }
+
+    /// Cost of writing one page, local or remote: the saturated price
+    /// scaled by the share of CPUs currently writing, never below the
+    /// single-thread price.
+    pub fn page_cost(&self, local: bool) -> u64 {
+        let c = &self.cost;
+        let sat = if local {
+            c.local_page_ns
+        } else {
+            c.remote_page_ns
+        };
+        let scaled = sat * u64::from(self.running.max(1)) / u64::from(self.ncpus.max(1));
+        let floor = if local {
+            c.solo_page_ns
+        } else {
+            c.solo_page_ns * c.remote_page_ns / c.local_page_ns.max(1)
+        };
+        scaled.max(floor)
+    }
+
+    /// Executes the next step of task `ti` at `self.now`.
+    fn step(&mut self, ti: usize) {
+        self.set_on_cpu(ti, true);
+        loop {
+            let pc = self.tasks[ti].pc;
+            let Some(op) = self.tasks[ti].ops.get(pc).cloned() else {
+                self.finish(ti);
+                return;
+            };
+            match op {
+                Op::Spin { ns } => {
+                    // One scheduler tick of computation per step, so
+                    // `task_tick_numa()` sees the runtime as it accrues.
+                    let chunk = ns.min(self.sysctl.tick_ns());
+                    if chunk < ns {
+                        self.tasks[ti].ops[pc] = Op::Spin { ns: ns - chunk };
+                    } else {
+                        self.tasks[ti].pc += 1;
+                    }
+                    if chunk == 0 {
+                        continue;
+                    }
+                    self.spin(ti, chunk);
+                    return;
+                }
+                Op::SpinUntilScanSeq { seq } => {
+                    if self.mms[self.tasks[ti].mm].scan_seq >= seq {
+                        self.tasks[ti].pc += 1;
+                        continue;
+                    }
+                    self.spin(ti, self.sysctl.tick_ns());
+                    return;
+                }
+                Op::Sleep { ns } => {
+                    self.tasks[ti].pc += 1;
+                    self.set_on_cpu(ti, false);
+                    self.push(self.now + ns, ti);
+                    return;
+                }
+                Op::SleepUntil { ns } => {
+                    self.tasks[ti].pc += 1;
+                    if ns > self.now {
+                        self.set_on_cpu(ti, false);
+                        self.push(ns, ti);
+                        return;
+                    }
+                }
+                Op::Mmap { vma } => {
+                    let mm = self.tasks[ti].mm;
+                    self.mms[mm].vmas[vma].exists = true;
+                    self.mms[mm].vmas[vma].created_seq = self.mms[mm].scan_seq;
+                    self.mms[mm].rebuild_order();
+                    self.tasks[ti].pc += 1;
+                }
+                Op::SpawnAndJoin { first, count } => {
+                    self.tasks[ti].pc += 1;
+                    self.release_cpu(ti);
+                    self.set_on_cpu(ti, false);
+                    self.tasks[ti].state = RunState::Parked;
+                    let mm = self.tasks[ti].mm;
+                    let proc_idx = self.proc_of_mm(mm);
+                    // pthread_create() one after another, ~20 µs apart.
+                    for k in 0..count {
+                        let child = self.proc_tasks[proc_idx][first + k];
+                        if let Some(st) = self.tasks[child].stack {
+                            self.mms[mm].vmas[st].exists = true;
+                            self.mms[mm].vmas[st].created_seq = self.mms[mm].scan_seq;
+                            let g = st + 1;
+                            if g < self.mms[mm].vmas.len()
+                                && self.mms[mm].vmas[g].kind == VmaKind::Inaccessible
+                            {
+                                self.mms[mm].vmas[g].exists = true;
+                            }
+                        }
+                        self.start_task(child, self.now + 20_000 * k as u64, Some(ti));
+                    }
+                    self.mms[mm].rebuild_order();
+                    return;
+                }
+                Op::Sweep {
+                    vma,
+                    from,
+                    len,
+                    passes,
+                    sleep_ns,
+                    convoy,
+                } => {
+                    if passes == 0 || len == 0 {
+                        self.tasks[ti].pc += 1;
+                        continue;
+                    }
+                    let (v, lo, hi, cur) = match self.tasks[ti].sweep {
+                        Some(s) => s,
+                        None => {
+                            let mm = self.tasks[ti].mm;
+                            if convoy {
+                                self.mms[mm].convoy += 1;
+                            }
+                            let vm = &self.mms[mm].vmas[vma];
+                            let (lo, hi) = vm.unit_range(vm.start + from, vm.start + from + len);
+                            (vma, lo, hi, lo)
+                        }
+                    };
+                    if lo == hi {
+                        self.tasks[ti].pc += 1;
+                        self.tasks[ti].sweep = None;
+                        continue;
+                    }
+                    let (user, sys) = self.touch(ti, v, cur, convoy);
+                    let (su, ss) = match self.tasks[ti].stack {
+                        Some(st) if !self.mms[self.tasks[ti].mm].vmas[st].units.is_empty() => {
+                            self.touch_stack(ti, st)
+                        }
+                        _ => (0, 0),
+                    };
+                    let jitter = self.jitter(user);
+                    let user = jitter + su;
+                    let mut dur = user + sys + ss;
+                    self.tasks[ti].user_ns += user;
+                    self.tasks[ti].sys_ns += sys + ss;
+                    let mut sleep = 0;
+                    let next = cur + 1;
+                    if next == hi {
+                        let t = &mut self.tasks[ti];
+                        t.pass += 1;
+                        if t.pass >= passes {
+                            t.pass = 0;
+                            t.pc += 1;
+                            t.sweep = None;
+                            if convoy {
+                                let mm = t.mm;
+                                self.mms[mm].convoy -= 1;
+                            }
+                        } else {
+                            t.sweep = Some((v, lo, hi, lo));
+                            sleep = sleep_ns;
+                        }
+                    } else {
+                        self.tasks[ti].sweep = Some((v, lo, hi, next));
+                    }
+                    dur += self.account_runtime(ti, dur);
+                    if sleep > 0 {
+                        // Off CPU once this step's work is done; the
+                        // bandwidth share is approximate at that edge.
+                        self.set_on_cpu(ti, false);
+                    }
+                    self.push(self.now + dur + sleep, ti);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Computes on CPU for `ns` (one step): user time, the thread's stack
+    /// touches, and `task_tick_numa()`.
+    fn spin(&mut self, ti: usize, ns: u64) {
+        let (_, ss) = match self.tasks[ti].stack {
+            Some(st) if !self.mms[self.tasks[ti].mm].vmas[st].units.is_empty() => {
+                self.touch_stack(ti, st)
+            }
+            _ => (0, 0),
+        };
+        self.tasks[ti].user_ns += ns;
+        self.tasks[ti].sys_ns += ss;
+        let mut dur = ns + ss;
+        dur += self.account_runtime(ti, dur);
+        self.push(self.now + dur, ti);
+    }
+
+    fn proc_of_mm(&self, mm: usize) -> usize {
+        mm
+    }
+
+    fn finish(&mut self, ti: usize) {
+        self.tasks[ti].state = RunState::Done;
+        self.set_on_cpu(ti, false);
+        self.tasks[ti].finish_ns = self.now;
+        self.release_cpu(ti);
+    }
+
+    /// Scales a user-time cost by the seeded per-step jitter.
+    fn jitter(&mut self, ns: u64) -> u64 {
+        let j = u64::from(self.cost.jitter_permille);
+        if j == 0 || ns == 0 {
+            return ns;
+        }
+        let r = u64::from(self.rng.below_u32(2 * j as u32 + 1));
+        ns * (1000 - j + r) / 1000
+    }
+
+    /// Charges `dur` of CPU time and runs `task_tick_numa()`; returns the
+    /// system time of any `task_numa_work()` it triggered.
+    fn account_runtime(&mut self, ti: usize, dur: u64) -> u64 {
+        let end = self.now + dur;
+        self.tasks[ti].runtime += dur;
+        let period_ns = u64::from(self.tasks[ti].period_ms) * NS_PER_MS;
+        let t = &self.tasks[ti];
+        if t.runtime <= t.node_stamp + period_ns {
+            return 0;
+        }
+        if self.tasks[ti].node_stamp == 0 {
+            self.tasks[ti].period_ms = self.task_scan_start_ms(ti);
+        }
+        self.tasks[ti].node_stamp += period_ns;
+        let mm = self.tasks[ti].mm;
+        if end < self.mms[mm].numa_next_scan {
+            return 0;
+        }
+        let cost = self.task_numa_work(ti, end);
+        self.tasks[ti].runtime += cost;
+        self.tasks[ti].sys_ns += cost;
+        cost
+    }
+
+    /// Records `pages` accessed at `self.now`, `local` or not.
+    pub fn sample(&mut self, pages: u64, local: bool) {
+        let b = (self.now / self.sample_ns) as usize;
+        if self.series.len() <= b {
+            self.series.resize(b + 1, (0, 0));
+        }
+        self.series[b].1 += pages;
+        if local {
+            self.series[b].0 += pages;
+        }
+    }
+
+    /// Anon RSS of the task's mm, pages.
+    pub fn rss_pages(&self, ti: usize) -> u64 {
+        self.mms[self.tasks[ti].mm].rss_pages
+    }
+}
+
+impl Unit {
+    fn new(addr: u64, pages: u32, huge: bool) -> Unit {
+        Unit {
+            addr,
+            pages,
+            huge,
+            present: false,
+            protnone: false,
+            nid: 0,
+            last_cpupid: 0,
+            last_visit: 0,
+            local_skips: 0,
+        }
+    }
+}

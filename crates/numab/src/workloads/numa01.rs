@@ -1,0 +1,84 @@
+//! numa01 and numa01_THREAD_ALLOC: two processes, each with its own
+//! buffer and threads.
+
+use super::{
+    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, premap_ops, worker_thread,
+};
+use crate::plan::{Op, Plan, ProcessPlan, VmaKind, VmaPlan, FIRST_PID};
+use crate::NumabError;
+
+pub(crate) struct Numa01Like {
+    pub(crate) buffer_mib: u64,
+    pub(crate) passes: u32,
+    pub(crate) threads: u32,
+    pub(crate) thp: f64,
+    pub(crate) stack_kib: u64,
+    pub(crate) stack_pages: u64,
+    pub(crate) premap_passes: u32,
+    pub(crate) thread_alloc: bool,
+}
+
+pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
+    let size = mib(p.buffer_mib);
+    check_aligned("buffer", size)?;
+    let slice = if p.thread_alloc {
+        size / u64::from(p.threads)
+    } else {
+        size
+    };
+    check_aligned("per-thread slice", slice)?;
+    if p.thread_alloc && slice * u64::from(p.threads) != size {
+        return Err(NumabError::BadScenario(
+            "buffer is not divisible into equal 2 MiB-aligned slices".into(),
+        ));
+    }
+    let mut processes = Vec::new();
+    // fork() first: parent PID P, child P+1; each process's threads follow.
+    let nthreads = p.threads as usize;
+    for proc_idx in 0..2u32 {
+        let pid = FIRST_PID + proc_idx * (p.threads + 2);
+        let mut vmas = exec_vmas(p.stack_pages);
+        vmas.push(VmaPlan {
+            name: "buffer".into(),
+            kind: VmaKind::Anon,
+            bytes: size,
+            touched_pages: None,
+            thp_fraction: p.thp,
+            at_start: true,
+            mmap_area: true,
+        });
+        let buffer = vmas.len() - 1;
+        let mut main_ops = premap_ops(&mut vmas[buffer], p.premap_passes, buffer);
+        main_ops.push(Op::SpawnAndJoin {
+            first: 1,
+            count: nthreads,
+        });
+        let mut threads = vec![main_thread(main_ops)];
+        for i in 0..nthreads {
+            let tid = pid + 1 + i as u32;
+            let stack = add_thread_stack(&mut vmas, tid, p.stack_kib, p.stack_pages);
+            let from = if p.thread_alloc { slice * i as u64 } else { 0 };
+            let ops = vec![
+                Op::Sweep {
+                    vma: buffer,
+                    from: 0,
+                    len: size,
+                    passes: 1,
+                    sleep_ns: 0,
+                    convoy: true,
+                },
+                Op::Sweep {
+                    vma: buffer,
+                    from,
+                    len: slice,
+                    passes: p.passes,
+                    sleep_ns: 0,
+                    convoy: false,
+                },
+            ];
+            threads.push(worker_thread(ops, stack));
+        }
+        processes.push(ProcessPlan { vmas, threads, pid });
+    }
+    Ok(Plan { processes })
+}

@@ -1,0 +1,435 @@
+//! Scenario files, parsed and validated once into one typed [`Scenario`].
+//!
+//! Every scenario is a TOML file whose `kind` picks its schema:
+//!
+//! | `kind` | schema | runner |
+//! |---|---|---|
+//! | `stats` | [`StatsScenario`] ([`stats`]) | [`crate::scenarios`] on the hierstat engine |
+//! | `numab` | [`::numab::ScenarioFile`] ([`mod@numab`]) | [`crate::scenarios::numab`] on the `numab` crate |
+//! | `refault` | [`RefaultScenario`] ([`refault`]) | [`crate::scenarios::refault`] on `models` |
+//!
+//! All three share the header keys `name`, `kind`, `mode`, `description`,
+//! `policies` (the first is the baseline of %change), `runs` and `seed`.
+//! Errors name the file, the 1-based line and the dotted field of the first
+//! problem, for syntax, types, unknown keys and semantic checks alike.
+//! The scenarios under `scenarios/` are embedded at build time
+//! ([`BUILTIN`]).
+
+pub mod numab;
+pub mod refault;
+pub mod stats;
+
+pub use refault::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
+pub use stats::{
+    FlusherSpec, ReadersSpec, SpikeSpec, StatsScenario, Targets, TreeSpec, UpdateSpec, Workload,
+    WritersSpec, MAX_GROUPS,
+};
+
+use crate::error::ScenarioError;
+use crate::report::Mode;
+use serde::{Deserialize, Serialize};
+
+/// The scenarios embedded in the binary: `(name, TOML text)`, in the order
+/// `mmlab list` shows them.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "update-path",
+        include_str!("../../../../scenarios/update-path.toml"),
+    ),
+    (
+        "update-path-sim",
+        include_str!("../../../../scenarios/update-path-sim.toml"),
+    ),
+    (
+        "stat-readers",
+        include_str!("../../../../scenarios/stat-readers.toml"),
+    ),
+    (
+        "stat-readers-real",
+        include_str!("../../../../scenarios/stat-readers-real.toml"),
+    ),
+    (
+        "stale-read",
+        include_str!("../../../../scenarios/stale-read.toml"),
+    ),
+    (
+        "stale-read-real",
+        include_str!("../../../../scenarios/stale-read-real.toml"),
+    ),
+    (
+        "false-sharing",
+        include_str!("../../../../scenarios/false-sharing.toml"),
+    ),
+    // The NUMA-balancing scenarios are embedded once, by the numab crate.
+    ::numab::BUILTIN[0],
+    ::numab::BUILTIN[1],
+    ::numab::BUILTIN[2],
+    ::numab::BUILTIN[3],
+    ::numab::BUILTIN[4],
+    (
+        "refault-storm",
+        include_str!("../../../../scenarios/refault-storm.toml"),
+    ),
+];
+
+/// Which runner executes a scenario (the file's `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The hierstat engine scenarios (this crate's runners).
+    Stats,
+    /// The NUMA-balancing scanner model (the `numab` crate).
+    Numab,
+    /// The workingset refault model (`models::workingset`).
+    Refault,
+}
+
+/// A parsed, validated scenario of any kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scenario {
+    /// `kind = "stats"`: a hierstat workload under flush policies.
+    Stats(Box<StatsScenario>),
+    /// `kind = "numab"`: the NUMA-balancing scanner under scanner versions.
+    Numab {
+        /// The parsed file.
+        file: Box<::numab::ScenarioFile>,
+        /// Its TOML text, kept for the results store.
+        source: String,
+    },
+    /// `kind = "refault"`: the refault storm under flush policies.
+    Refault {
+        /// The parsed file.
+        file: Box<RefaultScenario>,
+        /// Its TOML text, kept for the results store.
+        source: String,
+    },
+}
+
+/// The command-line overrides of a scenario's header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Policies to run instead of the file's (empty: keep the file's).
+    pub policies: Vec<String>,
+    /// Runs per policy.
+    pub runs: Option<u32>,
+    /// Base seed.
+    pub seed: Option<u64>,
+    /// Measured duration per run in milliseconds (stats scenarios; the
+    /// other kinds set their sizes in their own tables and ignore it).
+    pub duration_ms: Option<u64>,
+}
+
+impl Scenario {
+    /// Parses and validates `text` (its `kind` picks the schema); `file`
+    /// names it in errors.
+    ///
+    /// # Errors
+    /// A [`ScenarioError`] with the file, line and field of the first
+    /// problem.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        /// Only the key that picks the schema; the rest is read below.
+        #[derive(Deserialize)]
+        struct Header {
+            kind: Kind,
+        }
+        let Header { kind } = deserialize(file, text)?;
+        Ok(match kind {
+            Kind::Stats => Scenario::Stats(Box::new(StatsScenario::parse(file, text)?)),
+            Kind::Numab => Scenario::Numab {
+                file: Box::new(numab::parse(file, text)?),
+                source: text.to_string(),
+            },
+            Kind::Refault => Scenario::Refault {
+                file: Box::new(RefaultScenario::parse(file, text)?),
+                source: text.to_string(),
+            },
+        })
+    }
+
+    /// Looks up an embedded scenario by name and parses it.
+    pub fn builtin(name: &str) -> Option<Result<Scenario, ScenarioError>> {
+        BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(n, text)| Scenario::parse(&format!("<builtin {n}>"), text))
+    }
+
+    /// The names of the embedded scenarios, in order.
+    pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+        BUILTIN.iter().map(|(n, _)| *n)
+    }
+
+    /// Which runner executes it.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Scenario::Stats(_) => Kind::Stats,
+            Scenario::Numab { .. } => Kind::Numab,
+            Scenario::Refault { .. } => Kind::Refault,
+        }
+    }
+
+    /// The stats scenario, if it is one.
+    pub fn as_stats(&self) -> Option<&StatsScenario> {
+        match self {
+            Scenario::Stats(s) => Some(s.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The stats scenario, if it is one, to adjust before a run.
+    pub fn as_stats_mut(&mut self) -> Option<&mut StatsScenario> {
+        match self {
+            Scenario::Stats(s) => Some(s.as_mut()),
+            _ => None,
+        }
+    }
+
+    /// Scenario name.
+    pub fn name(&self) -> &str {
+        match self {
+            Scenario::Stats(s) => &s.name,
+            Scenario::Numab { file, .. } => &file.name,
+            Scenario::Refault { file, .. } => &file.name,
+        }
+    }
+
+    /// One-line description.
+    pub fn description(&self) -> &str {
+        match self {
+            Scenario::Stats(s) => &s.description,
+            Scenario::Numab { file, .. } => &file.description,
+            Scenario::Refault { file, .. } => &file.description,
+        }
+    }
+
+    /// Which seed thread it reproduces and the published figures (empty
+    /// when the file does not say).
+    pub fn reproduces(&self) -> &str {
+        match self {
+            Scenario::Stats(s) => &s.reproduces,
+            Scenario::Numab { .. } => "",
+            Scenario::Refault { file, .. } => &file.reproduces,
+        }
+    }
+
+    /// Simulated or real.
+    pub fn mode(&self) -> Mode {
+        match self {
+            Scenario::Stats(s) => s.mode,
+            Scenario::Numab { .. } => Mode::Sim,
+            Scenario::Refault { file, .. } => file.mode,
+        }
+    }
+
+    /// Policies to compare, the first is the baseline of %change.
+    pub fn policies(&self) -> &[String] {
+        match self {
+            Scenario::Stats(s) => &s.policies,
+            Scenario::Numab { file, .. } => &file.policies,
+            Scenario::Refault { file, .. } => &file.policies,
+        }
+    }
+
+    /// Runs per policy.
+    pub fn runs(&self) -> u32 {
+        match self {
+            Scenario::Stats(s) => s.runs,
+            Scenario::Numab { file, .. } => file.runs,
+            Scenario::Refault { file, .. } => file.runs,
+        }
+    }
+
+    /// Base seed (run `i` uses `seed + i`).
+    pub fn seed(&self) -> u64 {
+        match self {
+            Scenario::Stats(s) => s.seed,
+            Scenario::Numab { file, .. } => file.seed,
+            Scenario::Refault { file, .. } => file.seed,
+        }
+    }
+
+    /// What `mmlab list` says about its size: logical CPUs in sim mode,
+    /// threads in real mode.
+    pub fn parallelism(&self) -> u32 {
+        match self {
+            Scenario::Stats(s) => s.parallelism(),
+            Scenario::Numab { file, .. } => file.numab.ncpus(),
+            Scenario::Refault { file, .. } => file.refault.cpus,
+        }
+    }
+
+    /// The text stored with a run: the file's own text for the numab and
+    /// refault kinds, the parsed stats scenario (with its overrides)
+    /// written back as TOML for the stats kind.
+    pub fn source(&self) -> String {
+        match self {
+            Scenario::Stats(s) => toml::to_string(s.as_ref()).unwrap_or_default(),
+            Scenario::Numab { source, .. } | Scenario::Refault { source, .. } => source.clone(),
+        }
+    }
+
+    /// Applies command-line overrides.
+    pub fn apply(&mut self, o: &Overrides) {
+        let (policies, runs, seed) = match self {
+            Scenario::Stats(s) => {
+                if let Some(d) = o.duration_ms {
+                    s.duration_ms = d;
+                }
+                (&mut s.policies, &mut s.runs, &mut s.seed)
+            }
+            Scenario::Numab { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
+            Scenario::Refault { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
+        };
+        if !o.policies.is_empty() {
+            *policies = o.policies.clone();
+        }
+        if let Some(r) = o.runs {
+            *runs = r;
+        }
+        if let Some(s) = o.seed {
+            *seed = s;
+        }
+    }
+
+    /// Shrinks it for a smoke test (`mmlab --quick`): one run; a stats
+    /// scenario also runs a fifth as long with a fifth of the readers (the
+    /// other kinds keep the sizes set in their own tables).
+    pub fn shrink_for_smoke_test(&mut self) {
+        self.apply(&Overrides {
+            runs: Some(1),
+            ..Overrides::default()
+        });
+        if let Scenario::Stats(s) = self {
+            s.duration_ms = (s.duration_ms / 5).max(1);
+            if let Some(r) = &mut s.readers {
+                r.count = (r.count / 5).max(1);
+            }
+        }
+    }
+}
+
+/// Deserializes `text` into `T`, reporting the file, the 1-based line (from
+/// toml's span) and the dotted field path (from `serde_path_to_error`) of
+/// the first problem.
+///
+/// # Errors
+/// A [`ScenarioError`] for a syntax error, a wrong type, an unknown or a
+/// missing key.
+pub fn deserialize<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+) -> Result<T, ScenarioError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        ScenarioError {
+            file: file.to_string(),
+            line: inner.span().map(|s| line_of(text, s.start)),
+            field: if field == "." { String::new() } else { field },
+            message: inner.message().trim().to_string(),
+        }
+    })
+}
+
+/// 1-based line of byte offset `pos` in `text`.
+pub fn line_of(text: &str, pos: usize) -> usize {
+    text[..pos.min(text.len())].matches('\n').count() + 1
+}
+
+/// Finds the line that defines the dotted `field` (`readers.period_ms`):
+/// the key inside its `[table]` header, the header itself when the key is
+/// absent, or `None` when neither appears.
+pub fn locate(text: &str, field: &str) -> Option<usize> {
+    let (table, key) = match field.rsplit_once('.') {
+        Some((t, k)) => (Some(t), k),
+        None => (None, field),
+    };
+    let mut current: Option<String> = None;
+    let mut header_line = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if let Some(h) = line.strip_prefix('[') {
+            let name = h
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim();
+            current = Some(name.to_string());
+            if Some(name) == table {
+                header_line = Some(i + 1);
+            }
+            continue;
+        }
+        if current.as_deref() != table {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(key) {
+            let rest = rest.trim_start();
+            if rest.starts_with('=') {
+                return Some(i + 1);
+            }
+        }
+    }
+    header_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_parses_to_its_kind() {
+        for name in Scenario::builtin_names() {
+            let s = Scenario::builtin(name)
+                .expect("listed")
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.name(), name);
+            let want = if name.starts_with("numa") {
+                Kind::Numab
+            } else if name == "refault-storm" {
+                Kind::Refault
+            } else {
+                Kind::Stats
+            };
+            assert_eq!(s.kind(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn every_numab_builtin_is_listed() {
+        for (name, _) in ::numab::BUILTIN {
+            assert!(Scenario::builtin_names().any(|n| n == name), "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_kind_and_numab_errors_name_line_and_field() {
+        let e = Scenario::parse("k.toml", "name = \"x\"\nkind = \"nope\"\n").unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("kind", Some(2)));
+        let (_, numa02) = ::numab::BUILTIN[3];
+        let bad = numa02.replacen("policies = [", "policies = [\"v9\", ", 1);
+        let e = Scenario::parse("n.toml", &bad).unwrap_err();
+        assert_eq!(e.field, "policies");
+        assert!(e.line.is_some());
+        assert!(e.message.contains("v9"), "{}", e.message);
+    }
+
+    #[test]
+    fn overrides_apply_to_every_kind() {
+        for name in ["stale-read", "numa02", "refault-storm"] {
+            let mut s = Scenario::builtin(name).unwrap().unwrap();
+            s.apply(&Overrides {
+                policies: vec!["p".into()],
+                runs: Some(3),
+                seed: Some(9),
+                duration_ms: Some(5),
+            });
+            assert_eq!(
+                (s.policies(), s.runs(), s.seed()),
+                (&["p".to_string()][..], 3, 9)
+            );
+        }
+    }
+}
