@@ -86,12 +86,15 @@ pub use detect::{
 };
 pub use error::Error;
 pub use experiments::stale_read::{
-    counter_files, run_stale_read, GapSummary, StaleReadCase, StaleReadConfig, StaleReadResult,
-    StaleReadSample,
+    counter_files, run_stale_read, run_stale_read_observed, GapSummary, StaleReadCase,
+    StaleReadConfig, StaleReadResult, StaleReadSample,
 };
 pub use experiments::stat_readers::{
-    run_stat_readers, StatReadersCase, StatReadersConfig, StatReadersResult,
+    run_stat_readers, run_stat_readers_observed, StatReadersCase, StatReadersConfig,
+    StatReadersResult,
 };
 pub use experiments::update_path::{
-    run_update_path, DepthResult, UpdatePathConfig, UpdatePathResult, UpdatePathRun,
+    run_update_path, run_update_path_observed, DepthResult, UpdatePathConfig, UpdatePathResult,
+    UpdatePathRun,
 };
+pub use experiments::{Event, Observer};

@@ -37,8 +37,10 @@ pub(crate) const ACK: u8 = b'k';
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Job {
     /// `rounds` times: mmap `pages` pages, write one byte to each, munmap;
-    /// after each round write two native-endian `u64` to the result pipe:
-    /// ns from mmap to the last touch, and ns from mmap to munmap's return.
+    /// after each round write four native-endian `u64` to the result pipe:
+    /// wall ns from mmap to the last touch, wall ns from mmap to munmap's
+    /// return, and the same two intervals in the worker's CPU time (time
+    /// it was descheduled excluded).
     FaultRounds { pages: usize, rounds: usize },
     /// Forever (until killed): mmap `pages`, touch them, munmap.
     Churn { pages: usize },
@@ -396,17 +398,25 @@ fn child_write_all(fd: RawFd, buf: *const u8, len: usize) -> bool {
     true
 }
 
-fn now_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid timespec; CLOCK_MONOTONIC is vDSO-backed and
-    // async-signal-safe.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: `ts` is a valid timespec; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
+}
+
+fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time consumed by the calling thread, ns.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Maps `pages` anonymous pages (THP disabled for the range, so every page
@@ -486,20 +496,31 @@ fn child_main(job: Job, page: usize, parent: libc::pid_t, cmd: RawFd, res: RawFd
         Job::FaultRounds { pages, rounds } => {
             let mut r = 0;
             while r < rounds {
+                let c0 = thread_cpu_ns();
                 let t0 = now_ns();
                 let Some(p) = child_map_touch(pages, page) else {
                     child_exit(5)
                 };
                 let t1 = now_ns();
+                let c1 = thread_cpu_ns();
                 child_unmap(p, pages, page);
                 let t2 = now_ns();
-                let mut out = [0u8; 16];
-                let a = t1.wrapping_sub(t0).to_ne_bytes();
-                let b = t2.wrapping_sub(t0).to_ne_bytes();
+                let c2 = thread_cpu_ns();
+                let vals = [
+                    t1.wrapping_sub(t0),
+                    t2.wrapping_sub(t0),
+                    c1.wrapping_sub(c0),
+                    c2.wrapping_sub(c0),
+                ];
+                let mut out = [0u8; 32];
                 let mut i = 0;
-                while i < 8 {
-                    out[i] = a[i];
-                    out[8 + i] = b[i];
+                while i < 4 {
+                    let b = vals[i].to_ne_bytes();
+                    let mut j = 0;
+                    while j < 8 {
+                        out[8 * i + j] = b[j];
+                        j += 1;
+                    }
                     i += 1;
                 }
                 if !child_write_all(res, out.as_ptr(), out.len()) {

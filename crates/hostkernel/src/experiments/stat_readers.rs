@@ -15,8 +15,9 @@ use crate::cancel::Cancel;
 use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
+use crate::experiments::{Event, Observer};
 use crate::stat::{log2_histogram, Log2Bucket, Percentiles};
-use crate::sys::Job;
+use crate::sys::{self, Job};
 use crate::worker::Worker;
 
 /// What to measure.
@@ -95,8 +96,12 @@ pub struct StatReadersCase {
     pub writers: usize,
     /// Reader threads.
     pub readers: usize,
-    /// Read latency summary, ns.
+    /// Read latency summary (wall clock), ns.
     pub latency_ns: Percentiles,
+    /// The reader thread's CPU time per read, ns: the read's own kernel
+    /// work without the time the reader waited for a CPU (on a loaded host
+    /// the difference to `latency_ns` is scheduling delay).
+    pub cpu_ns: Percentiles,
     /// funclatency-style log2 histogram of the latencies, ns.
     pub histogram_ns: Vec<Log2Bucket>,
     /// Every read's latency in ns, readers concatenated in order.
@@ -149,6 +154,9 @@ impl Rng {
     }
 }
 
+/// A reader's (wall ns, CPU ns) per read, and the size of its first read.
+type ReaderOutput = (Vec<(u64, u64)>, usize);
+
 /// One reader: `n` timed reads of random groups' `memory.stat`.
 fn reader(
     files: &[PathBuf],
@@ -156,7 +164,7 @@ fn reader(
     period: Duration,
     seed: u64,
     cancel: &Cancel,
-) -> Result<(Vec<u64>, usize), Error> {
+) -> Result<ReaderOutput, Error> {
     let mut rng = Rng::new(seed);
     // One fixed buffer and plain read(2) calls until EOF: exactly open, read,
     // read (0 = EOF), close, as a C reader does (`read_to_end` would add an
@@ -167,6 +175,7 @@ fn reader(
     for i in 0..n {
         cancel.check()?;
         let path = &files[rng.below(files.len())];
+        let c0 = sys::thread_cpu_ns();
         let t0 = Instant::now();
         let mut f = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
         let mut len = 0;
@@ -183,6 +192,7 @@ fn reader(
         }
         drop(f);
         let dt = t0.elapsed();
+        let cpu = sys::thread_cpu_ns().saturating_sub(c0);
         if len == 0 {
             return Err(Error::Parse {
                 what: path.display().to_string(),
@@ -192,7 +202,7 @@ fn reader(
         if i == 0 {
             first_len = len;
         }
-        out.push(dt.as_nanos() as u64);
+        out.push((dt.as_nanos() as u64, cpu));
         if !period.is_zero() {
             std::thread::sleep(period);
         }
@@ -207,6 +217,16 @@ pub fn run_stat_readers(
     cfg: &StatReadersConfig,
     cancel: &Cancel,
 ) -> Result<StatReadersResult, Error> {
+    run_stat_readers_observed(host, cfg, cancel, &mut |_| {})
+}
+
+/// [`run_stat_readers`], reporting [`Event`]s to `obs`.
+pub fn run_stat_readers_observed(
+    host: &Host,
+    cfg: &StatReadersConfig,
+    cancel: &Cancel,
+    obs: Observer<'_>,
+) -> Result<StatReadersResult, Error> {
     cfg.validate()?;
     let start = Instant::now();
     let mut cases = Vec::new();
@@ -214,6 +234,7 @@ pub fn run_stat_readers(
     for (gi, &g) in cfg.groups.iter().enumerate() {
         let t = Instant::now();
         let mut tree = CgroupTree::create(host)?;
+        obs(Event::TreeCreated { top: tree.top() });
         let top = tree.top().to_path_buf();
         let groups = tree.mkdir_siblings(&top, g, cancel)?;
         let files: Vec<PathBuf> = groups.iter().map(|d| d.join("memory.stat")).collect();
@@ -223,13 +244,18 @@ pub fn run_stat_readers(
             let mut workers = Vec::with_capacity(w);
             for k in 0..w {
                 let dir = &groups[k * g / w.max(1)];
-                workers.push(Worker::start(
+                let wk = Worker::start(
                     &tree,
                     dir,
                     Job::Churn {
                         pages: cfg.writer_pages,
                     },
-                )?);
+                )?;
+                obs(Event::WorkerStarted {
+                    pid: wk.pid(),
+                    cgroup: dir,
+                });
+                workers.push(wk);
             }
             let t0 = Instant::now();
             while t0.elapsed() < cfg.warmup {
@@ -237,7 +263,7 @@ pub fn run_stat_readers(
                 std::thread::sleep(Duration::from_millis(10).min(cfg.warmup));
             }
             let t1 = Instant::now();
-            let results: Vec<Result<(Vec<u64>, usize), Error>> = std::thread::scope(|s| {
+            let results: Vec<Result<ReaderOutput, Error>> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..cfg.readers)
                     .map(|r| {
                         let files = &files;
@@ -257,12 +283,16 @@ pub fn run_stat_readers(
                 wk.stop()?;
             }
             let mut samples = Vec::with_capacity(cfg.readers * cfg.reads_per_reader);
+            let mut cpu_samples = Vec::with_capacity(cfg.readers * cfg.reads_per_reader);
             let mut stat_bytes = 0;
             for r in results {
                 let (s, len) = r?;
-                samples.extend(s);
+                samples.extend(s.iter().map(|x| x.0));
+                cpu_samples.extend(s.iter().map(|x| x.1 as f64));
                 stat_bytes = stat_bytes.max(len);
             }
+            let cpu_ns = Percentiles::of(&cpu_samples)
+                .ok_or_else(|| Error::Config("stat-readers: no samples".into()))?;
             let latency_ns =
                 Percentiles::of(&samples.iter().map(|&s| s as f64).collect::<Vec<_>>())
                     .ok_or_else(|| Error::Config("stat-readers: no samples".into()))?;
@@ -271,11 +301,16 @@ pub fn run_stat_readers(
                 writers: w,
                 readers: cfg.readers,
                 latency_ns,
+                cpu_ns,
                 histogram_ns: log2_histogram(&samples),
                 over_1ms: samples.iter().filter(|&&s| s > 1_000_000).count(),
                 samples_ns: samples,
                 stat_bytes,
                 wall_s: wall,
+            });
+            obs(Event::Step {
+                done: cases.len(),
+                total: cfg.groups.len() * cfg.writers.len(),
             });
         }
         tree.close()?;

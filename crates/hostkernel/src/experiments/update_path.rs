@@ -16,6 +16,7 @@ use crate::cancel::Cancel;
 use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
+use crate::experiments::{Event, Observer};
 use crate::stat::{mean_stddev, slope};
 use crate::sys::Job;
 use crate::worker::Worker;
@@ -76,11 +77,20 @@ pub struct UpdatePathRun {
     pub round_cycle_ns: Vec<u64>,
     /// Per measured round: ns from mmap to the last touch (faults only).
     pub round_touch_ns: Vec<u64>,
+    /// Per measured round: the full cycle in the worker's CPU time (ns):
+    /// time the worker was descheduled by other load is excluded.
+    pub round_cycle_cpu_ns: Vec<u64>,
+    /// Per measured round: the touch phase in the worker's CPU time (ns).
+    pub round_touch_cpu_ns: Vec<u64>,
     /// Median round's full cycle divided by pages: ns per fault, including
     /// the unmap (free + uncharge) of the page.
     pub ns_per_fault: f64,
     /// Median round's touch time divided by pages: ns per fault alone.
     pub ns_per_fault_touch: f64,
+    /// Median round's full cycle in CPU time divided by pages.
+    pub cpu_ns_per_fault: f64,
+    /// Median round's touch phase in CPU time divided by pages.
+    pub cpu_ns_per_fault_touch: f64,
     /// `1e9 / ns_per_fault`.
     pub faults_per_sec: f64,
 }
@@ -102,6 +112,14 @@ pub struct DepthResult {
     pub ns_per_fault_touch_mean: f64,
     /// Mean over runs of `faults_per_sec`.
     pub faults_per_sec_mean: f64,
+    /// Mean over runs of `cpu_ns_per_fault`.
+    pub cpu_ns_per_fault_mean: f64,
+    /// Sample standard deviation over runs of `cpu_ns_per_fault`.
+    pub cpu_ns_per_fault_stddev: f64,
+    /// Smallest run's `cpu_ns_per_fault`.
+    pub cpu_ns_per_fault_min: f64,
+    /// Mean over runs of `cpu_ns_per_fault_touch`.
+    pub cpu_ns_per_fault_touch_mean: f64,
 }
 
 /// The experiment's result.
@@ -115,6 +133,14 @@ pub struct UpdatePathResult {
     pub depths: Vec<DepthResult>,
     /// Least-squares slope of mean ns/fault over depth (ns per level).
     pub slope_ns_per_level: Option<f64>,
+    /// Least-squares slope of mean CPU ns/fault over depth (ns per level):
+    /// the figure least disturbed by other load on the host.
+    pub slope_cpu_ns_per_level: Option<f64>,
+    /// `slope_cpu_ns_per_level` relative to the shallowest depth's mean CPU
+    /// ns/fault, percent per level.
+    pub slope_cpu_pct_per_level: Option<f64>,
+    /// CPU-time faults/s at depth 4 ÷ at depth 2.
+    pub cpu_ratio_depth4_to_depth2: Option<f64>,
     /// The slope relative to the depth-1 mean, in percent per level.
     pub slope_pct_per_level: Option<f64>,
     /// faults/s at depth 4 ÷ faults/s at depth 2 (seed 001's ratio), when
@@ -149,8 +175,10 @@ fn one_run(
     depth: usize,
     run: usize,
     cancel: &Cancel,
+    obs: Observer<'_>,
 ) -> Result<UpdatePathRun, Error> {
     let mut tree = CgroupTree::create(host)?;
+    obs(Event::TreeCreated { top: tree.top() });
     let chain = tree.mkdir_chain(depth - 1)?;
     let leaf = chain
         .last()
@@ -165,20 +193,31 @@ fn one_run(
             rounds: total,
         },
     )?;
+    obs(Event::WorkerStarted {
+        pid: w.pid(),
+        cgroup: &leaf,
+    });
     // Generous: 50 µs per fault would be 30× the expected cost.
     let per_round = Duration::from_micros(50 * cfg.pages as u64) + Duration::from_secs(1);
     let mut cycle = Vec::with_capacity(cfg.rounds);
     let mut touch = Vec::with_capacity(cfg.rounds);
+    let mut cycle_cpu = Vec::with_capacity(cfg.rounds);
+    let mut touch_cpu = Vec::with_capacity(cfg.rounds);
     for r in 0..total {
-        let mut buf = [0u8; 16];
+        let mut buf = [0u8; 32];
         w.recv(&mut buf, per_round, cancel)?;
         if r < cfg.warmup_rounds {
             continue;
         }
-        let t = u64::from_ne_bytes(buf[0..8].try_into().expect("8 bytes"));
-        let c = u64::from_ne_bytes(buf[8..16].try_into().expect("8 bytes"));
-        touch.push(t);
-        cycle.push(c);
+        let word = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&buf[8 * i..8 * i + 8]);
+            u64::from_ne_bytes(b)
+        };
+        touch.push(word(0));
+        cycle.push(word(1));
+        touch_cpu.push(word(2));
+        cycle_cpu.push(word(3));
     }
     w.finish()?;
     tree.close()?;
@@ -188,9 +227,13 @@ fn one_run(
         run,
         ns_per_fault,
         ns_per_fault_touch: median(&touch) / pages,
+        cpu_ns_per_fault: median(&cycle_cpu) / pages,
+        cpu_ns_per_fault_touch: median(&touch_cpu) / pages,
         faults_per_sec: 1e9 / ns_per_fault,
         round_cycle_ns: cycle,
         round_touch_ns: touch,
+        round_cycle_cpu_ns: cycle_cpu,
+        round_touch_cpu_ns: touch_cpu,
     })
 }
 
@@ -201,6 +244,16 @@ pub fn run_update_path(
     cfg: &UpdatePathConfig,
     cancel: &Cancel,
 ) -> Result<UpdatePathResult, Error> {
+    run_update_path_observed(host, cfg, cancel, &mut |_| {})
+}
+
+/// [`run_update_path`], reporting [`Event`]s to `obs`.
+pub fn run_update_path_observed(
+    host: &Host,
+    cfg: &UpdatePathConfig,
+    cancel: &Cancel,
+    obs: Observer<'_>,
+) -> Result<UpdatePathResult, Error> {
     cfg.validate()?;
     let start = Instant::now();
     let mut per_depth: Vec<Vec<UpdatePathRun>> = vec![Vec::new(); cfg.depths.len()];
@@ -208,7 +261,11 @@ pub fn run_update_path(
         for k in 0..cfg.depths.len() {
             let i = (k + run) % cfg.depths.len();
             cancel.check()?;
-            per_depth[i].push(one_run(host, cfg, cfg.depths[i], run, cancel)?);
+            per_depth[i].push(one_run(host, cfg, cfg.depths[i], run, cancel, obs)?);
+            obs(Event::Step {
+                done: run * cfg.depths.len() + k + 1,
+                total: cfg.runs * cfg.depths.len(),
+            });
         }
     }
     let depths: Vec<DepthResult> = cfg
@@ -220,7 +277,14 @@ pub fn run_update_path(
             let (mean, sd) = mean_stddev(&ns);
             let touch: Vec<f64> = runs.iter().map(|r| r.ns_per_fault_touch).collect();
             let fps: Vec<f64> = runs.iter().map(|r| r.faults_per_sec).collect();
+            let cpu: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_fault).collect();
+            let (cpu_mean, cpu_sd) = mean_stddev(&cpu);
+            let cpu_touch: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_fault_touch).collect();
             DepthResult {
+                cpu_ns_per_fault_mean: cpu_mean,
+                cpu_ns_per_fault_stddev: cpu_sd,
+                cpu_ns_per_fault_min: cpu.iter().cloned().fold(f64::INFINITY, f64::min),
+                cpu_ns_per_fault_touch_mean: mean_stddev(&cpu_touch).0,
                 depth,
                 ns_per_fault_mean: mean,
                 ns_per_fault_stddev: sd,
@@ -231,27 +295,28 @@ pub fn run_update_path(
             }
         })
         .collect();
-    let points: Vec<(f64, f64)> = depths
-        .iter()
-        .map(|d| (d.depth as f64, d.ns_per_fault_mean))
-        .collect();
-    let slope_ns = slope(&points);
-    let base = depths
-        .iter()
-        .min_by_key(|d| d.depth)
-        .map(|d| d.ns_per_fault_mean);
-    let fps = |k: usize| {
-        depths
-            .iter()
-            .find(|d| d.depth == k)
-            .map(|d| d.faults_per_sec_mean)
+    let trend = |f: fn(&DepthResult) -> f64| {
+        let points: Vec<(f64, f64)> = depths.iter().map(|d| (d.depth as f64, f(d))).collect();
+        let s = slope(&points);
+        let base = depths.iter().min_by_key(|d| d.depth).map(f);
+        (s, s.zip(base).map(|(s, b)| 100.0 * s / b))
+    };
+    let (slope_ns, slope_pct) = trend(|d| d.ns_per_fault_mean);
+    let (slope_cpu, slope_cpu_pct) = trend(|d| d.cpu_ns_per_fault_mean);
+    let ratio = |f: fn(&DepthResult) -> f64| {
+        let at = |k: usize| depths.iter().find(|d| d.depth == k).map(f);
+        at(4).zip(at(2)).map(|(a, b)| a / b)
     };
     Ok(UpdatePathResult {
         facts: host.facts().clone(),
         config: cfg.clone(),
-        slope_pct_per_level: slope_ns.zip(base).map(|(s, b)| 100.0 * s / b),
         slope_ns_per_level: slope_ns,
-        ratio_depth4_to_depth2: fps(4).zip(fps(2)).map(|(a, b)| a / b),
+        slope_pct_per_level: slope_pct,
+        slope_cpu_ns_per_level: slope_cpu,
+        slope_cpu_pct_per_level: slope_cpu_pct,
+        ratio_depth4_to_depth2: ratio(|d| d.faults_per_sec_mean),
+        // faults/s in CPU time is 1e9 / CPU ns per fault.
+        cpu_ratio_depth4_to_depth2: ratio(|d| 1e9 / d.cpu_ns_per_fault_mean),
         depths,
         wall_s: start.elapsed().as_secs_f64(),
     })
