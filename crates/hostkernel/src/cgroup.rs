@@ -497,4 +497,51 @@ mod tests {
         assert_eq!(rel, vec!["", "a", "d", "a/b", "a/b/c"]);
         std::fs::remove_dir_all(&base).unwrap();
     }
+
+    /// cgroup v2 needs `+memory` in a group's `cgroup.subtree_control`
+    /// before its children get the memory controller; v1 must not write it.
+    /// A plain directory stands in for the hierarchy (the file is created by
+    /// hand, as the kernel would provide it).
+    #[test]
+    fn v2_enables_memory_for_children_once_and_v1_never() {
+        let base = std::env::temp_dir().join(format!("hostkernel-v2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let mut tree = CgroupTree::create_in(&base, CgroupVersion::V2).unwrap();
+        let top = tree.top().to_path_buf();
+        assert!(top
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(NAME_PREFIX));
+        let sc = top.join("cgroup.subtree_control");
+        std::fs::write(&sc, "").unwrap();
+        tree.mkdir(&top, "a").unwrap();
+        assert_eq!(std::fs::read_to_string(&sc).unwrap(), "+memory");
+        std::fs::write(&sc, "").unwrap();
+        tree.mkdir(&top, "b").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&sc).unwrap(),
+            "",
+            "written once per parent"
+        );
+        // Without the file (memory not available) mkdir reports the write.
+        let e = tree.mkdir(&top.join("a"), "c").unwrap_err();
+        assert!(e.to_string().contains("cgroup.subtree_control"), "{e}");
+        assert!(tree.mkdir(&base, "outside").is_err());
+        assert!(tree.mkdir(&top, "x/y").is_err());
+        std::fs::remove_file(&sc).unwrap();
+        tree.close().unwrap();
+        assert!(!top.exists());
+
+        let mut v1 = CgroupTree::create_in(&base, CgroupVersion::V1).unwrap();
+        let top = v1.top().to_path_buf();
+        let chain = v1.mkdir_chain(3).unwrap();
+        assert_eq!(chain.last().unwrap(), &top.join("l2/l3/l4"));
+        assert!(!top.join("cgroup.subtree_control").exists());
+        drop(v1);
+        assert!(!top.exists(), "drop removes the subtree children-first");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }

@@ -571,3 +571,113 @@ fn child_main(job: Job, page: usize, parent: libc::pid_t, cmd: RawFd, res: RawFd
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The fork protocol without cgroups: runs anywhere, no root needed.
+    use super::*;
+
+    fn gone(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) => {
+                s.rsplit(')')
+                    .next()
+                    .and_then(|r| r.split_whitespace().next())
+                    == Some("Z")
+            }
+            Err(_) => true,
+        }
+    }
+
+    #[test]
+    fn fault_rounds_report_every_round_and_exit_cleanly() {
+        let mut c = Child::spawn(Job::FaultRounds {
+            pages: 64,
+            rounds: 3,
+        })
+        .unwrap();
+        c.go().unwrap();
+        for _ in 0..3 {
+            let mut buf = [0u8; 32];
+            assert!(c
+                .recv_exact(&mut buf, Duration::from_secs(10), &|| false)
+                .unwrap());
+            let w = |i: usize| u64::from_ne_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
+            let (touch, cycle) = (w(0), w(1));
+            assert!(touch > 0 && cycle >= touch, "touch {touch} cycle {cycle}");
+            // 64 faults take more than 64 × 50 ns of wall and of CPU time.
+            assert!(touch > 64 * 50 && w(2) > 64 * 50, "{touch} {}", w(2));
+        }
+        let st = c.wait().unwrap();
+        assert_eq!(describe_status(st), "exited with status 0");
+        let mut buf = [0u8; 1];
+        // The pipe is at EOF now.
+        let e = c
+            .recv_exact(&mut buf, Duration::from_secs(1), &|| false)
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn spike_worker_answers_each_command() {
+        let mut c = Child::spawn(Job::Spike { pages: 32 }).unwrap();
+        c.go().unwrap();
+        for cmd in [CHARGE, FREE, CHARGE, FREE] {
+            c.send(cmd).unwrap();
+            let mut ack = [0u8; 1];
+            assert!(c
+                .recv_exact(&mut ack, Duration::from_secs(10), &|| false)
+                .unwrap());
+            assert_eq!(ack[0], ACK);
+        }
+        c.close_commands();
+        assert_eq!(describe_status(c.wait().unwrap()), "exited with status 0");
+    }
+
+    #[test]
+    fn dropping_a_churning_worker_kills_and_reaps_it() {
+        let c = Child::spawn(Job::Churn { pages: 16 }).unwrap();
+        let pid = c.pid();
+        c.go().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!gone(pid));
+        drop(c);
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || gone(pid));
+    }
+
+    #[test]
+    fn recv_stops_when_told_and_times_out() {
+        // A worker that never starts sends nothing.
+        let c = Child::spawn(Job::Churn { pages: 1 }).unwrap();
+        let mut buf = [0u8; 1];
+        assert!(!c
+            .recv_exact(&mut buf, Duration::from_secs(5), &|| true)
+            .unwrap());
+        let e = c
+            .recv_exact(&mut buf, Duration::from_millis(60), &|| false)
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn a_worker_that_is_not_started_exits_when_its_pipe_closes() {
+        let mut c = Child::spawn(Job::Spike { pages: 1 }).unwrap();
+        c.close_commands();
+        assert_eq!(describe_status(c.wait().unwrap()), "exited with status 4");
+    }
+
+    #[test]
+    fn host_queries() {
+        assert!(page_size() >= 4096);
+        assert!(online_cpus() >= 1);
+        let (release, _, machine) = uname().unwrap();
+        assert!(!release.is_empty() && !machine.is_empty());
+        let a = thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..200_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(thread_cpu_ns() > a);
+    }
+}
