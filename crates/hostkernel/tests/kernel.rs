@@ -99,8 +99,10 @@ fn update_path_measures_every_depth() {
     };
     let mut tops = Vec::new();
     let mut workers = Vec::new();
+    let mut steps = Vec::new();
     let r = run_update_path_observed(&host, &cfg, &Cancel::new(), &mut |e| match e {
         Event::TreeCreated { top } => tops.push(top.to_path_buf()),
+        Event::Step { done, total } => steps.push((done, total)),
         Event::WorkerStarted { pid, cgroup } => {
             // The worker's cgroup is `depth` levels below the root.
             let depth = cgroup
@@ -115,6 +117,7 @@ fn update_path_measures_every_depth() {
     .unwrap();
     assert_eq!(r.depths.len(), 3);
     assert_eq!(tops.len(), 6, "one fresh subtree per (run, depth)");
+    assert_eq!(steps, (1..=6).map(|d| (d, 6)).collect::<Vec<_>>());
     let mut depths: Vec<usize> = workers.iter().map(|w| w.1).collect();
     depths.sort();
     assert_eq!(depths, vec![1, 1, 2, 2, 4, 4]);
@@ -198,12 +201,14 @@ fn stale_read_sees_the_spike_in_the_parent() {
         pause: Duration::ZERO,
     };
     let mut top = None;
-    let r = run_stale_read_observed(&host, &cfg, &Cancel::new(), &mut |e| {
-        if let Event::TreeCreated { top: t } = e {
-            top = Some(t.to_path_buf());
-        }
+    let mut last_step = None;
+    let r = run_stale_read_observed(&host, &cfg, &Cancel::new(), &mut |e| match e {
+        Event::TreeCreated { top: t } => top = Some(t.to_path_buf()),
+        Event::Step { done, total } => last_step = Some((done, total)),
+        _ => {}
     })
     .unwrap();
+    assert_eq!(last_step, Some((40, 40)));
     assert_eq!(r.threshold_pages, threshold);
     assert_eq!(r.cases.len(), 2);
     for c in &r.cases {
@@ -435,4 +440,51 @@ fn small_default_shapes_run_end_to_end() {
     assert_eq!(s.cases[0].samples_ns.len(), 20);
     // Nothing of ours is left under the base (the kernel tests are serial).
     assert!(subtrees_of(&host, std::process::id() as i32).is_empty());
+}
+
+/// Runs the probe inside a private mount namespace after `setup` (a shell
+/// snippet) and returns (exit code, stderr); `None` if `unshare` is missing.
+fn probe_in_namespace(setup: &str) -> Option<(Option<i32>, String)> {
+    let script = format!(
+        "{setup} && exec {} update-path --small",
+        env!("CARGO_BIN_EXE_hostkernel-run")
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .ok()?;
+    Some((
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+#[test]
+fn missing_or_read_only_controller_is_reported_as_a_skip() {
+    let Some((host, _serial)) =
+        host_or_skip("missing_or_read_only_controller_is_reported_as_a_skip")
+    else {
+        return;
+    };
+    let mount = host.controller().mount_point.display().to_string();
+    let Some((code, err)) = probe_in_namespace(&format!("umount -l {mount}")) else {
+        eprintln!("missing_or_read_only_controller_is_reported_as_a_skip: skipped: no unshare(1)");
+        return;
+    };
+    assert_eq!(code, Some(77), "{err}");
+    assert!(
+        err.contains("skipped: no memory cgroup controller"),
+        "{err}"
+    );
+    // A read-only bind remount in the private namespace only.
+    let (code, err) = probe_in_namespace(&format!("mount -o remount,bind,ro {mount}")).unwrap();
+    assert_eq!(code, Some(77), "{err}");
+    assert!(
+        err.contains(&format!(
+            "skipped: memory cgroup controller at {mount} is not writable"
+        )),
+        "{err}"
+    );
+    // The host's own mount is untouched.
+    assert!(Host::detect().is_ok());
 }

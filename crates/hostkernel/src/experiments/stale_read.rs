@@ -290,10 +290,6 @@ fn one_case(
     let mut ack = [0u8; 1];
     for rep in 0..cfg.repetitions {
         cancel.check()?;
-        obs(Event::Step {
-            done: index * cfg.repetitions + rep,
-            total: cfg.spikes_kib.len() * cfg.repetitions,
-        });
         let (s0, c0) = reader.read()?;
         w.send(CHARGE)?;
         w.recv(&mut ack, timeout, cancel)?;
@@ -312,6 +308,10 @@ fn one_case(
             stat_delta: s1 - s0,
             stat_lag_after_charge: spike_pages as i64 - (s1 - s0),
             stat_lag_after_free: s2 - s0,
+        });
+        obs(Event::Step {
+            done: index * cfg.repetitions + rep + 1,
+            total: cfg.spikes_kib.len() * cfg.repetitions,
         });
         if !cfg.pause.is_zero() {
             std::thread::sleep(cfg.pause);
