@@ -86,8 +86,8 @@ pub use detect::{
 };
 pub use error::Error;
 pub use experiments::stale_read::{
-    counter_files, run_stale_read, run_stale_read_observed, GapSummary, StaleReadCase,
-    StaleReadConfig, StaleReadResult, StaleReadSample,
+    counter_files, longest_stale_window, run_stale_read, run_stale_read_observed, GapSummary,
+    StaleReadCase, StaleReadConfig, StaleReadResult, StaleReadSample, StaleWindow,
 };
 pub use experiments::stat_readers::{
     run_stat_readers, run_stat_readers_observed, StatReadersCase, StatReadersConfig,

@@ -460,7 +460,8 @@ fn child_unmap(p: *mut u8, pages: usize, page: usize) {
 }
 
 fn child_main(job: Job, page: usize, parent: libc::pid_t, cmd: RawFd, res: RawFd) -> ! {
-    // SAFETY (whole block): async-signal-safe system calls only.
+    // SAFETY: async-signal-safe system calls only (whole block); the
+    // closure below is called only inside it.
     unsafe {
         // The worker is disposable: Ctrl-C and SIGTERM end it at once
         // (the parent inherited handler would only set the parent's flag).

@@ -95,8 +95,10 @@ impl StaleReadConfig {
 }
 
 /// One repetition's readings of the parent, in pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StaleReadSample {
+    /// When the after-charge read happened, ms since the case started.
+    pub t_ms: f64,
     /// Gap before the spike.
     pub gap_before: i64,
     /// Gap right after the spike was charged.
@@ -169,10 +171,60 @@ pub struct StaleReadCase {
     pub stat_lag_after_charge: GapSummary,
     /// [`StaleReadSample::stat_lag_after_free`] over the repetitions.
     pub stat_lag_after_free: GapSummary,
+    /// The longest run of consecutive repetitions whose stat lag after the
+    /// charge exceeded the threshold: the documented bound broken, for how
+    /// long. `None` if no repetition exceeded it.
+    pub longest_stale_window: Option<StaleWindow>,
     /// Repetitions whose counter grew by less than the spike minus twice the
     /// threshold (the stocks' reach): the spike was not charged to the
     /// parent, a broken setup. Only meaningful for spikes above 2 × threshold.
     pub undercharged: usize,
+}
+
+/// Consecutive repetitions whose parent `memory.stat` missed more than the
+/// threshold right after the charge.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StaleWindow {
+    /// Index of the first repetition.
+    pub first: usize,
+    /// Repetitions in the run.
+    pub repetitions: usize,
+    /// Time from the first to the last of them, ms (a lower bound of how
+    /// long the stat stayed beyond the bound).
+    pub duration_ms: f64,
+    /// The largest stat lag in the run, pages.
+    pub max_lag: i64,
+}
+
+/// Finds the longest run of samples with `stat_lag_after_charge > threshold`.
+pub fn longest_stale_window(samples: &[StaleReadSample], threshold: u64) -> Option<StaleWindow> {
+    let mut best: Option<StaleWindow> = None;
+    let mut i = 0;
+    while i < samples.len() {
+        if samples[i].stat_lag_after_charge <= threshold as i64 {
+            i += 1;
+            continue;
+        }
+        let first = i;
+        while i < samples.len() && samples[i].stat_lag_after_charge > threshold as i64 {
+            i += 1;
+        }
+        let run = &samples[first..i];
+        let w = StaleWindow {
+            first,
+            repetitions: run.len(),
+            duration_ms: run[run.len() - 1].t_ms - run[0].t_ms,
+            max_lag: run
+                .iter()
+                .map(|s| s.stat_lag_after_charge)
+                .max()
+                .unwrap_or(0),
+        };
+        if best.is_none_or(|b| w.repetitions > b.repetitions) {
+            best = Some(w);
+        }
+    }
+    best
 }
 
 /// The experiment's result.
@@ -287,12 +339,14 @@ fn one_case(
     let mut reader = ParentReader::new(host.version(), page, &parent);
     let timeout = Duration::from_secs(10) + Duration::from_micros(50 * spike_pages);
     let mut samples = Vec::with_capacity(cfg.repetitions);
+    let case_start = Instant::now();
     let mut ack = [0u8; 1];
     for rep in 0..cfg.repetitions {
         cancel.check()?;
         let (s0, c0) = reader.read()?;
         w.send(CHARGE)?;
         w.recv(&mut ack, timeout, cancel)?;
+        let t_ms = case_start.elapsed().as_secs_f64() * 1e3;
         let (s1, c1) = reader.read()?;
         w.send(FREE)?;
         w.recv(&mut ack, timeout, cancel)?;
@@ -301,6 +355,7 @@ fn one_case(
             return Err(Error::Worker(format!("spike worker answered {:?}", ack[0])));
         }
         samples.push(StaleReadSample {
+            t_ms,
             gap_before: c0 - s0,
             gap_after_charge: c1 - s1,
             gap_after_free: c2 - s2,
@@ -329,6 +384,7 @@ fn one_case(
         after_free: GapSummary::of(&pick(|s| s.gap_after_free), threshold).ok_or_else(none)?,
         stat_lag_after_charge: GapSummary::of(&pick(|s| s.stat_lag_after_charge), threshold)
             .ok_or_else(none)?,
+        longest_stale_window: longest_stale_window(&samples, threshold),
         stat_lag_after_free: GapSummary::of(&pick(|s| s.stat_lag_after_free), threshold)
             .ok_or_else(none)?,
         // The counter moves by the spike plus the change of the per-CPU
@@ -397,6 +453,33 @@ mod tests {
         assert_eq!(g.over_twice_threshold, 1);
         assert_eq!(g.abs.max, 300.0);
         assert!(GapSummary::of(&[], 128).is_none());
+    }
+
+    #[test]
+    fn stale_windows() {
+        let mk = |t_ms: f64, lag: i64| StaleReadSample {
+            t_ms,
+            gap_before: 0,
+            gap_after_charge: 0,
+            gap_after_free: 0,
+            counter_delta: 0,
+            stat_delta: 0,
+            stat_lag_after_charge: lag,
+            stat_lag_after_free: 0,
+        };
+        let s = [
+            mk(0.0, 200),
+            mk(1.0, 0),
+            mk(2.0, 300),
+            mk(3.0, 4096),
+            mk(5.5, 129),
+            mk(6.0, 128),
+        ];
+        let w = longest_stale_window(&s, 128).unwrap();
+        assert_eq!((w.first, w.repetitions, w.max_lag), (2, 3, 4096));
+        assert_eq!(w.duration_ms, 3.5);
+        assert!(longest_stale_window(&s[5..], 128).is_none());
+        assert!(longest_stale_window(&[], 128).is_none());
     }
 
     #[test]
