@@ -110,8 +110,8 @@ fn run(
         f.thp_mode.as_deref().unwrap_or("n/a")
     );
     println!(
-        "documented flush threshold: MEMCG_CHARGE_BATCH 64 x {} CPUs = {} pages\n",
-        f.online_cpus, f.flush_threshold_pages
+        "documented flush threshold: MEMCG_CHARGE_BATCH {} x {} CPUs = {} pages\n",
+        f.charge_batch, f.online_cpus, f.flush_threshold_pages
     );
 
     // 1. update path

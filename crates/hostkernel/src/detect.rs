@@ -8,9 +8,23 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::sys;
 
-/// `MEMCG_CHARGE_BATCH`: pages a CPU charges ahead (per-CPU stock) and the
-/// unit of the memcg stats flush threshold (64 since Linux 6.1, 32 before).
+/// `MEMCG_CHARGE_BATCH` since Linux 6.1 (commit `1813e51eece0`): pages a
+/// CPU charges ahead (per-CPU stock) and the unit of the memcg stats flush
+/// threshold. It was 32 before; see [`charge_batch_for_release`].
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
+
+/// `MEMCG_CHARGE_BATCH` of a kernel release string such as
+/// `6.18.44-fc-v1045`: 64 from 6.1 on, 32 before; 64 if the release does not
+/// parse (a modern kernel is the likely case).
+pub fn charge_batch_for_release(release: &str) -> u64 {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    let major: Option<u32> = it.next().and_then(|m| m.parse().ok());
+    let minor: Option<u32> = it.next().and_then(|m| m.parse().ok());
+    match (major, minor) {
+        (Some(ma), Some(mi)) if (ma, mi) < (6, 1) => 32,
+        _ => MEMCG_CHARGE_BATCH,
+    }
+}
 
 /// Which cgroup interface the memory controller is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -185,8 +199,11 @@ pub struct RunFacts {
     /// `/sys/kernel/mm/transparent_hugepage/enabled` (the selected mode), if
     /// present. Workers disable THP on their own mappings regardless.
     pub thp_mode: Option<String>,
+    /// `MEMCG_CHARGE_BATCH` for this kernel release (64 from 6.1, 32 before).
+    pub charge_batch: u64,
     /// The kernel's documented stats flush threshold in pages:
-    /// `MEMCG_CHARGE_BATCH (64) × num_online_cpus()`.
+    /// `MEMCG_CHARGE_BATCH × num_online_cpus()` (per memcg since 6.8, one
+    /// global threshold before).
     pub flush_threshold_pages: u64,
 }
 
@@ -242,6 +259,7 @@ impl Host {
         let (kernel_release, kernel_version, machine) =
             sys::uname().map_err(|e| Error::io("uname", "/", e))?;
         let online_cpus = sys::online_cpus();
+        let charge_batch = charge_batch_for_release(&kernel_release);
         let facts = RunFacts {
             kernel_release,
             kernel_version,
@@ -253,7 +271,8 @@ impl Host {
             thp_mode: std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
                 .ok()
                 .and_then(|t| selected_choice(&t)),
-            flush_threshold_pages: MEMCG_CHARGE_BATCH * online_cpus as u64,
+            charge_batch,
+            flush_threshold_pages: charge_batch * online_cpus as u64,
         };
         Ok(Host {
             controller,
@@ -366,6 +385,16 @@ mod tests {
 ";
         let c = find_memory_controller(&parse_mountinfo(text), &|_| None).unwrap();
         assert_eq!(c.mount_point, PathBuf::from("/b"));
+    }
+
+    #[test]
+    fn charge_batch_by_release() {
+        assert_eq!(charge_batch_for_release("6.18.44-fc-v1045"), 64);
+        assert_eq!(charge_batch_for_release("6.1.0"), 64);
+        assert_eq!(charge_batch_for_release("6.0.19-generic"), 32);
+        assert_eq!(charge_batch_for_release("5.15.0-91-generic"), 32);
+        assert_eq!(charge_batch_for_release("10.2"), 64);
+        assert_eq!(charge_batch_for_release("weird"), 64);
     }
 
     #[test]

@@ -81,8 +81,8 @@ pub use cgroup::{
     CgroupTree, Owner, SweepReport, NAME_PREFIX,
 };
 pub use detect::{
-    find_memory_controller, parse_mountinfo, selected_choice, CgroupVersion, Host,
-    MemoryController, MountEntry, RunFacts, MEMCG_CHARGE_BATCH,
+    charge_batch_for_release, find_memory_controller, parse_mountinfo, selected_choice,
+    CgroupVersion, Host, MemoryController, MountEntry, RunFacts, MEMCG_CHARGE_BATCH,
 };
 pub use error::Error;
 pub use experiments::stale_read::{
