@@ -71,6 +71,7 @@ mod cgroup;
 mod detect;
 mod error;
 pub mod experiments;
+mod serde_ms;
 pub mod stat;
 mod sys;
 mod worker;

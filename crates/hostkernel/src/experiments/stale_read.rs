@@ -51,13 +51,16 @@ use crate::worker::Worker;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StaleReadConfig {
     /// Spike sizes in KiB (one case each).
     pub spikes_kib: Vec<u64>,
     /// Repetitions per spike size.
     pub repetitions: usize,
     /// Pause after each repetition (lets the periodic flusher and the
-    /// stocks play their part as they would between real events).
+    /// stocks play their part as they would between real events; serialised
+    /// as `pause_ms`).
+    #[serde(with = "crate::serde_ms", rename = "pause_ms")]
     pub pause: Duration,
 }
 

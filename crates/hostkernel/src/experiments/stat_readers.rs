@@ -22,6 +22,7 @@ use crate::worker::Worker;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StatReadersConfig {
     /// Group counts to measure (one case per group count × writer count).
     pub groups: Vec<usize>,
@@ -31,11 +32,14 @@ pub struct StatReadersConfig {
     pub readers: usize,
     /// Reads per reader thread per case.
     pub reads_per_reader: usize,
-    /// Pause between two reads of one reader.
+    /// Pause between two reads of one reader (serialised as `period_ms`).
+    #[serde(with = "crate::serde_ms", rename = "period_ms")]
     pub period: Duration,
     /// Pages each writer maps, touches and unmaps per loop.
     pub writer_pages: usize,
-    /// Time the writers run before the readers start.
+    /// Time the writers run before the readers start (serialised as
+    /// `warmup_ms`).
+    #[serde(with = "crate::serde_ms", rename = "warmup_ms")]
     pub warmup: Duration,
     /// Seed of the readers' group choice.
     pub seed: u64,
@@ -340,6 +344,20 @@ mod tests {
         }
         // Roughly uniform: every bucket within 20% of 1000.
         assert!(seen.iter().all(|&c| (800..1200).contains(&c)), "{seen:?}");
+    }
+
+    #[test]
+    fn config_from_a_partial_scenario() {
+        let c: StatReadersConfig =
+            serde_json::from_str(r#"{"groups": [10], "period_ms": 0.5}"#).unwrap();
+        assert_eq!(c.groups, vec![10]);
+        assert_eq!(c.period, Duration::from_micros(500));
+        assert_eq!(c.writers, StatReadersConfig::default().writers);
+        let back: StatReadersConfig =
+            serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert!(serde_json::from_str::<StatReadersConfig>(r#"{"period": 1}"#).is_err());
+        assert!(serde_json::from_str::<StatReadersConfig>(r#"{"period_ms": -1}"#).is_err());
     }
 
     #[test]

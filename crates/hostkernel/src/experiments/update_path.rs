@@ -23,6 +23,7 @@ use crate::worker::Worker;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct UpdatePathConfig {
     /// Depths below the hierarchy root (1 = a group directly under it).
     pub depths: Vec<usize>,
