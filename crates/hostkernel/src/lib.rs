@@ -16,7 +16,14 @@
 //!    pages against the documented `64 × online CPUs` threshold.
 //!
 //! Every result carries the [`RunFacts`] a results store needs (kernel
-//! release, cgroup version, online CPUs, page size).
+//! release, cgroup version, online CPUs, page size, the flush threshold).
+//! Times are reported in wall-clock and in the measuring thread's CPU time:
+//! on a shared host the difference is time spent waiting for a CPU.
+//!
+//! Each `run_*` has a `run_*_observed` twin that reports [`Event`]s (subtree
+//! created, worker started, progress steps) to a callback, for progress bars
+//! and for tests; the `hostkernel-run` binary prints one experiment's result
+//! as JSON, and `examples/kernel_figures.rs` prints all three as tables.
 //!
 //! # Host requirements
 //!
