@@ -2,9 +2,10 @@
 //! buffer and threads.
 
 use super::{
-    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, premap_ops, worker_thread,
+    add_thread_stack, buffer_vma, check_aligned, exec_vmas, main_thread, mib, premap_ops,
+    worker_thread,
 };
-use crate::plan::{Op, Plan, ProcessPlan, VmaKind, VmaPlan, FIRST_PID};
+use crate::plan::{Op, Plan, ProcessPlan, FIRST_PID};
 use crate::NumabError;
 
 pub(crate) struct Numa01Like {
@@ -38,15 +39,7 @@ pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
     for proc_idx in 0..2u32 {
         let pid = FIRST_PID + proc_idx * (p.threads + 2);
         let mut vmas = exec_vmas(p.stack_pages);
-        vmas.push(VmaPlan {
-            name: "buffer".into(),
-            kind: VmaKind::Anon,
-            bytes: size,
-            touched_pages: None,
-            thp_fraction: p.thp,
-            at_start: true,
-            mmap_area: true,
-        });
+        vmas.push(buffer_vma(size, p.thp));
         let buffer = vmas.len() - 1;
         let mut main_ops = premap_ops(&mut vmas[buffer], p.premap_passes, buffer);
         main_ops.push(Op::SpawnAndJoin {

@@ -2,10 +2,10 @@
 //! threads that each work on their own slice.
 
 use super::{
-    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, one_process, premap_ops,
-    worker_thread,
+    add_thread_stack, buffer_vma, check_aligned, exec_vmas, main_thread, mib, one_process,
+    premap_ops, worker_thread,
 };
-use crate::plan::{Op, Plan, VmaKind, VmaPlan, FIRST_PID};
+use crate::plan::{Op, Plan, FIRST_PID};
 use crate::NumabError;
 
 #[allow(clippy::too_many_arguments)]
@@ -24,15 +24,7 @@ pub(crate) fn numa02_plan(
     check_aligned("per-thread slice", slice)?;
     let pid = FIRST_PID;
     let mut vmas = exec_vmas(stack_pages);
-    vmas.push(VmaPlan {
-        name: "buffer".into(),
-        kind: VmaKind::Anon,
-        bytes: size,
-        touched_pages: None,
-        thp_fraction: thp,
-        at_start: true,
-        mmap_area: true,
-    });
+    vmas.push(buffer_vma(size, thp));
     let buffer = vmas.len() - 1;
     let n = threads as usize;
     let mut main_ops = premap_ops(&mut vmas[buffer], premap_passes, buffer);
