@@ -6,20 +6,20 @@ use super::{
     worker_thread,
 };
 use crate::plan::{Op, Plan, ProcessPlan, FIRST_PID};
-use crate::NumabError;
+use crate::{NumabError, WorkloadSpec};
 
-pub(crate) struct Numa01Like {
-    pub(crate) buffer_mib: u64,
-    pub(crate) passes: u32,
-    pub(crate) threads: u32,
-    pub(crate) thp: f64,
-    pub(crate) stack_kib: u64,
-    pub(crate) stack_pages: u64,
-    pub(crate) premap_passes: u32,
-    pub(crate) thread_alloc: bool,
+struct Numa01Like {
+    buffer_mib: u64,
+    passes: u32,
+    threads: u32,
+    thp: f64,
+    stack_kib: u64,
+    stack_pages: u64,
+    premap_passes: u32,
+    thread_alloc: bool,
 }
 
-pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
+fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
     let size = mib(p.buffer_mib);
     check_aligned("buffer", size)?;
     let slice = if p.thread_alloc {
@@ -74,4 +74,39 @@ pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
         processes.push(ProcessPlan { vmas, threads, pid });
     }
     Ok(Plan { processes })
+}
+
+/// The plan of a `numa01` or `numa01-thread-alloc` workload on `ncpus`
+/// CPUs (threads default to half of them per process).
+pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
+    match w {
+        WorkloadSpec::Numa01 {
+            buffer_mib,
+            passes,
+            threads,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+            premap_passes,
+        }
+        | WorkloadSpec::Numa01ThreadAlloc {
+            buffer_mib,
+            passes,
+            threads,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+            premap_passes,
+        } => numa01_plan(&Numa01Like {
+            buffer_mib: *buffer_mib,
+            passes: *passes,
+            threads: threads.unwrap_or(ncpus / 2).max(1),
+            thp: *thp_fraction,
+            stack_kib: *stack_kib,
+            stack_pages: *stack_pages,
+            premap_passes: *premap_passes,
+            thread_alloc: matches!(w, WorkloadSpec::Numa01ThreadAlloc { .. }),
+        }),
+        _ => unreachable!("called for the numa01 workloads only"),
+    }
 }

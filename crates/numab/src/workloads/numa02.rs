@@ -6,10 +6,10 @@ use super::{
     premap_ops, worker_thread,
 };
 use crate::plan::{Op, Plan, FIRST_PID};
-use crate::NumabError;
+use crate::{NumabError, WorkloadSpec};
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn numa02_plan(
+fn numa02_plan(
     buffer_mib: u64,
     passes: u32,
     threads: u32,
@@ -58,4 +58,29 @@ pub(crate) fn numa02_plan(
         ));
     }
     Ok(one_process(pid, vmas, ts))
+}
+
+/// The plan of a `numa02` workload on `ncpus` CPUs (threads default to all
+/// of them).
+pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
+    match w {
+        WorkloadSpec::Numa02 {
+            buffer_mib,
+            passes,
+            threads,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+            premap_passes,
+        } => numa02_plan(
+            *buffer_mib,
+            *passes,
+            threads.unwrap_or(ncpus).max(1),
+            *thp_fraction,
+            *stack_kib,
+            *stack_pages,
+            *premap_passes,
+        ),
+        _ => unreachable!("called for the numa02 workload only"),
+    }
 }
