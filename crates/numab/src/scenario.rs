@@ -6,9 +6,7 @@ use serde::Deserialize;
 
 use crate::cost::{CostModel, Sysctl};
 use crate::plan::Plan;
-use crate::workloads::disjoint::{disjoint_plan, DisjointParams};
-use crate::workloads::numa01::{numa01_plan, Numa01Like};
-use crate::workloads::numa02::numa02_plan;
+use crate::workloads;
 use crate::NumabError;
 
 /// One scenario file: the top-level keys every mmlab scenario has, plus the
@@ -259,80 +257,11 @@ impl NumabScenario {
         }
         let ncpus = self.ncpus();
         let plan = match &self.workload {
-            WorkloadSpec::Numa01 {
-                buffer_mib,
-                passes,
-                threads,
-                thp_fraction,
-                stack_kib,
-                stack_pages,
-                premap_passes,
+            WorkloadSpec::Numa01 { .. } | WorkloadSpec::Numa01ThreadAlloc { .. } => {
+                workloads::numa01::plan(&self.workload, ncpus)?
             }
-            | WorkloadSpec::Numa01ThreadAlloc {
-                buffer_mib,
-                passes,
-                threads,
-                thp_fraction,
-                stack_kib,
-                stack_pages,
-                premap_passes,
-            } => numa01_plan(&Numa01Like {
-                buffer_mib: *buffer_mib,
-                passes: *passes,
-                threads: threads.unwrap_or(ncpus / 2).max(1),
-                thp: *thp_fraction,
-                stack_kib: *stack_kib,
-                stack_pages: *stack_pages,
-                premap_passes: *premap_passes,
-                thread_alloc: matches!(self.workload, WorkloadSpec::Numa01ThreadAlloc { .. }),
-            })?,
-            WorkloadSpec::Numa02 {
-                buffer_mib,
-                passes,
-                threads,
-                thp_fraction,
-                stack_kib,
-                stack_pages,
-                premap_passes,
-            } => numa02_plan(
-                *buffer_mib,
-                *passes,
-                threads.unwrap_or(ncpus).max(1),
-                *thp_fraction,
-                *stack_kib,
-                *stack_pages,
-                *premap_passes,
-            )?,
-            WorkloadSpec::Disjoint {
-                set1_threads,
-                set2_threads,
-                set3_threads,
-                vma_x_mib,
-                vma_y_mib,
-                vma_z_mib,
-                vma_w_mib,
-                vma_v_mib,
-                set2_duty_percent,
-                d_start_s,
-                late_s,
-                duration_s,
-                thp_fraction,
-                stack_kib,
-                stack_pages,
-            } => disjoint_plan(
-                &DisjointParams {
-                    sets: [*set1_threads, *set2_threads, *set3_threads],
-                    sizes: [*vma_x_mib, *vma_y_mib, *vma_z_mib, *vma_w_mib, *vma_v_mib],
-                    duty: *set2_duty_percent,
-                    d_start_s: *d_start_s,
-                    late_s: *late_s,
-                    duration_s: *duration_s,
-                    thp: *thp_fraction,
-                    stack_kib: *stack_kib,
-                    stack_pages: *stack_pages,
-                },
-                &self.cost,
-            )?,
+            WorkloadSpec::Numa02 { .. } => workloads::numa02::plan(&self.workload, ncpus)?,
+            WorkloadSpec::Disjoint { .. } => workloads::disjoint::plan(&self.workload, &self.cost)?,
         };
         let workers: usize = plan.processes.iter().map(|p| p.threads.len() - 1).sum();
         if workers > ncpus as usize {

@@ -5,22 +5,22 @@ use super::{
 };
 use crate::cost::CostModel;
 use crate::plan::{Op, Plan, VmaKind, VmaPlan, FIRST_PID, PAGE};
-use crate::NumabError;
+use crate::{NumabError, WorkloadSpec};
 
 /// Parameters of the disjoint-VMA plan (see [`WorkloadSpec::Disjoint`]).
-pub(crate) struct DisjointParams {
-    pub(crate) sets: [u32; 3],
-    pub(crate) sizes: [u64; 5],
-    pub(crate) duty: u32,
-    pub(crate) d_start_s: u64,
-    pub(crate) late_s: u64,
-    pub(crate) duration_s: u64,
-    pub(crate) thp: f64,
-    pub(crate) stack_kib: u64,
-    pub(crate) stack_pages: u64,
+struct DisjointParams {
+    sets: [u32; 3],
+    sizes: [u64; 5],
+    duty: u32,
+    d_start_s: u64,
+    late_s: u64,
+    duration_s: u64,
+    thp: f64,
+    stack_kib: u64,
+    stack_pages: u64,
 }
 
-pub(crate) fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabError> {
+fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan, NumabError> {
     let [s1, s2, s3] = d.sets;
     if s1 == 0 || s2 == 0 || s3 == 0 {
         return Err(NumabError::BadScenario(
@@ -163,4 +163,41 @@ pub(crate) fn disjoint_plan(d: &DisjointParams, cost: &CostModel) -> Result<Plan
         ts.push(worker_thread(ops, stack));
     }
     Ok(one_process(pid, vmas, ts))
+}
+
+/// The plan of a `disjoint` workload.
+pub(crate) fn plan(w: &WorkloadSpec, cost: &CostModel) -> Result<Plan, NumabError> {
+    match w {
+        WorkloadSpec::Disjoint {
+            set1_threads,
+            set2_threads,
+            set3_threads,
+            vma_x_mib,
+            vma_y_mib,
+            vma_z_mib,
+            vma_w_mib,
+            vma_v_mib,
+            set2_duty_percent,
+            d_start_s,
+            late_s,
+            duration_s,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+        } => disjoint_plan(
+            &DisjointParams {
+                sets: [*set1_threads, *set2_threads, *set3_threads],
+                sizes: [*vma_x_mib, *vma_y_mib, *vma_z_mib, *vma_w_mib, *vma_v_mib],
+                duty: *set2_duty_percent,
+                d_start_s: *d_start_s,
+                late_s: *late_s,
+                duration_s: *duration_s,
+                thp: *thp_fraction,
+                stack_kib: *stack_kib,
+                stack_pages: *stack_pages,
+            },
+            cost,
+        ),
+        _ => unreachable!("called for the disjoint workload only"),
+    }
 }

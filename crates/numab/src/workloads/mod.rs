@@ -120,3 +120,17 @@ pub(crate) fn one_process(pid: u32, vmas: Vec<VmaPlan>, threads: Vec<ThreadPlan>
         processes: vec![ProcessPlan { vmas, threads, pid }],
     }
 }
+
+/// The benchmark's `malloc()`ed buffer: private anonymous memory of
+/// `bytes` in the mmap area, a `thp` fraction of it THP-backed.
+pub(crate) fn buffer_vma(bytes: u64, thp: f64) -> VmaPlan {
+    VmaPlan {
+        name: "buffer".into(),
+        kind: VmaKind::Anon,
+        bytes,
+        touched_pages: None,
+        thp_fraction: thp,
+        at_start: true,
+        mmap_area: true,
+    }
+}

@@ -2,23 +2,24 @@
 //! buffer and threads.
 
 use super::{
-    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, premap_ops, worker_thread,
+    add_thread_stack, buffer_vma, check_aligned, exec_vmas, main_thread, mib, premap_ops,
+    worker_thread,
 };
-use crate::plan::{Op, Plan, ProcessPlan, VmaKind, VmaPlan, FIRST_PID};
-use crate::NumabError;
+use crate::plan::{Op, Plan, ProcessPlan, FIRST_PID};
+use crate::{NumabError, WorkloadSpec};
 
-pub(crate) struct Numa01Like {
-    pub(crate) buffer_mib: u64,
-    pub(crate) passes: u32,
-    pub(crate) threads: u32,
-    pub(crate) thp: f64,
-    pub(crate) stack_kib: u64,
-    pub(crate) stack_pages: u64,
-    pub(crate) premap_passes: u32,
-    pub(crate) thread_alloc: bool,
+struct Numa01Like {
+    buffer_mib: u64,
+    passes: u32,
+    threads: u32,
+    thp: f64,
+    stack_kib: u64,
+    stack_pages: u64,
+    premap_passes: u32,
+    thread_alloc: bool,
 }
 
-pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
+fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
     let size = mib(p.buffer_mib);
     check_aligned("buffer", size)?;
     let slice = if p.thread_alloc {
@@ -38,15 +39,7 @@ pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
     for proc_idx in 0..2u32 {
         let pid = FIRST_PID + proc_idx * (p.threads + 2);
         let mut vmas = exec_vmas(p.stack_pages);
-        vmas.push(VmaPlan {
-            name: "buffer".into(),
-            kind: VmaKind::Anon,
-            bytes: size,
-            touched_pages: None,
-            thp_fraction: p.thp,
-            at_start: true,
-            mmap_area: true,
-        });
+        vmas.push(buffer_vma(size, p.thp));
         let buffer = vmas.len() - 1;
         let mut main_ops = premap_ops(&mut vmas[buffer], p.premap_passes, buffer);
         main_ops.push(Op::SpawnAndJoin {
@@ -81,4 +74,39 @@ pub(crate) fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
         processes.push(ProcessPlan { vmas, threads, pid });
     }
     Ok(Plan { processes })
+}
+
+/// The plan of a `numa01` or `numa01-thread-alloc` workload on `ncpus`
+/// CPUs (threads default to half of them per process).
+pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
+    match w {
+        WorkloadSpec::Numa01 {
+            buffer_mib,
+            passes,
+            threads,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+            premap_passes,
+        }
+        | WorkloadSpec::Numa01ThreadAlloc {
+            buffer_mib,
+            passes,
+            threads,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+            premap_passes,
+        } => numa01_plan(&Numa01Like {
+            buffer_mib: *buffer_mib,
+            passes: *passes,
+            threads: threads.unwrap_or(ncpus / 2).max(1),
+            thp: *thp_fraction,
+            stack_kib: *stack_kib,
+            stack_pages: *stack_pages,
+            premap_passes: *premap_passes,
+            thread_alloc: matches!(w, WorkloadSpec::Numa01ThreadAlloc { .. }),
+        }),
+        _ => unreachable!("called for the numa01 workloads only"),
+    }
 }

@@ -2,14 +2,14 @@
 //! threads that each work on their own slice.
 
 use super::{
-    add_thread_stack, check_aligned, exec_vmas, main_thread, mib, one_process, premap_ops,
-    worker_thread,
+    add_thread_stack, buffer_vma, check_aligned, exec_vmas, main_thread, mib, one_process,
+    premap_ops, worker_thread,
 };
-use crate::plan::{Op, Plan, VmaKind, VmaPlan, FIRST_PID};
-use crate::NumabError;
+use crate::plan::{Op, Plan, FIRST_PID};
+use crate::{NumabError, WorkloadSpec};
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn numa02_plan(
+fn numa02_plan(
     buffer_mib: u64,
     passes: u32,
     threads: u32,
@@ -24,15 +24,7 @@ pub(crate) fn numa02_plan(
     check_aligned("per-thread slice", slice)?;
     let pid = FIRST_PID;
     let mut vmas = exec_vmas(stack_pages);
-    vmas.push(VmaPlan {
-        name: "buffer".into(),
-        kind: VmaKind::Anon,
-        bytes: size,
-        touched_pages: None,
-        thp_fraction: thp,
-        at_start: true,
-        mmap_area: true,
-    });
+    vmas.push(buffer_vma(size, thp));
     let buffer = vmas.len() - 1;
     let n = threads as usize;
     let mut main_ops = premap_ops(&mut vmas[buffer], premap_passes, buffer);
@@ -66,4 +58,29 @@ pub(crate) fn numa02_plan(
         ));
     }
     Ok(one_process(pid, vmas, ts))
+}
+
+/// The plan of a `numa02` workload on `ncpus` CPUs (threads default to all
+/// of them).
+pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
+    match w {
+        WorkloadSpec::Numa02 {
+            buffer_mib,
+            passes,
+            threads,
+            thp_fraction,
+            stack_kib,
+            stack_pages,
+            premap_passes,
+        } => numa02_plan(
+            *buffer_mib,
+            *passes,
+            threads.unwrap_or(ncpus).max(1),
+            *thp_fraction,
+            *stack_kib,
+            *stack_pages,
+            *premap_passes,
+        ),
+        _ => unreachable!("called for the numa02 workload only"),
+    }
 }
