@@ -73,7 +73,7 @@ pub use error::Error;
 pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]
 pub use flusher::{BackgroundFlusher, FlusherStats};
-pub use node::{CachePadded, Group};
+pub use node::Group;
 pub use policy::{
     Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
     ThresholdScheme, ThresholdSize, UnknownPreset,

@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 /// anything else.
 #[repr(C, align(128))]
 #[derive(Debug, Default)]
-pub struct CachePadded<T>(pub T);
+pub(crate) struct CachePadded<T>(pub(crate) T);
 
 impl<T> Deref for CachePadded<T> {
     type Target = T;

@@ -54,7 +54,7 @@ fn protocol(v: Variant) {
                     f2.load(Relaxed) == 1
                 }
                 // Ours: the residue add is an RMW on the claim word.
-                Variant::CombinedRmw => f2.fetch_add(0, Release) == 1,
+                Variant::CombinedRmw => f2.fetch_add(0, AcqRel) == 1,
             };
             if !queued && f2.swap(1, Relaxed) == 0 {
                 r2.store(1, Relaxed);

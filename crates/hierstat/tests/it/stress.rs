@@ -109,7 +109,8 @@ fn stress_linux_6_17_per_shard_lock() {
 
 /// Bounds hold at quiescence even after flushes raced with updates: the
 /// flusher resets threshold counters by snapshot, not to zero, and takes
-/// residues before reading counters (`bound_race_probe` found both races).
+/// residues before reading counters (a probe of racing flushes, since
+/// replaced by this test, found both races).
 #[test]
 fn bounds_hold_after_racing_flushes() {
     for preset in [Preset::Hierstat, Preset::Linux6_8] {
