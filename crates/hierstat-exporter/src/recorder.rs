@@ -300,12 +300,16 @@ fn key_string(key: &Key) -> String {
     s
 }
 
-/// A counter handle: `increment` is [`HierStats::add`] on its group.
+/// A counter handle: `increment` is a pre-bound [`hierstat::Counter`]'s
+/// `add` (checked once, when the handle was registered), or
+/// [`HierStats::add_node`] for a per-node item.
 #[derive(Debug)]
 struct TreeCounter {
     stats: HierStats,
     group: Group,
     target: Target,
+    /// The engine's bound counter for a plain item.
+    bound: Option<hierstat::Counter>,
     /// Highest value passed to `absolute`. ORDERING: Relaxed; `fetch_max`
     /// makes concurrent `absolute` calls add disjoint increments, and the
     /// value publishes nothing else.
@@ -323,9 +327,10 @@ impl TreeCounter {
     fn add(&self, delta: i64) {
         // Cannot fail: the item comes from this tree's schema, the node was
         // checked against it, and counter deltas are never negative.
-        let _ = match self.target {
-            Target::Item(item) => self.stats.add(&self.group, item, delta),
-            Target::Node(item, node) => self.stats.add_node(&self.group, item, node, delta),
+        let _ = match (&self.bound, self.target) {
+            (Some(c), _) => c.add(delta),
+            (None, Target::Item(item)) => self.stats.add(&self.group, item, delta),
+            (None, Target::Node(item, node)) => self.stats.add_node(&self.group, item, node, delta),
         };
     }
 }
@@ -423,10 +428,15 @@ impl Recorder for HierRecorder {
         }
         match inner.resolve(key, false) {
             Ok((group, target)) => {
+                let bound = match target {
+                    Target::Item(item) => inner.stats.counter(&group, item).ok(),
+                    Target::Node(..) => None,
+                };
                 let c = Counter::from_arc(Arc::new(TreeCounter {
                     stats: inner.stats.clone(),
                     group: group.clone(),
                     target,
+                    bound,
                     absolute: AtomicU64::new(0),
                 }));
                 inner

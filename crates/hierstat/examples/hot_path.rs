@@ -27,6 +27,15 @@ fn read_loop(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId],
 }
 
 #[inline(never)]
+fn counter_loop(counters: &[hierstat::Counter], n: u64) -> f64 {
+    let t = Instant::now();
+    for i in 0..n {
+        black_box(&counters[(i & 15) as usize]).add(1).unwrap();
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+#[inline(never)]
 fn owner_loop(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], n: u64) -> f64 {
     let t = Instant::now();
     for i in 0..n {
@@ -93,6 +102,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let read1 = median(|| read_loop(&stats, g1, &items, N));
     println!("read (checks + load)   {read1:6.2} ns");
     let owner1 = time(1, true);
+    let counters: Vec<_> = items
+        .iter()
+        .map(|&it| stats.counter(&chain[0], it))
+        .collect::<Result<_, _>>()?;
+    let counter1 = median(|| counter_loop(&counters, N));
     let owner8 = time(8, true);
     let shared1 = time(1, false);
     println!("plain add (array)      {plain_add:6.2} ns");
@@ -104,6 +118,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "add, owner, depth 8    {owner8:6.2} ns  ({:.2}x depth 1)",
         owner8 / owner1
+    );
+    println!(
+        "Counter::add, owner, 1 {counter1:6.2} ns  ({:.2}x fetch_add)",
+        counter1 / fetch_add
     );
     println!("add_with (shared), d 1 {shared1:6.2} ns");
     Ok(())

@@ -49,6 +49,7 @@
 
 mod clock;
 mod config;
+mod counter;
 mod error;
 mod flush;
 #[cfg(not(loom))]
@@ -69,6 +70,7 @@ mod work;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{Config, MAX_SHARDS};
+pub use counter::Counter;
 pub use error::Error;
 pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]

@@ -417,3 +417,58 @@ fn invalid_configurations_are_errors() {
         assert!(matches!(r, Err(Error::InvalidConfig(_))));
     }
 }
+
+/// A bound counter is the same update as `add`, checked once: foreign
+/// groups and items are refused when binding, negative events when adding,
+/// and its updates are exact from owners and sharers alike.
+#[test]
+fn bound_counters_match_add_and_refuse_what_add_refuses() {
+    for p in Preset::ALL {
+        let (
+            t,
+            Items {
+                file, pgfault, lru, ..
+            },
+        ) = tree(p, 2);
+        let (other, _) = tree(p, 2);
+        let g = t.create(&t.root(), "g").unwrap();
+        assert!(matches!(
+            other.counter(&g, file),
+            Err(Error::ForeignGroup(_))
+        ));
+        let mut ob = Schema::builder();
+        ob.state("zzz", Unit::Bytes);
+        let foreign_item = ob.state("file", Unit::Count);
+        assert!(matches!(
+            t.counter(&g, foreign_item),
+            Err(Error::ForeignItem(_))
+        ));
+        let _ = lru;
+        let c = t.counter(&g, file).unwrap();
+        let e = t.counter(&g, pgfault).unwrap();
+        assert!(c.group().same(&g));
+        assert!(matches!(e.add(-1), Err(Error::NegativeEvent(..))));
+        std::thread::scope(|sc| {
+            for _ in 0..3 {
+                sc.spawn(|| {
+                    for i in 0..10_000 {
+                        c.add(1).unwrap();
+                        t.add(&g, file, 1).unwrap();
+                        if i % 10 == 0 {
+                            e.add(2).unwrap();
+                        }
+                    }
+                });
+            }
+            sc.spawn(|| {
+                for _ in 0..50 {
+                    t.flush_forced(&t.root()).unwrap();
+                }
+            });
+        });
+        t.flush_forced(&t.root()).unwrap();
+        assert_eq!(t.read(&g, file).unwrap(), 60_000, "{p}");
+        assert_eq!(t.read(&t.root(), pgfault).unwrap(), 6_000, "{p}");
+        t.verify_clean().unwrap();
+    }
+}
