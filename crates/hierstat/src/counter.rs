@@ -3,7 +3,6 @@
 use crate::error::Error;
 use crate::node::{Group, Node};
 use crate::schema::{ItemId, ItemKind, Unit};
-use crate::shard;
 use crate::stats::HierStats;
 use crate::sync::Arc;
 
@@ -72,14 +71,9 @@ impl Counter {
         if self.event && delta < 0 {
             return Err(self.negative(delta));
         }
-        let core = &self.stats.core;
-        let lane = shard::current(core.shards, core.ownable);
-        let mag = self.unit.pages(delta);
-        if lane.owner {
-            core.update_owned(lane.shard, &self.node, self.slot, delta, mag, &mut ());
-        } else {
-            core.update(lane.shard, &self.node, self.slot, delta, mag, &mut ());
-        }
+        self.stats
+            .core
+            .update_here(&self.node, self.slot, delta, self.unit.pages(delta));
         Ok(())
     }
 

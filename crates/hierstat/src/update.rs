@@ -88,15 +88,7 @@ impl HierStats {
     pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
         let node = self.core.own(group)?;
         let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
-        let lane = shard::current(self.core.shards, self.core.ownable);
-        let mag = unit.pages(delta);
-        if lane.owner {
-            self.core
-                .update_owned(lane.shard, node, slot, delta, mag, &mut ());
-        } else {
-            self.core
-                .update(lane.shard, node, slot, delta, mag, &mut ());
-        }
+        self.core.update_here(node, slot, delta, unit.pages(delta));
         Ok(())
     }
 
@@ -210,6 +202,18 @@ impl Core {
                 shard: shard.0,
                 shards: self.shards,
             })
+        }
+    }
+
+    /// An update on the current thread's lane: the owner's plain path if
+    /// the thread owns its shard, the shared path otherwise.
+    #[inline(always)]
+    pub(crate) fn update_here(&self, node: &Node, slot: usize, delta: i64, mag: u64) {
+        let lane = shard::current(self.shards, self.ownable);
+        if lane.owner {
+            self.update_owned(lane.shard, node, slot, delta, mag, &mut ());
+        } else {
+            self.update(lane.shard, node, slot, delta, mag, &mut ());
         }
     }
 
