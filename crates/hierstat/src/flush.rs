@@ -676,8 +676,8 @@ impl Core {
             // own snapshot; the owner's line is only read.
             // ORDERING: Relaxed for every access below. The owner cell's
             // latest value is visible after the pass's barrier (see
-            // `barrier_before_reading`), the shared cell's after the Acquire
-            // residue take; a write that lands later is either carried now
+            // `barrier_before_reading`), the shared cell's after the pass's
+            // `SeqCst` fence (same place); a write that lands later is either carried now
             // or queues its row again. `prev` is written by flushers only,
             // one at a time per (row, shard) (overlapping flushes exclude
             // each other), and handed over through their locks.

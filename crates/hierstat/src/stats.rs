@@ -228,6 +228,14 @@ impl HierStats {
         self.core.threshold
     }
 
+    /// Whether a thread that owns its shard updates with plain loads and
+    /// stores: the kernel offers private expedited `membarrier(2)` and the
+    /// configuration allows it ([`Config::membarrier`]). Otherwise every
+    /// update takes the shared (atomic) path.
+    pub fn owner_path(&self) -> bool {
+        self.core.ownable > 0
+    }
+
     /// The clock's current time in ns.
     pub fn now_ns(&self) -> u64 {
         self.core.clock.now_ns()

@@ -294,18 +294,19 @@ impl Core {
     /// The owner's claim: the first owner-path write to the pair since its
     /// last drain.
     ///
-    /// Before its first claim on shard `s` the owner announces itself: it
-    /// sets the flag the flusher checks before deciding whether it needs
-    /// the heavy barrier, then issues a `SeqCst` fence (once per tree and
-    /// shard). Every owner update goes through here before any later
-    /// update of the pair can skip the claim, so for each later update
-    /// either the flusher's `SeqCst` fence (after its dequeues) precedes
-    /// ours in the fences' total order — then the update's header load
-    /// observes the dequeue and claims again — or ours precedes it, and the
+    /// The owner announces itself: it sets the flag the flusher checks
+    /// before deciding whether it needs the heavy barrier (once per tree
+    /// and shard), then issues a `SeqCst` fence (on every owner claim, a
+    /// cold path: a thread that takes over a slot must not lean on its
+    /// predecessor's fence). Every owner update of a pair follows one of
+    /// the owner's own claims of it, so for each later update either the
+    /// flusher's `SeqCst` fence (after its dequeues) precedes the claim's
+    /// in the fences' total order — then the update's header load observes
+    /// the dequeue and claims again — or the claim's precedes it, and the
     /// flusher's flag load sees the flag and issues the heavy barrier. The
-    /// first update itself is published by the claim's Release RMW, which
-    /// the flusher's Acquire residue take synchronizes with (or, if the
-    /// claim comes after the dequeue, it queues the row again).
+    /// claiming update itself is published by the claim's Release RMW,
+    /// which the flusher's pass fence acquires (or, if the claim comes
+    /// after the dequeue, it queues the row again).
     #[cold]
     #[inline(never)]
     fn claim_owned<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, work: &mut W) {
@@ -314,8 +315,8 @@ impl Core {
         if !self.owned[s].load(Ordering::Relaxed) && !self.owned[s].swap(true, Ordering::Relaxed) {
             // ORDERING: Relaxed; a count for error bounds.
             self.residue_lanes.fetch_add(1, Ordering::Relaxed);
-            crate::sync::fence_seqcst();
         }
+        crate::sync::fence_seqcst();
         self.claim(s, node, hdr, OWNER_RES, work);
     }
 
@@ -344,8 +345,9 @@ impl Core {
             .fetch_add(delta as u64, Ordering::Relaxed);
         let small = if mag < self.batch { mag } else { 0 };
         let hdr = rows.header(s);
-        // ORDERING: Release pairs with the flusher's Acquire residue take
-        // (`flush_subtree`), which follows the drain's clear of this word.
+        // ORDERING: Release: the flusher's drain clears this word after it
+        // (release sequences continue through RMWs), and the pass's
+        // `SeqCst` fence after the drain acquires it (`flush_subtree`).
         // Acquire pairs with a claimer's Release `fetch_or`: if we find the
         // pair claimed, the claimer's `begin_claim` is visible to any flush
         // we start afterwards (see `ListHead`).
@@ -377,7 +379,8 @@ impl Core {
         let token = list.begin_claim();
         // ORDERING: Release publishes `begin_claim` to updaters that find
         // the row queued (their header RMWs acquire), and the owner's cell
-        // writes to the flusher's residue take. Acquire: if the row is
+        // writes to the flusher (its pass's `SeqCst` fence after the drain
+        // acquires this word's release sequence). Acquire: if the row is
         // queued by a claimer still in progress, this thread trusts it to
         // push; the claimer's `begin_claim` must then be visible to any
         // flush this thread starts (the shared path's header RMW already

@@ -265,8 +265,8 @@ mod engine {
     /// The updater queues the row with an update of one slot, then updates
     /// another slot and finds the row queued. The flusher synchronizes with
     /// the push, which covers only the first write: the second is visible
-    /// to it only through the residue take's Acquire RMW on the header
-    /// (without it the `load() != 0` guard reads a stale 0 and the update
+    /// to it only through the header's release sequence, which the pass's
+    /// `SeqCst` fence after the drain acquires (without it the `load() != 0` guard reads a stale 0 and the update
     /// is neither flushed nor queued).
     #[test]
     fn an_update_after_the_push_on_another_slot_is_flushed() {

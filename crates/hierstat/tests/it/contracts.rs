@@ -424,12 +424,7 @@ fn invalid_configurations_are_errors() {
 #[test]
 fn bound_counters_match_add_and_refuse_what_add_refuses() {
     for p in Preset::ALL {
-        let (
-            t,
-            Items {
-                file, pgfault, lru, ..
-            },
-        ) = tree(p, 2);
+        let (t, Items { file, pgfault, .. }) = tree(p, 2);
         let (other, _) = tree(p, 2);
         let g = t.create(&t.root(), "g").unwrap();
         assert!(matches!(
@@ -443,7 +438,6 @@ fn bound_counters_match_add_and_refuse_what_add_refuses() {
             t.counter(&g, foreign_item),
             Err(Error::ForeignItem(_))
         ));
-        let _ = lru;
         let c = t.counter(&g, file).unwrap();
         let e = t.counter(&g, pgfault).unwrap();
         assert!(c.group().same(&g));

@@ -213,7 +213,7 @@ fn run(preset: Preset, shards: usize, ops: Vec<Op>) {
 macro_rules! oracle {
     ($($name:ident => $preset:expr),* $(,)?) => {
         proptest! {
-            // 100 cases each in CI (300 found a 6.17 bound gap every time it was
+            // 100 cases each in CI (300 found the 6.17 bound gap when it was
             // reinstated); PROPTEST_CASES=N for longer runs.
             #![proptest_config(ProptestConfig { cases: cases(), .. ProptestConfig::default() })]
             $(
