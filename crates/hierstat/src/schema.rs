@@ -156,8 +156,6 @@ pub struct ItemInfo {
     pub unit: Unit,
     /// First counter slot of the item (the total, for per-node items).
     pub(crate) slot: u32,
-    /// Handle bits of this item (index and fingerprint).
-    pub(crate) handle: u64,
 }
 
 /// The set of items every group of a tree carries. Build one with
@@ -250,6 +248,7 @@ impl SchemaBuilder {
         let mut items = Vec::with_capacity(self.items.len());
         let mut slot_units = Vec::new();
         let mut fp = CHAIN_START;
+        let mut hot = Vec::with_capacity(self.items.len());
         for (i, (name, kind, unit)) in self.items.iter().enumerate() {
             fp = chain(fp, name, *kind, *unit);
             if by_name.insert(name.clone(), i as u16).is_some() {
@@ -264,21 +263,17 @@ impl SchemaBuilder {
                 kind: *kind,
                 unit: *unit,
                 slot: slot_units.len() as u32,
+            });
+            hot.push(HotItem {
                 handle: handle(i as u16, fp),
+                slot: slot_units.len() as u32,
+                kind: *kind,
+                unit: *unit,
             });
             slot_units.extend(std::iter::repeat_n(*unit, width));
         }
-        let hot = items
-            .iter()
-            .map(|i| HotItem {
-                handle: i.handle,
-                slot: i.slot,
-                kind: i.kind,
-                unit: i.unit,
-            })
-            .collect();
         Ok(Schema {
-            hot,
+            hot: hot.into_boxed_slice(),
             slots: slot_units.len(),
             items,
             nodes,
@@ -302,7 +297,7 @@ impl Schema {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
             ItemKind::NodeState => Err(self.wrong_kind(i, "state or event")),
-            _ => Ok(ItemId(self.items[i as usize].handle)),
+            _ => Ok(ItemId(self.hot[i as usize].handle)),
         }
     }
 
@@ -313,7 +308,7 @@ impl Schema {
     pub fn node_item(&self, name: &str) -> Result<NodeItemId, Error> {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
-            ItemKind::NodeState => Ok(NodeItemId(self.items[i as usize].handle)),
+            ItemKind::NodeState => Ok(NodeItemId(self.hot[i as usize].handle)),
             _ => Err(self.wrong_kind(i, "per-node state")),
         }
     }
@@ -361,8 +356,8 @@ impl Schema {
     /// handle is one of this schema's (see [`ItemId`]).
     #[inline(always)]
     fn own(&self, index: usize, tag: u64) -> Result<&ItemInfo, Error> {
-        match self.items.get(index) {
-            Some(info) if info.handle >> INDEX_BITS == tag => Ok(info),
+        match self.hot.get(index) {
+            Some(h) if h.handle >> INDEX_BITS == tag => Ok(&self.items[index]),
             _ => Err(Error::ForeignItem(index)),
         }
     }
