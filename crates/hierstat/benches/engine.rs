@@ -108,6 +108,12 @@ fn single_thread(c: &mut Criterion) {
             b.iter(|| e.add(depth, black_box(1)))
         });
     }
+    // A bound counter (`HierStats::counter`): the checks done once.
+    let (t, item) = tree(Preset::Hierstat, 2);
+    let c = t.counter(&chain(&t, 1), item).unwrap();
+    grp.bench_function("hierstat_counter_depth1", |b| {
+        b.iter(|| c.add(black_box(1)).unwrap())
+    });
     let s = Sharded::new(2);
     grp.bench_function("sharded", |b| b.iter(|| s.add(0, black_box(1))));
     let m = metrics::Counter::from_arc(std::sync::Arc::new(AtomicU64::new(0)));

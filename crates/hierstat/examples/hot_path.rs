@@ -1,53 +1,129 @@
-//! The update paths side by side, one thread: an uncontended `fetch_add`,
-//! `add` on the owner's plain path (the thread owns its shard), and the
-//! shared path (`add_with` on the same shard). Median of 7 runs.
+//! The update paths side by side, one thread, interleaved: an uncontended
+//! `fetch_add`, a plain array add, `add` on the owner's plain path (the
+//! thread owns its shard) at depth 1 and 8, a bound [`Counter`], the shared
+//! path (`add_with` on the same shard) and a clean read.
 //!
-//! `cargo run --release -p hierstat --example hot_path`
+//! Every round runs every variant once for `N` operations, in turn, so a
+//! burst of load from other processes hits all of them alike; each ratio is
+//! computed within a round (paired) and the median over the rounds is
+//! printed with its interquartile range. Times are the thread's own CPU
+//! time, so preemption by other processes is not counted.
+//!
+//! `cargo run --release -p hierstat --example hot_path [ROUNDS]`
+//!
+//! [`Counter`]: hierstat::Counter
 
-use hierstat::{Config, HierStats, Preset, Schema, Shard, Unit};
+use hierstat::{Config, Counter, Group, HierStats, ItemId, Preset, Schema, Shard, Unit};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
-fn median(mut f: impl FnMut() -> f64) -> f64 {
-    let mut v: Vec<f64> = (0..7).map(|_| f()).collect();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[3]
+/// A stopwatch on the calling thread's own CPU time (wall time elsewhere),
+/// so time spent descheduled by other processes' load is not counted.
+struct Stopwatch(u64);
+
+fn now_ns() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::sync::OnceLock;
+        static START: OnceLock<std::time::Instant> = OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+}
+
+impl Stopwatch {
+    fn start() -> Self {
+        Stopwatch(now_ns())
+    }
+    /// Nanoseconds per operation since `start`, over `N` operations.
+    fn per_op(&self) -> f64 {
+        (now_ns() - self.0) as f64 / N as f64
+    }
+}
+
+/// Operations per variant per round.
+const N: u64 = 400_000;
+
+#[inline(never)]
+fn fetch_add_loop(a: &AtomicU64) -> f64 {
+    let t = Stopwatch::start();
+    for _ in 0..N {
+        black_box(a).fetch_add(1, Ordering::Relaxed);
+    }
+    t.per_op()
 }
 
 #[inline(never)]
-fn read_loop(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], n: u64) -> f64 {
-    let t = Instant::now();
+fn plain_loop(cells: &mut [u64; 16]) -> f64 {
+    let t = Stopwatch::start();
+    for i in 0..N {
+        black_box(&mut *cells)[(i & 15) as usize] += 1;
+    }
+    t.per_op()
+}
+
+#[inline(never)]
+fn read_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
+    let t = Stopwatch::start();
     let mut acc = 0u64;
-    for i in 0..n {
+    for i in 0..N {
         acc = acc.wrapping_add(stats.read(black_box(g), items[(i & 15) as usize]).unwrap());
     }
     black_box(acc);
-    t.elapsed().as_nanos() as f64 / n as f64
+    t.per_op()
 }
 
 #[inline(never)]
-fn counter_loop(counters: &[hierstat::Counter], n: u64) -> f64 {
-    let t = Instant::now();
-    for i in 0..n {
+fn counter_loop(counters: &[Counter]) -> f64 {
+    let t = Stopwatch::start();
+    for i in 0..N {
         black_box(&counters[(i & 15) as usize]).add(1).unwrap();
     }
-    t.elapsed().as_nanos() as f64 / n as f64
+    t.per_op()
 }
 
 #[inline(never)]
-fn owner_loop(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], n: u64) -> f64 {
-    let t = Instant::now();
-    for i in 0..n {
+fn owner_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
+    let t = Stopwatch::start();
+    for i in 0..N {
         stats
             .add(black_box(g), items[(i & 15) as usize], 1)
             .unwrap();
     }
-    t.elapsed().as_nanos() as f64 / n as f64
+    t.per_op()
+}
+
+#[inline(never)]
+fn shared_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
+    let t = Stopwatch::start();
+    for i in 0..N {
+        stats
+            .add_with(Shard(0), black_box(g), items[(i & 15) as usize], 1, &mut ())
+            .unwrap();
+    }
+    t.per_op()
+}
+
+/// (median, first quartile, third quartile).
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.25), at(0.75))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    const N: u64 = 20_000_000;
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(41);
     let mut b = Schema::builder();
     let items: Vec<_> = (0..16)
         .map(|i| b.state(&format!("s{i}"), Unit::Pages))
@@ -59,70 +135,54 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         g = stats.create(&g, &format!("d{d}"))?;
         chain.push(g.clone());
     }
-    let atomic = AtomicU64::new(0);
-    let fetch_add = median(|| {
-        let t = Instant::now();
-        for _ in 0..N {
-            black_box(&atomic).fetch_add(1, Ordering::Relaxed);
-        }
-        t.elapsed().as_nanos() as f64 / N as f64
-    });
-    let mut plain = [0u64; 16];
-    let plain_add = median(|| {
-        let t = Instant::now();
-        for i in 0..N {
-            black_box(&mut plain)[(i & 15) as usize] += 1;
-        }
-        t.elapsed().as_nanos() as f64 / N as f64
-    });
-    let time = |d: usize, owner: bool| {
-        let g = &chain[d - 1];
-        median(|| {
-            let t = Instant::now();
-            for i in 0..N {
-                let it = items[(i & 15) as usize];
-                if owner {
-                    return owner_loop(&stats, g, &items, N);
-                } else {
-                    stats
-                        .add_with(Shard(0), black_box(g), it, 1, &mut ())
-                        .unwrap();
-                }
-            }
-            t.elapsed().as_nanos() as f64 / N as f64
-        })
-    };
-    if let Ok(only) = std::env::var("ONLY") {
-        // For `perf stat`: one variant only.
-        let ns = time(1, only == "owner");
-        println!("{only}: {ns:.2} ns");
-        return Ok(());
-    }
-    let g1 = &chain[0];
-    let read1 = median(|| read_loop(&stats, g1, &items, N));
-    println!("read (checks + load)   {read1:6.2} ns");
-    let owner1 = time(1, true);
     let counters: Vec<_> = items
         .iter()
         .map(|&it| stats.counter(&chain[0], it))
         .collect::<Result<_, _>>()?;
-    let counter1 = median(|| counter_loop(&counters, N));
-    let owner8 = time(8, true);
-    let shared1 = time(1, false);
-    println!("plain add (array)      {plain_add:6.2} ns");
-    println!("fetch_add              {fetch_add:6.2} ns");
-    println!(
-        "add, owner, depth 1    {owner1:6.2} ns  ({:.2}x fetch_add)",
-        owner1 / fetch_add
-    );
-    println!(
-        "add, owner, depth 8    {owner8:6.2} ns  ({:.2}x depth 1)",
-        owner8 / owner1
-    );
-    println!(
-        "Counter::add, owner, 1 {counter1:6.2} ns  ({:.2}x fetch_add)",
-        counter1 / fetch_add
-    );
-    println!("add_with (shared), d 1 {shared1:6.2} ns");
+    stats.flush_forced(&stats.root())?;
+    let atomic = AtomicU64::new(0);
+    let mut plain = [0u64; 16];
+
+    const NAMES: [&str; 7] = [
+        "fetch_add",
+        "plain add (array)",
+        "add, owner, depth 1",
+        "add, owner, depth 8",
+        "Counter::add, owner",
+        "add_with (shared), d 1",
+        "read, clean",
+    ];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); NAMES.len()];
+    for _ in 0..rounds {
+        let row = [
+            fetch_add_loop(&atomic),
+            plain_loop(&mut plain),
+            owner_loop(&stats, &chain[0], &items),
+            owner_loop(&stats, &chain[7], &items),
+            counter_loop(&counters),
+            shared_loop(&stats, &chain[0], &items),
+            read_loop(&stats, &chain[0], &items),
+        ];
+        for (v, x) in ns.iter_mut().zip(row) {
+            v.push(x);
+        }
+    }
+    let ratio =
+        |a: usize, b: usize| quartiles(ns[a].iter().zip(&ns[b]).map(|(x, y)| x / y).collect());
+    println!("{rounds} rounds of {N} ops per variant, interleaved; median [IQR]");
+    for (name, v) in NAMES.iter().zip(&ns) {
+        let (m, lo, hi) = quartiles(v.clone());
+        println!("{name:<24} {m:6.2} ns  [{lo:.2}–{hi:.2}]");
+    }
+    for (what, a, b) in [
+        ("add depth 1 / fetch_add", 2, 0),
+        ("add depth 8 / depth 1", 3, 2),
+        ("Counter::add / fetch_add", 4, 0),
+        ("shared path / fetch_add", 5, 0),
+        ("clean read / fetch_add", 6, 0),
+    ] {
+        let (m, lo, hi) = ratio(a, b);
+        println!("{what:<26} {m:5.2}x  [{lo:.2}–{hi:.2}]");
+    }
     Ok(())
 }

@@ -66,7 +66,7 @@ impl Counter {
     /// # Errors
     /// [`Error::NegativeEvent`] for a negative delta to an event item;
     /// nothing is changed then.
-    #[inline]
+    #[inline(always)]
     pub fn add(&self, delta: i64) -> Result<(), Error> {
         if self.event && delta < 0 {
             return Err(self.negative(delta));

@@ -35,6 +35,7 @@ pub struct Bounded {
     pub bound: Option<u64>,
 }
 
+#[inline(always)]
 fn clamp(kind: ItemKind, v: i64) -> u64 {
     match kind {
         ItemKind::Event => v as u64,
@@ -48,7 +49,7 @@ impl HierStats {
     ///
     /// # Errors
     /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, group: &Group, item: ItemId) -> Result<u64, Error> {
         let node = self.core.own(group)?;
         let (slot, kind) = self.core.schema.slot_and_kind(item)?;

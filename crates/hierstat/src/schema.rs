@@ -36,7 +36,7 @@ pub enum Unit {
 impl Unit {
     /// Magnitude of an update of `delta` in pages, the threshold currency;
     /// a non-zero sub-page update counts as 1.
-    #[inline]
+    #[inline(always)]
     pub fn pages(self, delta: i64) -> u64 {
         let m = delta.unsigned_abs();
         match self {
@@ -385,12 +385,24 @@ impl Schema {
     }
 
     /// Slot and kind of a state/event item, checking the handle belongs here.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot_and_kind(&self, item: ItemId) -> Result<(usize, ItemKind), Error> {
-        let info = self.own(item.index(), item.tag())?;
-        match info.kind {
-            ItemKind::NodeState => Err(self.wrong_kind(item.index() as u16, "state or event")),
-            kind => Ok((info.slot as usize, kind)),
+        // The hot table alone: one bounds check and one compare of the
+        // whole handle.
+        match self.hot.get(item.index()) {
+            Some(h) if h.handle == item.0 && h.kind != ItemKind::NodeState => {
+                Ok((h.slot as usize, h.kind))
+            }
+            _ => Err(self.lookup_error(item)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lookup_error(&self, item: ItemId) -> Error {
+        match self.own(item.index(), item.tag()) {
+            Err(e) => e,
+            Ok(_) => self.wrong_kind(item.index() as u16, "state or event"),
         }
     }
 

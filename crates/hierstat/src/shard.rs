@@ -103,6 +103,14 @@ fn current_slot() -> Option<u32> {
     }
 }
 
+/// The current thread's slot as stored: `NO_SLOT` (`u32::MAX`) before its
+/// first update and `GONE` after it gave the slot back, so any bound check
+/// against a shard count sends those to [`current`].
+#[inline(always)]
+pub(crate) fn current_slot_raw() -> u32 {
+    FAST.with(Cell::get)
+}
+
 /// Where the current thread writes in a tree of `shards` shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Lane {

@@ -30,6 +30,10 @@
 //!
 //! All three share one geometry, so a word's index is the same in each.
 //!
+//! The one `unsafe` block of the crate is here: a row's address cached as
+//! a pointer (`RowRef::row`), so the update path reaches its row with one
+//! bounds check instead of a walk and three.
+//!
 //! # Header word
 //!
 //! | bits | field | written by |
@@ -51,6 +55,7 @@
 //! the same window with an asymmetric barrier (see `update.rs`).
 
 use crate::sync::{Arc, AtomicU64, Ordering};
+use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 /// Mask of the shared residue field.
@@ -109,12 +114,6 @@ impl Words {
     #[inline(always)]
     pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
         &self.words[self.start + i]
-    }
-
-    /// Words `i..i + n`.
-    #[inline(always)]
-    pub(crate) fn slice(&self, i: usize, n: usize) -> &[AtomicU64] {
-        &self.words[self.start + i..][..n]
     }
 
     fn len(&self) -> usize {
@@ -199,6 +198,17 @@ impl Bucket {
     }
 }
 
+/// A row split into its parts, for the owner path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OwnerRow<'a> {
+    /// The header word.
+    pub(crate) header: &'a AtomicU64,
+    /// The owner's residue word.
+    pub(crate) residue: &'a AtomicU64,
+    /// The owner cells, one per schema slot.
+    pub(crate) cells: &'a [AtomicU64],
+}
+
 /// Where a group's rows are: shared by the group's handle and the flusher.
 #[derive(Debug, Clone)]
 pub(crate) struct RowRef {
@@ -209,9 +219,84 @@ pub(crate) struct RowRef {
     pub(crate) stride: usize,
     /// Words per row.
     pub(crate) len: usize,
+    /// Shards of the bucket (sections in each of its word arrays).
+    shards: usize,
+    /// Shards `0..owners` may be written by their owners' plain path: all
+    /// of them, or none where the tree cannot use it (see `update.rs`).
+    owners: usize,
+    /// The row's header word on shard 0 of the owner section: the update
+    /// path's row address is `row0 + shard × stride`, one multiply-add
+    /// instead of a walk through `bucket` and two slice bounds checks.
+    row0: NonNull<AtomicU64>,
 }
 
+// SAFETY: `row0` points into `bucket.lines`, a boxed slice of atomics that
+// the `Arc` in the same struct keeps alive and never moves or shrinks; the
+// pointer is only turned into shared references to `AtomicU64`, which is
+// `Sync`. So sending or sharing a `RowRef` is as safe as sending or sharing
+// the `Arc<Bucket>` it carries.
+unsafe impl Send for RowRef {}
+// SAFETY: as for `Send` above.
+unsafe impl Sync for RowRef {}
+
 impl RowRef {
+    fn new(
+        bucket: Arc<Bucket>,
+        offset: usize,
+        stride: usize,
+        len: usize,
+        (shards, owners): (usize, usize),
+    ) -> Self {
+        // Every row of the bucket on every shard lies inside the owner
+        // section: `row` and `owner_row` rely on it.
+        assert!(shards >= 1 && (shards - 1) * stride + offset + len <= bucket.lines.len());
+        assert!(owners <= shards && len >= CELLS);
+        let row0 = NonNull::from(bucket.lines.word(offset));
+        RowRef {
+            bucket,
+            offset,
+            stride,
+            len,
+            shards,
+            owners,
+            row0,
+        }
+    }
+
+    /// The row on `slot`'s shard if `slot` is an owner slot of the tree
+    /// (`slot` below the owner count, see `shard.rs`), else `None`: the
+    /// owner path's one check, for both ownership and range.
+    #[inline(always)]
+    pub(crate) fn owner_row(&self, slot: usize) -> Option<OwnerRow<'_>> {
+        if slot < self.owners {
+            // SAFETY: as in `row`: `slot < owners <= shards`.
+            let row = unsafe { self.row_unchecked(slot) };
+            // SAFETY: `new` checked `len >= CELLS`, and `row` is `len` long.
+            let (head, cells) = unsafe { row.split_at_unchecked(CELLS) };
+            Some(OwnerRow {
+                header: &head[0],
+                residue: &head[OWNER_RESIDUE],
+                cells,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// # Safety
+    /// `shard < self.shards`.
+    #[inline(always)]
+    unsafe fn row_unchecked(&self, shard: usize) -> &[AtomicU64] {
+        debug_assert!(shard < self.shards);
+        // SAFETY: `new` checked that the row on every shard below
+        // `self.shards` lies inside `bucket.lines` (`(shards − 1) × stride +
+        // offset + len` words from its start), and the caller guarantees
+        // `shard` is below it; the words are initialised atomics, kept alive
+        // and in place for `&self`'s lifetime by `self.bucket`, and only
+        // ever accessed through shared references.
+        unsafe { std::slice::from_raw_parts(self.row0.as_ptr().add(shard * self.stride), self.len) }
+    }
+
     /// Index of the header word of this row on `shard`.
     #[inline(always)]
     pub(crate) fn base(&self, shard: usize) -> usize {
@@ -219,9 +304,15 @@ impl RowRef {
     }
 
     /// The whole row on `shard`: header, owner residue, owner cells.
+    ///
+    /// # Panics
+    /// If `shard` is not below the tree's shard count (callers pass a lane
+    /// or a checked [`Shard`](crate::Shard), so it never does).
     #[inline(always)]
     pub(crate) fn row(&self, shard: usize) -> &[AtomicU64] {
-        self.bucket.lines.slice(self.base(shard), self.len)
+        assert!(shard < self.shards, "shard {shard} out of range");
+        // SAFETY: `shard < self.shards`, checked above.
+        unsafe { self.row_unchecked(shard) }
     }
 
     /// The header word on `shard`.
@@ -290,6 +381,7 @@ impl RowRef {
 #[derive(Debug)]
 pub(crate) struct Slab {
     shards: usize,
+    owners: usize,
     row_words: usize,
     buckets: Vec<Arc<Bucket>>,
     next_row: usize,
@@ -297,9 +389,12 @@ pub(crate) struct Slab {
 }
 
 impl Slab {
-    pub(crate) fn new(shards: usize, slots: usize) -> Self {
+    /// A slab of rows of `slots` counters on `shards` shards, of which the
+    /// first `owners` (all or none) take owner-path writes.
+    pub(crate) fn new(shards: usize, owners: usize, slots: usize) -> Self {
         Slab {
             shards,
+            owners,
             row_words: CELLS + slots,
             buckets: Vec::new(),
             next_row: 0,
@@ -353,12 +448,13 @@ impl Slab {
         }
         Some((
             row as u32,
-            RowRef {
-                bucket: self.buckets[b].clone(),
-                offset: idx * self.row_words,
-                stride: self.section_words(b),
-                len: self.row_words,
-            },
+            RowRef::new(
+                self.buckets[b].clone(),
+                idx * self.row_words,
+                self.section_words(b),
+                self.row_words,
+                (self.shards, self.owners),
+            ),
         ))
     }
 
@@ -393,7 +489,7 @@ mod tests {
 
     #[test]
     fn shard_sections_never_share_a_cache_line() {
-        let mut s = Slab::new(4, 3);
+        let mut s = Slab::new(4, 4, 3);
         let mut rows = Vec::new();
         for _ in 0..100 {
             rows.push(s.alloc().unwrap().1);
@@ -412,7 +508,7 @@ mod tests {
 
     #[test]
     fn buckets_are_cache_line_pair_aligned() {
-        let mut s = Slab::new(3, 5);
+        let mut s = Slab::new(3, 3, 5);
         let (_, r) = s.alloc().unwrap();
         let p = r.header(1) as *const AtomicU64 as usize;
         assert_eq!(

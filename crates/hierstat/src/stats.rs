@@ -144,7 +144,15 @@ impl HierStats {
                 policy.batch
             )));
         }
-        let mut slab = Slab::new(shards, schema.slots());
+        let barriers = crate::sync::Barriers::detect(membarrier);
+        // Owners write with plain stores only where flushers can issue the
+        // heavy barrier (see `update.rs`).
+        let ownable = if barriers == crate::sync::Barriers::Membarrier {
+            shards
+        } else {
+            0
+        };
+        let mut slab = Slab::new(shards, ownable, schema.slots());
         let (row, rows) = slab.alloc().expect("an empty slab has room for the root");
         let tree = TreeTag::new();
         let root = Arc::new(Node::new(
@@ -164,7 +172,6 @@ impl HierStats {
             reaped: Default::default(),
         };
         let now = clock.now_ns();
-        let barriers = crate::sync::Barriers::detect(membarrier);
         let core = Core {
             threshold: policy.threshold_pages(shards),
             break_above: policy.break_above(shards),
@@ -189,11 +196,7 @@ impl HierStats {
             flushers: AtomicU64::new(0),
             zombie_rows: AtomicU64::new(0),
             barriers,
-            ownable: if barriers == crate::sync::Barriers::Membarrier {
-                shards
-            } else {
-                0
-            },
+            ownable,
             walks_ancestors: policy.threshold == crate::policy::ThresholdRule::PerGroup
                 && policy.scheme == crate::policy::ThresholdScheme::PerAncestor,
             owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),

@@ -66,7 +66,7 @@ use crate::node::{Group, Node};
 use crate::policy::{ThresholdRule, ThresholdScheme};
 use crate::schema::{ItemId, NodeItemId};
 use crate::shard::{self, Shard};
-use crate::slab::{CELLS, OWNER_RES, OWNER_RESIDUE, QUEUED, RESIDUE_MASK, SHARED_RES};
+use crate::slab::{OwnerRow, CELLS, OWNER_RES, OWNER_RESIDUE, QUEUED, RESIDUE_MASK, SHARED_RES};
 use crate::stats::{Core, HierStats};
 use crate::sync::{AtomicU64, Ordering};
 use crate::work::{Work, WorkSink};
@@ -84,7 +84,7 @@ impl HierStats {
     /// [`Error::ForeignItem`] for an item of another schema,
     /// [`Error::WrongItemKind`] for a per-node item, [`Error::NegativeEvent`].
     /// Nothing is changed on error.
-    #[inline]
+    #[inline(always)]
     pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
         let node = self.core.own(group)?;
         let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
@@ -209,6 +209,21 @@ impl Core {
     /// the thread owns its shard, the shared path otherwise.
     #[inline(always)]
     pub(crate) fn update_here(&self, node: &Node, slot: usize, delta: i64, mag: u64) {
+        // One thread-local load and one compare decide both that the thread
+        // owns its shard and that the row exists there; a thread without a
+        // slot yet (`NO_SLOT`) or past its exit (`GONE`) fails the compare
+        // and takes the general lane lookup.
+        let here = shard::current_slot_raw() as usize;
+        match node.hot.rows.owner_row(here) {
+            Some(row) => self.update_owned_row(row, here, node, slot, delta, mag, &mut ()),
+            None => self.update_here_other(node, slot, delta, mag),
+        }
+    }
+
+    /// [`update_here`](Self::update_here) for a thread that does not own a
+    /// shard (or has no slot yet).
+    #[inline(never)]
+    fn update_here_other(&self, node: &Node, slot: usize, delta: i64, mag: u64) {
         let lane = shard::current(self.shards, self.ownable);
         if lane.owner {
             self.update_owned(lane.shard, node, slot, delta, mag, &mut ());
@@ -250,9 +265,39 @@ impl Core {
         mag: u64,
         work: &mut W,
     ) {
-        // One slice for the row: header, owner residue, cells.
         let row = node.hot.rows.row(s);
-        let cell = &row[CELLS + slot];
+        let (head, cells) = row.split_at(CELLS);
+        let row = OwnerRow {
+            header: &head[0],
+            residue: &head[OWNER_RESIDUE],
+            cells,
+        };
+        self.update_owned_row(row, s, node, slot, delta, mag, work);
+    }
+
+    /// [`update_owned`](Self::update_owned) on `node`'s row on shard `s`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn update_owned_row<W: WorkSink>(
+        &self,
+        row: OwnerRow<'_>,
+        s: usize,
+        node: &Node,
+        slot: usize,
+        delta: i64,
+        mag: u64,
+        work: &mut W,
+    ) {
+        let (hdr, res, cell) = (row.header, row.residue, &row.cells[slot]);
+        // The residue first, branch-free: its load-add-store is the one
+        // chain from one update to the next (the cells rotate), so it
+        // starts as early as possible.
+        // ORDERING: Relaxed load and store; the owner's own magnitude
+        // counter (this thread is its only writer; a flusher reads it for
+        // nothing but bounds).
+        let r = res.load(Ordering::Relaxed) + mag;
+        let fold = r >= self.batch;
+        res.store(if fold { 0 } else { r }, Ordering::Relaxed);
         // ORDERING: Relaxed load and store: this thread is the cell's only
         // writer (it owns shard `s`), so no update can be lost between them;
         // the flusher reads the cell after its heavy barrier.
@@ -260,9 +305,6 @@ impl Core {
             cell.load(Ordering::Relaxed).wrapping_add(delta as u64),
             Ordering::Relaxed,
         );
-        let res = &row[OWNER_RESIDUE];
-        // ORDERING: Relaxed; the owner's own magnitude counter.
-        let r = res.load(Ordering::Relaxed) + mag;
         // The updater's side of the asymmetric barrier: a compiler fence
         // (the owner path runs only where the flushers have membarrier).
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
@@ -272,7 +314,6 @@ impl Core {
         // claims: finding it set means this thread queued the row (or found
         // it queued, acquiring that claimer's announcement in its own claim
         // RMW) since the last drain. (loom: Acquire here caught nothing.)
-        let hdr = &row[0];
         if hdr.load(Ordering::Relaxed) & OWNER_RES == 0 {
             self.claim_owned(s, node, hdr, work);
         }
@@ -282,12 +323,8 @@ impl Core {
         {
             self.walk_ancestors_owned(s, node, mag, work);
         }
-        if r >= self.batch {
-            // ORDERING: Relaxed; see above.
-            res.store(0, Ordering::Relaxed);
+        if fold {
             self.account(node, r, work);
-        } else {
-            res.store(r, Ordering::Relaxed);
         }
     }
 

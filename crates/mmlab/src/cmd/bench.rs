@@ -8,13 +8,13 @@
 //! | `ns_per_op` name | what |
 //! |---|---|
 //! | `atomic_fetch_add` | one uncontended `AtomicU64::fetch_add` (1 thread) |
-//! | `hierstat_update_depthD` | `HierStats::add` on a group at depth D (1, 4, 8), `hierstat` preset |
+//! | `hierstat_update_depthD` | `HierStats::add` (group and item handles, 4 items in turn) on a group at depth D (1, 4, 8), `hierstat` preset |
 //! | `linux-6.8_update_depth4`, `linux-5.15_update_depth4` | the same under those presets |
-//! | `pre-rstat_update_depthD` | the eager-atomic tree (depth 1, 4, 8) |
-//! | `hierstat_update_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one group, each owning its shard (the tree has a shard per thread, the bench's own thread included) |
+//! | `pre-rstat_update_depthD` | the eager-atomic tree (depth 1, 4, 8), through the simulator's backend (index lookups) |
+//! | `hierstat_update_2threads` | per-op cost per thread (on its own CPU time), 2 threads `HierStats::add`ing to one group, each owning its shard (the tree has a shard per thread, the bench's own thread included); the same loop as the two baselines below |
 //! | `shared_atomic_2threads` | per-op cost per thread (on its own CPU time), 2 threads on one `AtomicU64` |
 //! | `sharded_counter_2threads` | per-op cost per thread, 2 threads each on its own cache-padded `AtomicU64` (`fetch_add`): a flat sharded counter |
-//! | `hierstat_read_clean` | `read_bounded` of a clean group |
+//! | `hierstat_read_clean` | `HierStats::read` of a clean group (group and item handles) |
 //! | `hierstat_flush_100_dirty_10k` / `_100k` | forced root flush of 100 leaves dirtied by their shard's owner, in a 10k / 100k-group tree (one heavy barrier per flush) |
 //! | `hierstat_flush_barrier` | the flusher's heavy barrier (`membarrier(2)`) alone, with a second thread running |
 //! | `sim_engine_update` | host time per engine update in simulated mode |
@@ -197,12 +197,14 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     );
     step("atomic");
     for d in [1u32, 4, 8] {
-        let shape = TreeShape::chain(d);
-        let h = engine(Preset::Hierstat, &shape, shards)?;
+        // The library's own API, as a user calls it: a group handle and
+        // item handles, no simulator backend in between.
+        let (stats, g, items) = chain_tree(Preset::Hierstat, d, shards)?;
         ns.insert(
             format!("hierstat_update_depth{d}"),
-            median_of(reps, || time_updates(&h, d, n)),
+            median_of(reps, || time_add(&stats, &g, &items, n)),
         );
+        let shape = TreeShape::chain(d);
         let e = EagerTree::new(&shape, 4);
         ns.insert(
             format!("pre-rstat_update_depth{d}"),
@@ -211,29 +213,37 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     }
     step("update depth");
     for p in [Preset::Linux6_8, Preset::Linux5_15] {
-        let shape = TreeShape::chain(4);
-        let e = engine(p, &shape, shards)?;
+        let (stats, g, items) = chain_tree(p, 4, shards)?;
         ns.insert(
             format!("{}_update_depth4", p.name()),
-            median_of(reps, || time_updates(&e, 4, n)),
+            median_of(reps, || time_add(&stats, &g, &items, n)),
         );
     }
     step("presets");
     let dur = Duration::from_millis(if args.quick { 30 } else { 150 });
     {
-        let shape = TreeShape::chain(1);
-        // A shard per thread: the two updaters and this one.
-        let h = engine(Preset::Hierstat, &shape, shards.max(3))?;
-        let v = median_of(reps, || {
-            let o = real::run_updates(&h, 1, 4, 1, 2, dur);
-            // Per-thread ns per op on the thread's own CPU time.
-            2.0 * 1e9 / o.ops_per_sec().max(1e-9)
-        });
-        ns.insert("hierstat_update_2threads".into(), v);
-        let v = median_of(reps, || two_threads(dur, false));
-        ns.insert("shared_atomic_2threads".into(), v);
-        let v = median_of(reps, || two_threads(dur, true));
-        ns.insert("sharded_counter_2threads".into(), v);
+        // A shard per thread: the two updaters and this one. All three
+        // two-thread figures come from the same loop (`two_threads`), in
+        // turn within each repetition, so load from other processes hits
+        // them alike.
+        let (stats, g, items) = chain_tree(Preset::Hierstat, 1, shards.max(3))?;
+        // ORDERING: Relaxed; benchmark counters.
+        let cells = [Padded(AtomicU64::new(0)), Padded(AtomicU64::new(0))];
+        let (mut h, mut sa, mut sh) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            h.push(two_threads(dur, |_, i| {
+                let _ = stats.add(&g, items[(i & 3) as usize], 1);
+            }));
+            sa.push(two_threads(dur, |_, _| {
+                black_box(&cells[0].0).fetch_add(1, Ordering::Relaxed);
+            }));
+            sh.push(two_threads(dur, |t, _| {
+                black_box(&cells[t].0).fetch_add(1, Ordering::Relaxed);
+            }));
+        }
+        ns.insert("hierstat_update_2threads".into(), median(h));
+        ns.insert("shared_atomic_2threads".into(), median(sa));
+        ns.insert("sharded_counter_2threads".into(), median(sh));
         ns.insert(
             "hierstat_flush_barrier".into(),
             median_of(reps, || time_barrier(shards, dur)),
@@ -241,17 +251,21 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     }
     step("2 threads");
     {
-        let shape = TreeShape::chain(2);
-        let h = engine(Preset::Hierstat, &shape, shards)?;
-        h.add(2, 0, 5);
-        let mut w = sim::cost::Work::default();
-        h.flush(0, sim::backend::FlushReason::Periodic, &mut w);
+        let (stats, g, items) = chain_tree(Preset::Hierstat, 2, shards)?;
+        stats.add(&g, items[0], 5)?;
+        stats.flush_forced(&stats.root())?;
         let v = median_of(reps, || {
             let t = CpuTimer::start();
-            for _ in 0..n / 4 {
-                black_box(h.read(black_box(2), 0, &mut w));
+            let mut acc = 0u64;
+            for i in 0..n {
+                acc = acc.wrapping_add(
+                    stats
+                        .read(black_box(&g), items[(i & 3) as usize])
+                        .unwrap_or(0),
+                );
             }
-            t.elapsed_ns() / (n / 4) as f64
+            black_box(acc);
+            t.elapsed_ns() / n as f64
         });
         ns.insert("hierstat_read_clean".into(), v);
     }
@@ -404,37 +418,68 @@ fn time_barrier(shards: usize, dur: Duration) -> f64 {
     (flush(true) - flush(false)).max(0.0)
 }
 
-/// Per-thread ns per increment, 2 threads: on one shared `AtomicU64`, or
-/// (`sharded`) each on its own cache-padded `AtomicU64`.
-fn two_threads(dur: Duration, sharded: bool) -> f64 {
-    #[repr(align(128))]
-    struct Padded(AtomicU64);
-    // ORDERING: Relaxed; benchmark counters and a stop flag read after join.
-    let cells = [Padded(AtomicU64::new(0)), Padded(AtomicU64::new(0))];
+/// A cache-padded atomic.
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+/// Median of `v`.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// A tree of `shards` shards with 4 state items and a chain of `depth`
+/// groups below the root: (tree, deepest group, items).
+fn chain_tree(
+    preset: Preset,
+    depth: u32,
+    shards: usize,
+) -> Result<(HierStats, hierstat::Group, Vec<hierstat::ItemId>)> {
+    let mut b = Schema::builder();
+    let items: Vec<_> = (0..4)
+        .map(|i| b.state(&format!("s{i}"), Unit::Pages))
+        .collect();
+    let stats = HierStats::new(b.build()?, Config::preset(preset).shards(shards))?;
+    let mut g = stats.root();
+    for d in 0..depth {
+        g = stats.create(&g, &format!("d{d}"))?;
+    }
+    Ok((stats, g, items))
+}
+
+/// ns per `HierStats::add` of 1 to `g` (rotating over `items`), one thread.
+fn time_add(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], n: u64) -> f64 {
+    let t = CpuTimer::start();
+    for i in 0..n {
+        let _ = stats.add(black_box(g), items[(i & 3) as usize], 1);
+    }
+    t.elapsed_ns() / n as f64
+}
+
+/// Per-thread ns per operation, 2 threads each running `op(thread, i)` in
+/// the same tight loop (chunks of 256 between stop checks), timed on each
+/// thread's own CPU time.
+fn two_threads(dur: Duration, op: impl Fn(usize, u64) + Sync) -> f64 {
+    // ORDERING: Relaxed; a stop flag (the per-op figures come back through
+    // join).
     let stop = std::sync::atomic::AtomicBool::new(false);
     let barrier = std::sync::Barrier::new(3);
     let mut per_op = Vec::new();
     std::thread::scope(|s| {
         let mut hs = Vec::new();
         for t in 0..2 {
-            let a = &cells[if sharded { t } else { 0 }].0;
-            let (stop, barrier) = (&stop, &barrier);
+            let (stop, barrier, op) = (&stop, &barrier, &op);
             hs.push(s.spawn(move || {
                 barrier.wait();
-                let t0 = Instant::now();
-                let c0 = real::thread_cpu_ns();
+                let timer = CpuTimer::start();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..256 {
-                        black_box(a).fetch_add(1, Ordering::Relaxed);
+                    for i in n..n + 256 {
+                        op(t, i);
                     }
                     n += 256;
                 }
-                let ns = match (c0, real::thread_cpu_ns()) {
-                    (Some(x), Some(y)) => y.saturating_sub(x) as f64,
-                    _ => t0.elapsed().as_nanos() as f64,
-                };
-                ns / n.max(1) as f64
+                timer.elapsed_ns() / n.max(1) as f64
             }));
         }
         barrier.wait();
