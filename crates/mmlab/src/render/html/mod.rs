@@ -205,6 +205,7 @@ fn report_section(id: &str, sec: &Section<'_>) -> String {
     let mode = match r.mode {
         Mode::Sim => "simulated",
         Mode::Real => "real threads",
+        Mode::Kernel => "host kernel",
     };
     let mut s = String::new();
     let _ = write!(s, r#"<section id="{id}"><h2>{}</h2>"#, esc(&sec.heading));
