@@ -12,7 +12,7 @@
 //! |---|---|
 //! | update-path | `faults_per_sec_depth{d}`, `ns_per_fault_depth{d}`, `cpu_ns_per_fault_depth{d}`, `slope_pct_per_level`, `ratio_depth4_to_depth2` |
 //! | stat-readers | `read_latency_ns_g{G}_w{W}` (p50/p99/p999/max, log2 histogram), `read_cpu_ns_g{G}_w{W}`, `reads_over_1ms_g{G}_w{W}` |
-//! | stale-read | `gap_after_charge_pages_{S}kib`, `stat_lag_after_charge_pages_{S}kib`, `gap_after_free_pages_{S}kib`, `over_threshold_{S}kib`, `stale_window_ms_{S}kib`, `threshold_pages` |
+//! | stale-read | `gap_after_charge_pages_{S}kib`, `stat_lag_after_charge_pages_{S}kib`, `gap_after_free_pages_{S}kib`, `over_threshold_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_window_ms_{S}kib`, `threshold_pages` |
 //!
 //! Cancellation: the runner installs the process's SIGINT/SIGTERM handler
 //! ([`hostkernel::Cancel::with_signals`]) for the run; a signal makes the
@@ -111,6 +111,9 @@ pub fn facts_map(f: &RunFacts) -> BTreeMap<String, String> {
     m
 }
 
+/// A kernel run's results by policy (only `host`) and its run facts.
+pub type KernelResults = (BTreeMap<String, PolicyResult>, BTreeMap<String, String>);
+
 /// Runs a kernel scenario: the experiment `runs` times; its results under
 /// the policy `host` and the host's run facts.
 ///
@@ -122,7 +125,7 @@ pub fn facts_map(f: &RunFacts) -> BTreeMap<String, String> {
 pub fn run(
     sc: &KernelScenario,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(BTreeMap<String, PolicyResult>, BTreeMap<String, String>), SimError> {
+) -> Result<KernelResults, SimError> {
     if sc.policies.as_slice() != [HOST_POLICY] {
         return Err(SimError::Config(format!(
             "kernel scenario `{}` runs only the policy `{HOST_POLICY}`, not {:?}",
@@ -328,6 +331,13 @@ fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
         );
         push(
             r,
+            &format!("stat_lag_over_threshold_{k}kib"),
+            "count",
+            c.stat_lag_after_charge.over_threshold as f64,
+            false,
+        );
+        push(
+            r,
             &format!("stale_window_ms_{k}kib"),
             "ms",
             c.longest_stale_window
@@ -487,6 +497,7 @@ pub fn side_by_side(
         .cloned()
         .unwrap_or_else(|| "unknown".into());
     let mean = |m: &str| report.mean_of(HOST_POLICY, m).unwrap_or(f64::NAN);
+    let sum = |m: &str| report.sum_of(HOST_POLICY, m).unwrap_or(f64::NAN);
     let pct = |m: &str, k: &str| report.percentile_of(HOST_POLICY, m, k).unwrap_or(f64::NAN);
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -525,11 +536,27 @@ pub fn side_by_side(
                 rows.push(row(format!("cost per op, depth {d}"), "ns", h, s));
                 sim_pts.push((f64::from(d), s));
             }
+            // The thread's CPU time: what the fault executes, without the
+            // time a loaded host keeps the worker waiting for a CPU.
+            for &d in &depths {
+                rows.push(row(
+                    format!("cost per op (host CPU time), depth {d}"),
+                    "ns",
+                    mean(&format!("cpu_ns_per_fault_depth{d}")),
+                    sim_ns(d),
+                ));
+            }
             let sim_slope = slope_pct(&sim_pts);
             rows.push(row(
                 "slope per level".into(),
                 "%",
                 mean(SLOPE_PCT),
+                sim_slope,
+            ));
+            rows.push(row(
+                "slope per level (host CPU time)".into(),
+                "%",
+                mean("cpu_slope_pct_per_level"),
                 sim_slope,
             ));
             if depths.contains(&2) && depths.contains(&4) {
@@ -613,9 +640,9 @@ pub fn side_by_side(
             let threshold = mean(THRESHOLD);
             for &kib in &cfg.spikes_kib {
                 let pages = kib / page_kib;
-                let lags =
+                let simulated =
                     simulate_spikes(cpus, pages, cfg.repetitions, cfg.pause.as_secs_f64() * 1e3)?;
-                let mut sorted = lags.clone();
+                let mut sorted = simulated.lags.clone();
                 sorted.sort_unstable();
                 let smax = sorted.last().copied().unwrap_or(0) as f64;
                 let sp99 = super::quantile(&sorted, 0.99) as f64;
@@ -631,6 +658,22 @@ pub fn side_by_side(
                     "pages",
                     pct(&m, "p99"),
                     sp99,
+                ));
+                rows.push(row(
+                    format!("reads with stat lag > T, {kib} KiB spike"),
+                    "count",
+                    sum(&format!("stat_lag_over_threshold_{kib}kib")),
+                    simulated
+                        .lags
+                        .iter()
+                        .filter(|&&l| l > simulated.threshold)
+                        .count() as f64,
+                ));
+                rows.push(row(
+                    format!("longest stale window, {kib} KiB spike"),
+                    "ms",
+                    mean(&format!("stale_window_ms_{kib}kib")),
+                    simulated.longest_stale_ms,
                 ));
                 let g = gap_after_charge(kib);
                 rows.push(row(
@@ -673,14 +716,33 @@ fn slope_pct(points: &[(f64, f64)]) -> f64 {
 /// Items updated per faulted page (anon, LRU, pgfault, pgpgin).
 const ITEMS_PER_PAGE: usize = 4;
 
+/// Virtual time one faulted (or freed) page takes: the order of the host's
+/// wall-clock cost per fault, so a periodic flush can land mid-spike as it
+/// does on the host.
+const NS_PER_PAGE: u64 = 3_000;
+
+/// The kernel's periodic flush period (`FLUSH_TIME`, 2 s).
+const PERIODIC_NS: u64 = 2_000_000_000;
+
+/// The simulated stale-read shape: the parent's lag after every charge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulatedSpikes {
+    /// The parent's lag (exact − read, pages, first item) after every charge.
+    pub lags: Vec<u64>,
+    /// The preset's flush threshold on this many shards, pages.
+    pub threshold: u64,
+    /// The longest run of consecutive repetitions whose lag exceeded the
+    /// threshold, in virtual milliseconds (first to last such read).
+    pub longest_stale_ms: f64,
+}
+
 /// The stale-read shape on the engine under [`CLOSEST_PRESET`]: root →
 /// parent → leaf on `cpus` shards; `reps` times a spike of `pages` pages is
 /// charged in the leaf on shard 0 (one page at a time, [`ITEMS_PER_PAGE`]
-/// items each), the parent is read with the threshold-guarded flush, the
-/// spike is freed the same way and read again; a forced root flush every
-/// 2 s of virtual time (`pause_ms` apart per repetition, plus 1 µs per
-/// page charged). Returns the parent's lag (exact − read, pages) of the
-/// first item after every charge.
+/// items each, [`NS_PER_PAGE`] of virtual time each), the parent is read
+/// with the threshold-guarded flush, the spike is freed the same way and
+/// read again; `pause_ms` between repetitions; a forced root flush every
+/// 2 s of virtual time, checked after every page (so it can land mid-spike).
 ///
 /// # Errors
 /// Engine errors.
@@ -689,7 +751,7 @@ pub fn simulate_spikes(
     pages: u64,
     reps: usize,
     pause_ms: f64,
-) -> Result<Vec<u64>, SimError> {
+) -> Result<SimulatedSpikes, SimError> {
     let shape = TreeShape::chain(2);
     let b = AnyBackend::build(
         PolicyChoice::Engine(CLOSEST_PRESET),
@@ -700,11 +762,11 @@ pub fn simulate_spikes(
     let AnyBackend::Engine(be) = b else {
         unreachable!("an engine preset builds the engine backend")
     };
+    let threshold = be.stats().threshold_pages();
     let (parent, leaf) = (1, 2);
     let mut work = Work::default();
     let mut now_ns: u64 = 0;
     let mut last_periodic: u64 = 0;
-    let period_ns = 2_000_000_000u64;
     let mut exact: i64 = 0;
     let mut lags = Vec::with_capacity(reps);
     let mut lines = Vec::new();
@@ -714,26 +776,40 @@ pub fn simulate_spikes(
                 be.add_counted(0, leaf, item, delta, &mut work, &mut lines);
                 lines.clear();
             }
+            *exact += delta;
+            *now_ns += NS_PER_PAGE;
+            if *now_ns - *last >= PERIODIC_NS {
+                be.set_time(*now_ns);
+                be.flush(0, FlushReason::Periodic, &mut work);
+                *last = *now_ns;
+            }
         }
-        *exact += delta * pages as i64;
-        *now_ns += pages * 1_000;
         be.set_time(*now_ns);
-        if *now_ns - *last >= period_ns {
-            be.flush(0, FlushReason::Periodic, &mut work);
-            *last = *now_ns;
-        }
         if be.needs_flush(parent, FlushReason::Read) {
             be.flush(parent, FlushReason::Read, &mut work);
         }
         let v = be.read(parent, 0, &mut work).value as i64;
         (*exact - v).unsigned_abs()
     };
+    let mut longest_stale_ms: f64 = 0.0;
+    let mut window_start: Option<u64> = None;
     for _ in 0..reps {
-        lags.push(step(1, &mut exact, &mut now_ns, &mut last_periodic));
+        let lag = step(1, &mut exact, &mut now_ns, &mut last_periodic);
+        lags.push(lag);
+        if lag > threshold {
+            let start = *window_start.get_or_insert(now_ns);
+            longest_stale_ms = longest_stale_ms.max((now_ns - start) as f64 / 1e6);
+        } else {
+            window_start = None;
+        }
         step(-1, &mut exact, &mut now_ns, &mut last_periodic);
         now_ns += (pause_ms * 1e6) as u64;
     }
-    Ok(lags)
+    Ok(SimulatedSpikes {
+        lags,
+        threshold,
+        longest_stale_ms,
+    })
 }
 
 /// The histogram of a host metric, for renderers that want it directly.
@@ -763,10 +839,12 @@ mod tests {
         // 2 CPUs: T = 128 pages. 16 pages x 4 items = 64 units stay under
         // it: the parent's read does not flush and misses the spike.
         let small = simulate_spikes(2, 16, 5, 2.0).unwrap();
-        assert!(small.iter().all(|&l| l <= 16), "{small:?}");
-        assert!(small.iter().any(|&l| l > 0), "{small:?}");
+        assert_eq!(small.threshold, 128);
+        assert!(small.lags.iter().all(|&l| l <= 16), "{small:?}");
+        assert!(small.lags.iter().any(|&l| l > 0), "{small:?}");
+        assert_eq!(small.longest_stale_ms, 0.0);
         // 1024 pages is far over T: the read flushes, lag within the bound.
         let big = simulate_spikes(2, 1024, 5, 2.0).unwrap();
-        assert!(big.iter().all(|&l| l <= 128 + 2 * 63), "{big:?}");
+        assert!(big.lags.iter().all(|&l| l <= 128 + 2 * 63), "{big:?}");
     }
 }
