@@ -714,12 +714,12 @@ fn slope_pct(points: &[(f64, f64)]) -> f64 {
 }
 
 /// Items updated per faulted page (anon, LRU, pgfault, pgpgin).
-const ITEMS_PER_PAGE: usize = 4;
+pub const ITEMS_PER_PAGE: usize = 4;
 
 /// Virtual time one faulted (or freed) page takes: the order of the host's
 /// wall-clock cost per fault, so a periodic flush can land mid-spike as it
 /// does on the host.
-const NS_PER_PAGE: u64 = 3_000;
+pub const NS_PER_PAGE: u64 = 3_000;
 
 /// The kernel's periodic flush period (`FLUSH_TIME`, 2 s).
 const PERIODIC_NS: u64 = 2_000_000_000;
