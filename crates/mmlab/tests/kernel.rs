@@ -194,3 +194,41 @@ fn sigint_mid_run_leaves_no_cgroup_and_no_process() {
     let listed = String::from_utf8_lossy(&h.stdout);
     assert!(!listed.contains("readers-long"), "{listed}");
 }
+
+#[test]
+fn without_root_a_kernel_run_says_what_is_missing() {
+    // Needs root to drop to an unprivileged user, and setpriv(1).
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let has_setpriv = Command::new("setpriv")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !is_root || !has_setpriv {
+        eprintln!(
+            "without_root_a_kernel_run_says_what_is_missing: skipped: needs root and setpriv(1)"
+        );
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_mmlab"))
+        .args(["run", "update-path-kernel", "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("Permission denied") {
+        eprintln!("without_root_a_kernel_run_says_what_is_missing: skipped: the binary is not executable by uid 65534");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("kernel mode needs root (effective uid 0); running as uid 65534"),
+        "{err}"
+    );
+    assert_eq!(err.matches("needs root").count(), 1, "said once: {err}");
+}

@@ -59,7 +59,7 @@ pub enum SimError {
     /// Kernel mode (`hostkernel`): the host cannot run it
     /// ([`hostkernel::Error::is_host_unsupported`]), the run was
     /// interrupted, or a cgroup or process operation failed.
-    #[error("kernel mode: {0}")]
+    #[error(transparent)]
     Kernel(#[from] hostkernel::Error),
     /// The run was cancelled through its progress callback.
     #[error("cancelled")]

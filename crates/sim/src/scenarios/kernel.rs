@@ -826,6 +826,97 @@ pub fn histogram_of<'a>(report: &'a RunReport, metric: &str) -> Option<&'a Log2H
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Scenario;
+
+    /// The kernel tests run one at a time: each checks that no subtree of
+    /// this process is left, which another test's live run would break.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// The host and the serial lock, or `None` after printing why kernel
+    /// mode cannot run here.
+    fn host_or_skip(test: &str) -> Option<(Host, std::sync::MutexGuard<'static, ()>)> {
+        match Host::detect() {
+            Ok(h) => Some((h, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))),
+            Err(e) if e.is_host_unsupported() => {
+                eprintln!("{test}: skipped: {e}");
+                None
+            }
+            Err(e) => panic!("{test}: detection failed: {e}"),
+        }
+    }
+
+    /// Subtrees under the hierarchy root owned by this process.
+    fn own_subtrees(host: &Host) -> Vec<std::path::PathBuf> {
+        let me = std::process::id() as i32;
+        std::fs::read_dir(host.base())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(hostkernel::parse_subtree_name)
+                    .is_some_and(|o| o.pid == me)
+            })
+            .map(|e| e.path())
+            .collect()
+    }
+
+    #[test]
+    fn builtin_kernel_scenarios_report_like_any_run() {
+        let Some((host, _serial)) = host_or_skip("builtin_kernel_scenarios_report_like_any_run")
+        else {
+            return;
+        };
+        for (name, metric) in [
+            ("update-path-kernel", ns_per_fault(4)),
+            ("stat-readers-kernel", read_latency(2000, 2)),
+            ("stale-read-kernel", stat_lag_after_charge(16384)),
+        ] {
+            let mut sc = Scenario::builtin(name).unwrap().unwrap();
+            sc.shrink_for_smoke_test();
+            let mut steps = 0;
+            let report = crate::run(&sc, &RunOptions::default(), &mut |p| {
+                if matches!(p, Progress::Step(_)) {
+                    steps += 1;
+                }
+            })
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(steps > 0, "{name}: no progress");
+            assert_eq!(report.mode, crate::report::Mode::Kernel);
+            assert_eq!(report.policy_order, vec![HOST_POLICY.to_string()]);
+            let m = &report.policies[HOST_POLICY].metrics[&metric];
+            assert_eq!(m.values.len(), 1, "{name}: {metric}");
+            for k in ["p50", "p99", "p999", "max"] {
+                assert!(m.percentiles.contains_key(k), "{name}: {metric} {k}");
+            }
+            assert_eq!(
+                report.facts["cgroup_version"],
+                host.facts().cgroup_version.to_string()
+            );
+            assert_eq!(report.facts["kernel_release"], host.facts().kernel_release);
+            assert!(own_subtrees(&host).is_empty(), "{name} left a subtree");
+        }
+    }
+
+    #[test]
+    fn a_panic_in_the_progress_callback_leaves_no_cgroup_behind() {
+        let Some((host, _serial)) =
+            host_or_skip("a_panic_in_the_progress_callback_leaves_no_cgroup_behind")
+        else {
+            return;
+        };
+        let mut sc = Scenario::builtin("stat-readers-kernel").unwrap().unwrap();
+        sc.shrink_for_smoke_test();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::run(&sc, &RunOptions::default(), &mut |p| {
+                if matches!(p, Progress::Step(_)) {
+                    panic!("progress observer fails mid-run");
+                }
+            })
+        }));
+        assert!(r.is_err(), "the observer's panic propagates");
+        assert!(own_subtrees(&host).is_empty(), "a subtree was left behind");
+    }
 
     #[test]
     fn slope_of_a_line() {
