@@ -169,6 +169,11 @@ pub struct RunArgs {
     /// Measured duration per run in milliseconds (virtual in sim mode).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub duration_ms: Option<u64>,
+    /// Kernel scenarios: also simulate the same shapes under the preset
+    /// closest to the host kernel (linux-6.17) and print the host's figures
+    /// beside the simulated ones with their ratio.
+    #[arg(long)]
+    pub compare_sim: bool,
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,

@@ -38,6 +38,12 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // A kernel-mode run stopped by Ctrl-C / SIGTERM (after its cleanup):
+        // the shell's convention for "killed by SIGINT".
+        Err(e) if mmlab::cmd::kernel::is_interrupted(&e) => {
+            eprintln!("mmlab: {e:#}");
+            ExitCode::from(130)
+        }
         Err(e) => {
             eprintln!("mmlab: error: {e:#}");
             ExitCode::FAILURE

@@ -39,6 +39,7 @@ fn run(policies: &[(&str, &[(&str, MetricSamples)])]) -> RunReport {
                 )
             })
             .collect(),
+        facts: Default::default(),
     }
 }
 

@@ -25,6 +25,7 @@ fn bare(policies: &[(&str, PolicyResult)]) -> RunReport {
             .iter()
             .map(|(p, r)| (p.to_string(), r.clone()))
             .collect(),
+        facts: Default::default(),
     }
 }
 

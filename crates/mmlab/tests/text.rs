@@ -266,6 +266,7 @@ fn full_report_has_header_table_and_histograms() {
         ]
         .into_iter()
         .collect(),
+        facts: Default::default(),
     };
     let out = render_report(&report);
     assert!(

@@ -58,5 +58,6 @@ fn main() {
                 }
             }
         }
+        Mode::Kernel => unreachable!("a stats scenario is sim or real"),
     }
 }

@@ -56,6 +56,11 @@ pub enum SimError {
     /// A configuration that the runner cannot execute.
     #[error("{0}")]
     Config(String),
+    /// Kernel mode (`hostkernel`): the host cannot run it
+    /// ([`hostkernel::Error::is_host_unsupported`]), the run was
+    /// interrupted, or a cgroup or process operation failed.
+    #[error(transparent)]
+    Kernel(#[from] hostkernel::Error),
     /// The run was cancelled through its progress callback.
     #[error("cancelled")]
     Cancelled,

@@ -17,6 +17,20 @@ pub enum Mode {
     Sim,
     /// Real threads on real cores, wall-clock timing.
     Real,
+    /// The host's own kernel: processes in real memory cgroups
+    /// (`kind = "kernel"` scenarios, the `hostkernel` crate).
+    Kernel,
+}
+
+impl Mode {
+    /// The name scenario files and the results store use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sim => "sim",
+            Mode::Real => "real",
+            Mode::Kernel => "kernel",
+        }
+    }
 }
 
 /// Log2 latency histogram: `buckets[i]` counts samples `v` with
@@ -127,6 +141,11 @@ pub struct RunReport {
     pub policy_order: Vec<String>,
     /// Results by policy name.
     pub policies: BTreeMap<String, PolicyResult>,
+    /// Facts about what ran beyond the host facts every run carries (kernel
+    /// mode: the host kernel release, the cgroup version, online CPUs, the
+    /// flush threshold ...), by name; empty for the simulated kinds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub facts: BTreeMap<String, String>,
 }
 
 impl RunReport {
@@ -141,6 +160,7 @@ impl RunReport {
             scenario_toml: sc.source(),
             policy_order: sc.policies().to_vec(),
             policies,
+            facts: BTreeMap::new(),
         }
     }
 }
@@ -315,6 +335,7 @@ pub(crate) mod test_support {
             scenario_toml: String::new(),
             policy_order: vec![],
             policies,
+            facts: BTreeMap::new(),
         }
     }
 }

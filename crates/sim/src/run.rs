@@ -34,6 +34,7 @@ pub fn run(
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunReport, SimError> {
+    let mut facts = std::collections::BTreeMap::new();
     let policies = match sc {
         Scenario::Stats(s) => crate::scenarios::run_stats(s, opts, progress)?,
         Scenario::Numab { file, .. } => {
@@ -47,8 +48,15 @@ pub fn run(
             opts,
             progress,
         )?,
+        Scenario::Kernel { file, .. } => {
+            let (policies, f) = crate::scenarios::kernel::run(file, progress)?;
+            facts = f;
+            policies
+        }
     };
-    Ok(RunReport::new(sc, policies))
+    let mut report = RunReport::new(sc, policies);
+    report.facts = facts;
+    Ok(report)
 }
 
 /// The seed's claims on `report`, a run of `sc`: each scenario's own
@@ -66,5 +74,6 @@ pub fn claims(report: &RunReport, sc: &Scenario) -> Vec<Claim> {
         },
         Scenario::Numab { .. } => crate::scenarios::numab::claims(report),
         Scenario::Refault { .. } => crate::scenarios::refault::claims(report),
+        Scenario::Kernel { .. } => crate::scenarios::kernel::claims(report),
     }
 }

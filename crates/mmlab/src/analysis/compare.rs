@@ -186,6 +186,7 @@ pub fn render_comparison(c: &Comparison) -> String {
         let mode = match rep.mode {
             sim::report::Mode::Sim => "sim",
             sim::report::Mode::Real => "real",
+            sim::report::Mode::Kernel => "kernel",
         };
         let mut line = format!(
             "  {:<width$}  {}/{mode}/{}/{}",

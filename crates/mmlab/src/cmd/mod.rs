@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod kernel;
 pub mod run;
 pub mod store;
 pub mod suite;

@@ -117,12 +117,21 @@ pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> R
 pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let mut sc = load(&args.scenario)?;
     sc.apply(&overrides(args));
+    if args.compare_sim && !matches!(sc, Scenario::Kernel { .. }) {
+        bail!(
+            "--compare-sim compares a kernel scenario (mode = \"kernel\") with its simulation; `{}` is not one",
+            sc.name()
+        );
+    }
     let costs = load_costs(&args.common)?;
     let started = std::time::SystemTime::now();
     let report = execute(&sc, &costs)?;
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
     if !json_to_stdout {
         print_report(&report, &sc, out)?;
+        if args.compare_sim {
+            crate::cmd::kernel::print_side_by_side(&sc, &report, &costs, out)?;
+        }
     }
     if let Some(p) = &args.common.json {
         write_json(p, &json::report_json(&report), out)?;
@@ -139,6 +148,7 @@ pub fn cmd_list(out: &mut dyn Write) -> Result<()> {
         let mode = match sc.mode() {
             sim::report::Mode::Sim => format!("sim, {} CPUs", sc.parallelism()),
             sim::report::Mode::Real => format!("real, {} threads", sc.parallelism()),
+            sim::report::Mode::Kernel => "host kernel".to_string(),
         };
         writeln!(out, "  {name:<20} {mode:<18} {}", sc.description())?;
         writeln!(out, "  {:<20} policies: {}", "", sc.policies().join(", "))?;

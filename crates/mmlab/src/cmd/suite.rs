@@ -56,6 +56,15 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
         all_claims.extend(sim::claims(&report, &sc));
         reports.push(report);
     }
+    let skipped = crate::cmd::kernel::suite_section(
+        sim::scenarios::kernel::host_support(),
+        args.quick,
+        &costs,
+        json_to_stdout,
+        &mut reports,
+        &mut all_claims,
+        out,
+    )?;
     if !json_to_stdout {
         writeln!(out, "{}", "=".repeat(89))?;
         writeln!(
@@ -88,6 +97,8 @@ pub fn cmd_suite(args: &SuiteArgs, out: &mut dyn Write) -> Result<()> {
                 "scenario": c.scenario, "claim": c.claim, "measured": c.measured,
                 "seed": c.seed, "pass": c.pass, "info": c.info,
             })).collect::<Vec<Value>>(),
+            "skipped": skipped.iter().map(|(s, r)| json!({"scenario": s, "reason": r}))
+                .collect::<Vec<Value>>(),
         });
         write_json(p, &v, out)?;
     }

@@ -71,6 +71,7 @@ fn mode(r: &RunSummary) -> &'static str {
     match r.mode {
         sim::report::Mode::Sim => "sim",
         sim::report::Mode::Real => "real",
+        sim::report::Mode::Kernel => "kernel",
     }
 }
 

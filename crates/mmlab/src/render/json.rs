@@ -73,14 +73,18 @@ pub fn report_json(r: &RunReport) -> Value {
         }
         policies.insert(name.clone(), Value::Object(po));
     }
-    json!({
+    let mut v = json!({
         "scenario": r.scenario,
-        "mode": match r.mode { Mode::Sim => "sim", Mode::Real => "real" },
+        "mode": match r.mode { Mode::Sim => "sim", Mode::Real => "real", Mode::Kernel => "kernel" },
         "runs": r.runs,
         "seed": r.seed,
         "policy_order": r.policy_order,
         "policies": Value::Object(policies),
-    })
+    });
+    if !r.facts.is_empty() {
+        v["facts"] = json!(r.facts);
+    }
+    v
 }
 
 #[cfg(test)]
@@ -122,6 +126,7 @@ mod tests {
             scenario_toml: String::new(),
             policy_order: vec!["a".into()],
             policies: [("a".to_string(), p)].into_iter().collect(),
+            facts: Default::default(),
         };
         let v = report_json(&r);
         assert_eq!(v["mode"], "real");

@@ -350,12 +350,20 @@ pub fn render_report_header(report: &RunReport) -> String {
     let mode = match report.mode {
         sim::report::Mode::Sim => "sim",
         sim::report::Mode::Real => "real",
+        sim::report::Mode::Kernel => "kernel",
     };
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
         report.scenario, report.runs, report.seed
     );
+    if !report.facts.is_empty() {
+        let _ = writeln!(out, "run facts:");
+        for (k, v) in &report.facts {
+            let _ = writeln!(out, "  {k}: {v}");
+        }
+        let _ = writeln!(out);
+    }
     let _ = writeln!(out, "policy:");
     for (p, _) in table::report_columns(report) {
         let _ = writeln!(out, "  {p}");

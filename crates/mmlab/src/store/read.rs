@@ -95,6 +95,7 @@ impl Store {
         let mode = match r.mode.as_str() {
             "sim" => Mode::Sim,
             "real" => Mode::Real,
+            "kernel" => Mode::Kernel,
             m => return Err(self.corrupt("run mode", format!("'{m}' in run {}", r.id))),
         };
         let seed = r
@@ -181,6 +182,7 @@ impl Store {
             .collect();
         self.load_metrics(id, &mut policies)?;
         self.load_series(id, &mut policies)?;
+        let facts = self.facts_of(id)?;
         let report = RunReport {
             scenario: summary.scenario.clone(),
             mode: summary.mode,
@@ -189,8 +191,27 @@ impl Store {
             scenario_toml,
             policy_order: order,
             policies,
+            facts,
         };
         Ok(StoredRun { summary, report })
+    }
+
+    /// The run facts stored with a run (kernel mode's host kernel release,
+    /// cgroup version ...), by name.
+    pub fn facts_of(&self, id: RunId) -> Result<BTreeMap<String, String>, StoreError> {
+        // The table arrived with schema version 3.
+        if self.user_version()? < 3 {
+            return Ok(BTreeMap::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, value FROM run_facts WHERE run_id = ?1 ORDER BY key")
+            .map_err(|e| self.sql(e))?;
+        let rows: Vec<(String, String)> = stmt
+            .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.sql(e))?;
+        Ok(rows.into_iter().collect())
     }
 
     fn load_metrics(

@@ -107,6 +107,18 @@ CREATE INDEX tags_run ON tags(run_id);
 CREATE INDEX runs_scenario ON runs(scenario, id);
 ",
     },
+    Migration {
+        description: "run facts beyond the host's (kernel mode: kernel release, cgroup \
+                      version, online CPUs, flush threshold)",
+        sql: "
+CREATE TABLE run_facts (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key    TEXT    NOT NULL,
+    value  TEXT    NOT NULL,
+    PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+",
+    },
 ];
 
 /// The schema version this build writes: the number of migrations.

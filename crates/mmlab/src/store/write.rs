@@ -11,6 +11,7 @@ pub(crate) fn mode_str(m: Mode) -> &'static str {
     match m {
         Mode::Sim => "sim",
         Mode::Real => "real",
+        Mode::Kernel => "kernel",
     }
 }
 
@@ -101,6 +102,16 @@ fn write_run(
         ],
     )?;
     let run_id = tx.last_insert_rowid();
+
+    // Only kernel-mode runs have facts; a store opened at an older schema
+    // version (migration tests) can still take the others.
+    if !report.facts.is_empty() {
+        let mut fact =
+            tx.prepare("INSERT INTO run_facts (run_id, key, value) VALUES (?1, ?2, ?3)")?;
+        for (k, v) in &report.facts {
+            fact.execute(params![run_id, k, v])?;
+        }
+    }
 
     let mut names: BTreeSet<&str> = report.policies.keys().map(String::as_str).collect();
     names.extend(report.policy_order.iter().map(String::as_str));

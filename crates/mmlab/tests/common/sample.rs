@@ -107,10 +107,7 @@ fn report(scenario: &str, mode: Mode, runs: u32, seed: u64, order: &[&str]) -> R
         seed,
         scenario_toml: format!(
             "name = \"{scenario}\"\nmode = \"{}\"\nruns = {runs}\nseed = {seed}\npolicies = [{}]\n",
-            match mode {
-                Mode::Sim => "sim",
-                Mode::Real => "real",
-            },
+            mode.as_str(),
             order
                 .iter()
                 .map(|p| format!("\"{p}\""))
@@ -119,6 +116,7 @@ fn report(scenario: &str, mode: Mode, runs: u32, seed: u64, order: &[&str]) -> R
         ),
         policy_order: order.iter().map(|s| s.to_string()).collect(),
         policies: BTreeMap::new(),
+        facts: Default::default(),
     }
 }
 

@@ -5,6 +5,7 @@
 //! drift of the host during a real-mode scenario affects every policy alike.
 
 pub mod false_sharing;
+pub mod kernel;
 pub mod numab;
 pub mod refault;
 pub mod stale_read;

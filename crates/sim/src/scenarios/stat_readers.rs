@@ -44,6 +44,11 @@ pub fn run(
             let choice = PolicyChoice::parse(p).expect("checked policies");
             let r = out.entry(p.clone()).or_default();
             match sc.mode {
+                Mode::Kernel => {
+                    return Err(SimError::Config(
+                        "a stats scenario runs in sim or real mode".into(),
+                    ))
+                }
                 Mode::Sim => {
                     let cpus = sc.cpus.unwrap_or(1) as usize;
                     let b = AnyBackend::build(choice, &shape, items, cpus)?;

@@ -51,6 +51,11 @@ pub fn run(
                 let shape = TreeShape::chain(depth);
                 let mut wall = None;
                 let ops = match sc.mode {
+                    Mode::Kernel => {
+                        return Err(SimError::Config(
+                            "a stats scenario runs in sim or real mode".into(),
+                        ))
+                    }
                     Mode::Real => {
                         let threads = sc.threads.unwrap_or(2) as usize;
                         let b = AnyBackend::build(choice, &shape, items, threads.max(1))?;

@@ -7,6 +7,7 @@
 //! | `stats` | [`StatsScenario`] ([`stats`]) | [`crate::scenarios`] on the hierstat engine |
 //! | `numab` | [`::numab::ScenarioFile`] ([`mod@numab`]) | [`crate::scenarios::numab`] on the `numab` crate |
 //! | `refault` | [`RefaultScenario`] ([`refault`]) | [`crate::scenarios::refault`] on `models` |
+//! | `kernel` | [`KernelScenario`] ([`kernel`]) | [`crate::scenarios::kernel`] on the host's kernel (`hostkernel`) |
 //!
 //! All three share the header keys `name`, `kind`, `mode`, `description`,
 //! `policies` (the first is the baseline of %change), `runs` and `seed`.
@@ -15,10 +16,12 @@
 //! The scenarios under `scenarios/` are embedded at build time
 //! ([`BUILTIN`]).
 
+pub mod kernel;
 pub mod numab;
 pub mod refault;
 pub mod stats;
 
+pub use kernel::{Experiment, KernelScenario};
 pub use refault::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
 pub use stats::{
     FlusherSpec, ReadersSpec, SpikeSpec, StatsScenario, Targets, TreeSpec, UpdateSpec, Workload,
@@ -70,6 +73,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "refault-storm",
         include_str!("../../../../scenarios/refault-storm.toml"),
     ),
+    (
+        "update-path-kernel",
+        include_str!("../../../../scenarios/update-path-kernel.toml"),
+    ),
+    (
+        "stat-readers-kernel",
+        include_str!("../../../../scenarios/stat-readers-kernel.toml"),
+    ),
+    (
+        "stale-read-kernel",
+        include_str!("../../../../scenarios/stale-read-kernel.toml"),
+    ),
 ];
 
 /// Which runner executes a scenario (the file's `kind`).
@@ -82,6 +97,8 @@ pub enum Kind {
     Numab,
     /// The workingset refault model (`models::workingset`).
     Refault,
+    /// An experiment on the host's own kernel (`hostkernel`).
+    Kernel,
 }
 
 /// A parsed, validated scenario of any kind.
@@ -100,6 +117,13 @@ pub enum Scenario {
     Refault {
         /// The parsed file.
         file: Box<RefaultScenario>,
+        /// Its TOML text, kept for the results store.
+        source: String,
+    },
+    /// `kind = "kernel"`: a `hostkernel` experiment on the host's kernel.
+    Kernel {
+        /// The parsed file.
+        file: Box<KernelScenario>,
         /// Its TOML text, kept for the results store.
         source: String,
     },
@@ -143,6 +167,10 @@ impl Scenario {
                 file: Box::new(RefaultScenario::parse(file, text)?),
                 source: text.to_string(),
             },
+            Kind::Kernel => Scenario::Kernel {
+                file: Box::new(KernelScenario::parse(file, text)?),
+                source: text.to_string(),
+            },
         })
     }
 
@@ -165,6 +193,7 @@ impl Scenario {
             Scenario::Stats(_) => Kind::Stats,
             Scenario::Numab { .. } => Kind::Numab,
             Scenario::Refault { .. } => Kind::Refault,
+            Scenario::Kernel { .. } => Kind::Kernel,
         }
     }
 
@@ -190,6 +219,7 @@ impl Scenario {
             Scenario::Stats(s) => &s.name,
             Scenario::Numab { file, .. } => &file.name,
             Scenario::Refault { file, .. } => &file.name,
+            Scenario::Kernel { file, .. } => &file.name,
         }
     }
 
@@ -199,6 +229,7 @@ impl Scenario {
             Scenario::Stats(s) => &s.description,
             Scenario::Numab { file, .. } => &file.description,
             Scenario::Refault { file, .. } => &file.description,
+            Scenario::Kernel { file, .. } => &file.description,
         }
     }
 
@@ -209,6 +240,7 @@ impl Scenario {
             Scenario::Stats(s) => &s.reproduces,
             Scenario::Numab { .. } => "",
             Scenario::Refault { file, .. } => &file.reproduces,
+            Scenario::Kernel { file, .. } => &file.reproduces,
         }
     }
 
@@ -218,6 +250,7 @@ impl Scenario {
             Scenario::Stats(s) => s.mode,
             Scenario::Numab { .. } => Mode::Sim,
             Scenario::Refault { file, .. } => file.mode,
+            Scenario::Kernel { .. } => Mode::Kernel,
         }
     }
 
@@ -227,6 +260,7 @@ impl Scenario {
             Scenario::Stats(s) => &s.policies,
             Scenario::Numab { file, .. } => &file.policies,
             Scenario::Refault { file, .. } => &file.policies,
+            Scenario::Kernel { file, .. } => &file.policies,
         }
     }
 
@@ -236,6 +270,7 @@ impl Scenario {
             Scenario::Stats(s) => s.runs,
             Scenario::Numab { file, .. } => file.runs,
             Scenario::Refault { file, .. } => file.runs,
+            Scenario::Kernel { file, .. } => file.runs,
         }
     }
 
@@ -245,6 +280,7 @@ impl Scenario {
             Scenario::Stats(s) => s.seed,
             Scenario::Numab { file, .. } => file.seed,
             Scenario::Refault { file, .. } => file.seed,
+            Scenario::Kernel { file, .. } => file.seed,
         }
     }
 
@@ -255,6 +291,8 @@ impl Scenario {
             Scenario::Stats(s) => s.parallelism(),
             Scenario::Numab { file, .. } => file.numab.ncpus(),
             Scenario::Refault { file, .. } => file.refault.cpus,
+            // One worker or reader process at a time.
+            Scenario::Kernel { .. } => 1,
         }
     }
 
@@ -264,7 +302,9 @@ impl Scenario {
     pub fn source(&self) -> String {
         match self {
             Scenario::Stats(s) => toml::to_string(s.as_ref()).unwrap_or_default(),
-            Scenario::Numab { source, .. } | Scenario::Refault { source, .. } => source.clone(),
+            Scenario::Numab { source, .. }
+            | Scenario::Refault { source, .. }
+            | Scenario::Kernel { source, .. } => source.clone(),
         }
     }
 
@@ -279,6 +319,7 @@ impl Scenario {
             }
             Scenario::Numab { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
             Scenario::Refault { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
+            Scenario::Kernel { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
         };
         if !o.policies.is_empty() {
             *policies = o.policies.clone();
@@ -304,6 +345,9 @@ impl Scenario {
             if let Some(r) = &mut s.readers {
                 r.count = (r.count / 5).max(1);
             }
+        }
+        if let Scenario::Kernel { file, .. } = self {
+            file.shrink_for_smoke_test();
         }
     }
 }
@@ -390,6 +434,8 @@ mod tests {
                 Kind::Numab
             } else if name == "refault-storm" {
                 Kind::Refault
+            } else if name.ends_with("-kernel") {
+                Kind::Kernel
             } else {
                 Kind::Stats
             };

@@ -294,6 +294,12 @@ impl StatsScenario {
         if self.policies.is_empty() {
             return Err(err("policies", "at least one policy is needed".into()));
         }
+        if self.mode == Mode::Kernel {
+            return Err(err(
+                "mode",
+                "kernel mode runs kind = \"kernel\" scenarios (experiment = update-path | stat-readers | stale-read)".into(),
+            ));
+        }
         if self.mode == Mode::Sim && self.cpus.is_none() {
             return Err(err("cpus", "missing: sim mode needs `cpus`".into()));
         }
@@ -418,7 +424,7 @@ impl StatsScenario {
     pub fn parallelism(&self) -> u32 {
         match self.mode {
             Mode::Sim => self.cpus.unwrap_or(1),
-            Mode::Real => self.threads.unwrap_or(2),
+            Mode::Real | Mode::Kernel => self.threads.unwrap_or(2),
         }
     }
 }

@@ -205,6 +205,7 @@ fn report_section(id: &str, sec: &Section<'_>) -> String {
     let mode = match r.mode {
         Mode::Sim => "simulated",
         Mode::Real => "real threads",
+        Mode::Kernel => "host kernel",
     };
     let mut s = String::new();
     let _ = write!(s, r#"<section id="{id}"><h2>{}</h2>"#, esc(&sec.heading));
@@ -219,6 +220,14 @@ fn report_section(id: &str, sec: &Section<'_>) -> String {
         r.seed,
         esc(&r.policy_order.join(", "))
     );
+    if !r.facts.is_empty() {
+        let facts: Vec<String> = r.facts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = write!(
+            s,
+            r#"<p class="meta">run facts: {}</p>"#,
+            esc(&facts.join(" · "))
+        );
+    }
     let table = ComparisonTable::for_report(r);
     if !table.rows.is_empty() {
         s.push_str("<h3>Comparison across policies</h3>");
