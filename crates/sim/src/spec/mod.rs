@@ -16,9 +16,12 @@
 //! ([`BUILTIN`]).
 
 pub mod numab;
+pub mod policy;
 pub mod refault;
+pub mod sweep;
 pub mod stats;
 
+pub use policy::{PolicyFile, PolicySpec};
 pub use refault::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
 pub use stats::{
     FlusherSpec, ReadersSpec, SpikeSpec, StatsScenario, Targets, TreeSpec, UpdateSpec, Workload,
@@ -266,6 +269,52 @@ impl Scenario {
             Scenario::Stats(s) => toml::to_string(s.as_ref()).unwrap_or_default(),
             Scenario::Numab { source, .. } | Scenario::Refault { source, .. } => source.clone(),
         }
+    }
+
+    /// The user policies (`[[policy]]` tables) it defines; none for numab.
+    pub fn user_policies(&self) -> &[PolicySpec] {
+        match self {
+            Scenario::Stats(s) => &s.policy,
+            Scenario::Numab { .. } => &[],
+            Scenario::Refault { file, .. } => &file.policy,
+        }
+    }
+
+    /// Adds user policies (from a policy file named on the command line or
+    /// a sweep point) so that runs can name them; the stored text then
+    /// holds their definitions. A policy already defined identically is
+    /// left as it is.
+    ///
+    /// # Errors
+    /// A message when the scenario runs no flush policies (numab) or a
+    /// name is already defined differently.
+    pub fn add_policies(&mut self, specs: &[PolicySpec]) -> Result<(), String> {
+        let (list, source) = match self {
+            Scenario::Stats(s) => (&mut s.policy, None),
+            Scenario::Numab { file, .. } => {
+                return Err(format!(
+                    "scenario `{}` runs scanner versions, not flush policies",
+                    file.name
+                ))
+            }
+            Scenario::Refault { file, source } => (&mut file.policy, Some(source)),
+        };
+        let mut added = Vec::new();
+        for s in specs {
+            match list.iter().find(|o| o.name == s.name) {
+                Some(o) if o == s => {}
+                Some(_) => return Err(format!("policy `{}` is defined twice, differently", s.name)),
+                None => {
+                    list.push(s.clone());
+                    added.push(s.clone());
+                }
+            }
+        }
+        if let (Some(src), false) = (source, added.is_empty()) {
+            src.push_str("\n# [[policy]] tables added by mmlab\n");
+            src.push_str(&PolicyFile { policy: added }.to_toml());
+        }
+        Ok(())
     }
 
     /// Applies command-line overrides.
