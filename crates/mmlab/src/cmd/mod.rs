@@ -5,3 +5,4 @@ pub mod calibrate;
 pub mod run;
 pub mod store;
 pub mod suite;
+pub mod sweep;

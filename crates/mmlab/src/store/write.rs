@@ -62,8 +62,10 @@ impl Store {
     }
 }
 
-enum WriteError {
+pub(crate) enum WriteError {
+    /// An SQLite error.
     Sql(rusqlite::Error),
+    /// A store error (from the hook).
     Store(StoreError),
 }
 
@@ -73,7 +75,7 @@ impl From<rusqlite::Error> for WriteError {
     }
 }
 
-fn write_run(
+pub(crate) fn write_run(
     tx: &Transaction<'_>,
     report: &RunReport,
     host: &HostFacts,
@@ -82,9 +84,12 @@ fn write_run(
     hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
 ) -> Result<RunId, WriteError> {
     tx.execute(
+        // `uid` is the run's identity across databases (`store merge`):
+        // 128 random bits from SQLite.
         "INSERT INTO runs (scenario, scenario_toml, mode, seed, runs, started_ms, ended_ms,
-                           host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                           host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit,
+                           uid)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, lower(hex(randomblob(16))))",
         params![
             report.scenario,
             report.scenario_toml,
