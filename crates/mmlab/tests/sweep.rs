@@ -70,14 +70,7 @@ fn run_into(ls: &LoadedSweep, db: &Path, shard: Option<(usize, usize)>) -> (usiz
         None => ls.sweep.jobs(),
     };
     let mut store = Store::open(db).unwrap();
-    let t = run_jobs(
-        ls,
-        &jobs,
-        &CostModel::defaults(),
-        &mut store,
-        &mut |_, _, _, _| {},
-    )
-    .unwrap();
+    let t = run_jobs(ls, &jobs, &CostModel::defaults(), &mut store, &mut |_| {}).unwrap();
     (t.ran, t.skipped)
 }
 

@@ -12,8 +12,8 @@ use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
 use hierstat::{
-    Concurrency, Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema, Shard,
-    ThresholdRule, Unit, WorkCounters,
+    Concurrency, Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema,
+    Shard, ThresholdRule, Unit, WorkCounters,
 };
 
 /// hierstat under a preset, with the workload's tree built in it.
@@ -58,7 +58,9 @@ impl EngineBackend {
         let clock = ManualClock::new(0);
         let stats = HierStats::new(
             schema,
-            Config::with_policy(policy).shards(shards).clock(clock.clone()),
+            Config::with_policy(policy)
+                .shards(shards)
+                .clock(clock.clone()),
         )
         .map_err(engine_err)?;
         let mut groups: Vec<Group> = Vec::with_capacity(shape.len());

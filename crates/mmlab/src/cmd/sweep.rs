@@ -168,8 +168,21 @@ pub struct JobTally {
     pub skipped: usize,
 }
 
+/// Progress of [`run_jobs`], after each job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobProgress<'a> {
+    /// Jobs finished in this call.
+    pub done: usize,
+    /// Jobs to run in this call (those not stored before).
+    pub total: usize,
+    /// The job just finished (`point seed S`).
+    pub label: &'a str,
+    /// Estimated time left: the mean job time so far × jobs left.
+    pub eta: Duration,
+}
+
 /// Runs `jobs` of `ls` (those not stored yet), storing each as it
-/// finishes; `progress(done, total, label, eta)` after each.
+/// finishes; `progress` after each.
 ///
 /// # Errors
 /// Scenario or store errors; what finished before stays stored.
@@ -178,7 +191,7 @@ pub fn run_jobs(
     jobs: &[Job],
     costs: &CostModel,
     store: &mut Store,
-    progress: &mut dyn FnMut(usize, usize, &str, Option<Duration>),
+    progress: &mut dyn FnMut(&JobProgress<'_>),
 ) -> Result<JobTally> {
     let host = HostFacts::detect(env!("CARGO_PKG_VERSION"), None);
     let opts = RunOptions { costs: *costs };
@@ -213,7 +226,12 @@ pub fn run_jobs(
         tally.ran += 1;
         let per = t0.elapsed() / (done as u32 + 1);
         let eta = per * (total - done - 1) as u32;
-        progress(done + 1, total, &label, Some(eta));
+        progress(&JobProgress {
+            done: done + 1,
+            total,
+            label: &label,
+            eta,
+        });
     }
     Ok(tally)
 }
@@ -353,16 +371,21 @@ pub fn cmd_sweep(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
             CostModel::from_toml(&text).with_context(|| format!("cost file {}", p.display()))?
         }
     };
-    let mut store =
-        Store::open(&a.db).with_context(|| format!("opening results database {}", a.db.display()))?;
+    let mut store = Store::open(&a.db)
+        .with_context(|| format!("opening results database {}", a.db.display()))?;
     let tty = std::io::stderr().is_terminal();
     let name = ls.sweep.spec.name.clone();
-    let mut progress = |done: usize, total: usize, label: &str, eta: Option<Duration>| {
-        let eta = eta.map_or("-".into(), |d| format!("{}s", d.as_secs()));
-        let line = format!("sweep {name}: {done}/{total} done, ETA {eta} (last: {label})");
+    let mut progress = |p: &JobProgress<'_>| {
+        let line = format!(
+            "sweep {name}: {}/{} done, ETA {}s (last: {})",
+            p.done,
+            p.total,
+            p.eta.as_secs(),
+            p.label
+        );
         if tty {
             eprint!("\r\x1b[2K{line}");
-            if done == total {
+            if p.done == p.total {
                 eprintln!();
             }
         } else {

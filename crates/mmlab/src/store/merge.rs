@@ -45,12 +45,13 @@ pub fn check_source(path: &Path) -> Result<(), StoreError> {
             reason: "no such file".into(),
         });
     }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| {
-        StoreError::Open {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        }
-    })?;
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| {
+            StoreError::Open {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }
+        })?;
     let read = |pragma: &str| -> Result<i64, StoreError> {
         conn.pragma_query_value(None, pragma, |r| r.get(0))
             .map_err(|e| {
@@ -125,10 +126,11 @@ fn copy_runs(tx: &Transaction<'_>, sum: &mut MergeSummary) -> rusqlite::Result<(
         rows.collect::<rusqlite::Result<_>>()?
     };
     for (old, uid) in runs {
-        let present: i64 =
-            tx.query_row("SELECT count(*) FROM main.runs WHERE uid = ?1", [&uid], |r| {
-                r.get(0)
-            })?;
+        let present: i64 = tx.query_row(
+            "SELECT count(*) FROM main.runs WHERE uid = ?1",
+            [&uid],
+            |r| r.get(0),
+        )?;
         if present > 0 {
             sum.present += 1;
             continue;

@@ -72,12 +72,13 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(e)?;
-        let id = write_run(&tx, report, host, started, ended, &mut |_| Ok(())).map_err(
-            |err| match err {
-                WriteError::Sql(s) => e(s),
-                WriteError::Store(s) => s,
-            },
-        )?;
+        let id =
+            write_run(&tx, report, host, started, ended, &mut |_| Ok(())).map_err(
+                |err| match err {
+                    WriteError::Sql(s) => e(s),
+                    WriteError::Store(s) => s,
+                },
+            )?;
         let knobs = serde_json::to_string(&meta.knobs).unwrap_or_else(|_| "[]".into());
         tx.execute(
             "INSERT INTO sweep_points (run_id, sweep, point, knobs, preset, seed, job_key)

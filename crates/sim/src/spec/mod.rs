@@ -18,8 +18,8 @@
 pub mod numab;
 pub mod policy;
 pub mod refault;
-pub mod sweep;
 pub mod stats;
+pub mod sweep;
 
 pub use policy::{PolicyFile, PolicySpec};
 pub use refault::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
@@ -303,7 +303,9 @@ impl Scenario {
         for s in specs {
             match list.iter().find(|o| o.name == s.name) {
                 Some(o) if o == s => {}
-                Some(_) => return Err(format!("policy `{}` is defined twice, differently", s.name)),
+                Some(_) => {
+                    return Err(format!("policy `{}` is defined twice, differently", s.name))
+                }
                 None => {
                     list.push(s.clone());
                     added.push(s.clone());

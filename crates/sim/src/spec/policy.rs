@@ -439,10 +439,7 @@ pub fn validate(file: &str, text: &str, specs: &[PolicySpec]) -> Result<(), Scen
         };
         s.check_name().map_err(|(k, m)| err(k, m))?;
         if specs[..i].iter().any(|o| o.name == s.name) {
-            return Err(err(
-                "name",
-                format!("`{}` is defined twice", s.name),
-            ));
+            return Err(err("name", format!("`{}` is defined twice", s.name)));
         }
         s.resolve().map_err(|(k, m)| err(k, m))?;
     }
@@ -542,10 +539,16 @@ period_ms = 50
         );
         let bad = FILE.replace("\"skip\"", "\"sometimes\"");
         let e = PolicyFile::parse("p.toml", &bad).unwrap_err();
-        assert_eq!((e.field.as_str(), e.line), ("policy[1].concurrency", Some(10)));
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("policy[1].concurrency", Some(10))
+        );
         let bad = FILE.replace("\"sqrt\"\n", "\"cube\"\n");
         let e = PolicyFile::parse("p.toml", &bad).unwrap_err();
-        assert_eq!((e.field.as_str(), e.line), ("policy[0].threshold_size", Some(5)));
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("policy[0].threshold_size", Some(5))
+        );
         let bad = FILE.replace("base = \"linux-6.8\"", "base = \"linux-9\"");
         let e = PolicyFile::parse("p.toml", &bad).unwrap_err();
         assert_eq!((e.field.as_str(), e.line), ("policy[1].base", Some(9)));

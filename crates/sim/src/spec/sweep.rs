@@ -234,7 +234,11 @@ impl Sweep {
         if seeds.is_empty() {
             return Err(err("sweep.seeds", "needs at least one seed".into()));
         }
-        if seeds.iter().enumerate().any(|(i, s)| seeds[..i].contains(s)) {
+        if seeds
+            .iter()
+            .enumerate()
+            .any(|(i, s)| seeds[..i].contains(s))
+        {
             return Err(err("sweep.seeds", "a seed is listed twice".into()));
         }
         if let Some(d) = spec.duration_ms {
