@@ -192,3 +192,22 @@ fn merge_refuses_another_schema_version() {
     let missing = dir.path().join("missing.db");
     assert!(into.merge_from(&[missing]).is_err());
 }
+
+#[test]
+fn runs_stored_before_version_3_get_an_identity() {
+    let (dir, ls) = setup();
+    let old = dir.path().join("old.db");
+    let mut v2 = Store::open_at_version(&old, 2).unwrap();
+    let sc = ls.job_scenario(&ls.sweep.jobs()[0]).unwrap();
+    let r = sim::run(&sc, &RunOptions::default(), &mut |_| {}).unwrap();
+    let host = mmlab::store::HostFacts::detect("test", None);
+    let now = std::time::SystemTime::now();
+    let a = v2.save(&r, &host, now, now).unwrap();
+    drop(v2);
+    let mut v3 = Store::open(&old).unwrap();
+    let b = v3.save(&r, &host, now, now).unwrap();
+    let (ua, ub) = (v3.run_uid(a).unwrap(), v3.run_uid(b).unwrap());
+    assert_eq!((ua.len(), ub.len()), (32, 32));
+    assert_ne!(ua, ub);
+    assert_ne!(a, b);
+}

@@ -113,6 +113,12 @@ CREATE INDEX runs_scenario ON runs(scenario, id);
 ALTER TABLE runs ADD COLUMN uid TEXT;
 UPDATE runs SET uid = lower(hex(randomblob(16)));
 CREATE UNIQUE INDEX runs_uid ON runs(uid);
+-- A run stored without a uid (every save; `store merge` copies the
+-- source's) gets 128 random bits.
+CREATE TRIGGER runs_uid_default AFTER INSERT ON runs WHEN NEW.uid IS NULL
+BEGIN
+    UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE id = NEW.id;
+END;
 CREATE TABLE sweep_points (
     run_id  INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
     sweep   TEXT    NOT NULL,

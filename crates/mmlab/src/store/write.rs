@@ -84,12 +84,9 @@ pub(crate) fn write_run(
     hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
 ) -> Result<RunId, WriteError> {
     tx.execute(
-        // `uid` is the run's identity across databases (`store merge`):
-        // 128 random bits from SQLite.
         "INSERT INTO runs (scenario, scenario_toml, mode, seed, runs, started_ms, ended_ms,
-                           host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit,
-                           uid)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, lower(hex(randomblob(16))))",
+                           host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             report.scenario,
             report.scenario_toml,
