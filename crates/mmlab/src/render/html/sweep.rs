@@ -69,20 +69,54 @@ fn short(r: &SweepRow) -> String {
     }
 }
 
-/// Linear, or log10 when every value is positive and they span two
-/// decades or more (mismatch rates of 0.02% next to 19%).
+/// Linear, or log10 when the positive values span two decades or more
+/// (mismatch rates of 0.02% next to 5%); zeros are then drawn on the
+/// axis's floor.
 fn scale_of(values: impl Iterator<Item = f64>) -> ScaleKind {
-    let v: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+    let v: Vec<f64> = values.filter(|v| v.is_finite() && *v > 0.0).collect();
     let (lo, hi) = v
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
             (a.min(x), b.max(x))
         });
-    if !v.is_empty() && lo > 0.0 && hi / lo >= 100.0 {
+    if v.len() >= 2 && hi / lo >= 100.0 {
         ScaleKind::Log10
     } else {
         ScaleKind::Linear
     }
+}
+
+/// Where `v` falls on `a`, from 0 (its low end) to 1 (its high end).
+fn unit(a: &Axis, v: f64) -> f64 {
+    let f = |v: f64| match a.kind {
+        ScaleKind::Linear => v,
+        ScaleKind::Log10 => v.max(a.lo).log10(),
+        ScaleKind::Log2 => v.max(a.lo).log2(),
+    };
+    let span = f(a.hi) - f(a.lo);
+    if span > 0.0 {
+        (f(v) - f(a.lo)) / span
+    } else {
+        0.0
+    }
+}
+
+/// Joins the labels of points that would overlap (`near`) into the label
+/// of the first of them; the others keep their dot with an empty label.
+fn merge_near(
+    points: Vec<(String, usize, f64, f64)>,
+    near: impl Fn(&(String, usize, f64, f64), &(String, usize, f64, f64)) -> bool,
+) -> Vec<(String, usize, f64, f64)> {
+    let mut out: Vec<(String, usize, f64, f64)> = Vec::new();
+    for mut p in points {
+        if let Some(o) = out.iter_mut().find(|o| !o.0.is_empty() && near(o, &p)) {
+            o.0.push_str(" / ");
+            o.0.push_str(&p.0);
+            p.0.clear();
+        }
+        out.push(p);
+    }
+    out
 }
 
 /// The trade-off plot of `rows` as an SVG: every grid point as a dot (its
@@ -101,6 +135,29 @@ pub fn tradeoff_svg(title: &str, rows: &[SweepRow], ax: &str, ay: &str) -> Strin
     };
     let x = axis(ax, rows.iter().map(|r| r.x).collect(), false);
     let y = axis(ay, rows.iter().map(|r| r.y).collect(), true);
+    // On a log axis, zeros sit on the floor.
+    let (xlo, ylo) = (
+        if x.kind == ScaleKind::Linear {
+            f64::NEG_INFINITY
+        } else {
+            x.lo
+        },
+        if y.kind == ScaleKind::Linear {
+            f64::NEG_INFINITY
+        } else {
+            y.lo
+        },
+    );
+    let rows: Vec<SweepRow> = rows
+        .iter()
+        .map(|r| SweepRow {
+            x: if r.x <= 0.0 { r.x.max(xlo) } else { r.x },
+            y: if r.y <= 0.0 { r.y.max(ylo) } else { r.y },
+            ..r.clone()
+        })
+        .collect();
+    let rows = &rows[..];
+    let (x_axis, y_axis) = (x.clone(), y.clone());
     let mut c = Chart::new("sweep-tradeoff", title, x, y);
     let front = pareto_front(rows);
     let dots: Vec<Line> = rows
@@ -121,19 +178,23 @@ pub fn tradeoff_svg(title: &str, rows: &[SweepRow], ax: &str, ay: &str) -> Strin
         }],
         true,
     );
+    let (tx, ty) = (|v: f64| unit(&x_axis, v), |v: f64| unit(&y_axis, v));
+    let near = |a: &(String, usize, f64, f64), b: &(String, usize, f64, f64)| {
+        (tx(a.2) - tx(b.2)).abs() < 0.12 && (ty(a.3) - ty(b.3)).abs() < 0.06
+    };
     let labels: Vec<(String, usize, f64, f64)> = front
         .iter()
         .map(|&i| &rows[i])
         .filter(|r| !r.preset)
         .map(|r| (short(r), 1, r.x, r.y))
         .collect();
-    c.scatter(&labels);
+    c.scatter(&merge_near(labels, near));
     let presets: Vec<(String, usize, f64, f64)> = rows
         .iter()
         .filter(|r| r.preset)
         .map(|r| (r.label.clone(), 3, r.x, r.y))
         .collect();
-    c.scatter(&presets);
+    c.scatter(&merge_near(presets, near));
     c.finish(None)
 }
 
@@ -186,7 +247,7 @@ pub fn render_sweep_html(
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark"><title>{t}</title><style>{CSS}{pal}.plots.one{{grid-template-columns:1fr;max-width:900px}}</style></head>
-<body><header><h1>{t}</h1><p class="meta">{desc}Knobs swept: {knobs} (base {base}); seeds {seeds:?}; each point is the mean over its seeds. Both axes: lower is better.</p></header>
+<body><header><h1>{t}</h1><p class="meta">{desc}Knobs swept: {knobs} (base {base}); seeds {seeds:?}; each point is the mean over its seeds. Both axes: lower is better; on a logarithmic axis, zeros are drawn on the axis.</p></header>
 <main><div class="plots one"><figure data-kind="sweep-tradeoff"><figcaption>{ay} against {ax}</figcaption>{svg}<ul class="legend"><li><i class="s0"></i>grid point (knob values in the tooltip)</li><li><i class="s1"></i>Pareto front (labelled by knob values)</li><li><i class="s3"></i>built-in preset</li></ul></figure></div>
 <h2>Points</h2>{table}</main><footer>Generated by mmlab sweep. Self-contained: no scripts, no external resources.</footer></body></html>
 "#,
