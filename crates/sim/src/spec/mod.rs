@@ -468,6 +468,25 @@ mod tests {
     }
 
     #[test]
+    fn added_policies_are_in_the_stored_text() {
+        let p = PolicySpec {
+            threshold_size: Some("sqrt".into()),
+            ..PolicySpec::new("sq", hierstat::Preset::Linux6_8)
+        };
+        for name in ["refault-storm", "stale-read"] {
+            let mut s = Scenario::builtin(name).unwrap().unwrap();
+            s.add_policies(std::slice::from_ref(&p)).unwrap();
+            s.add_policies(std::slice::from_ref(&p)).unwrap();
+            let again = Scenario::parse("stored", &s.source()).unwrap();
+            assert_eq!(again.user_policies(), [p.clone()], "{name}");
+            let other = PolicySpec::new("sq", hierstat::Preset::Hierstat);
+            assert!(s.add_policies(&[other]).is_err());
+        }
+        let mut n = Scenario::builtin("numa02").unwrap().unwrap();
+        assert!(n.add_policies(&[p]).is_err());
+    }
+
+    #[test]
     fn overrides_apply_to_every_kind() {
         for name in ["stale-read", "numa02", "refault-storm"] {
             let mut s = Scenario::builtin(name).unwrap().unwrap();
