@@ -478,7 +478,7 @@ mod tests {
             s.add_policies(std::slice::from_ref(&p)).unwrap();
             s.add_policies(std::slice::from_ref(&p)).unwrap();
             let again = Scenario::parse("stored", &s.source()).unwrap();
-            assert_eq!(again.user_policies(), [p.clone()], "{name}");
+            assert_eq!(again.user_policies(), std::slice::from_ref(&p), "{name}");
             let other = PolicySpec::new("sq", hierstat::Preset::Hierstat);
             assert!(s.add_policies(&[other]).is_err());
         }
