@@ -49,6 +49,55 @@ pub enum Command {
     Tag(TagArgs),
     /// Write the HTML report of stored runs.
     Report(ReportArgs),
+    /// Run a policy sweep file (a `[sweep]` table): the grid of knob
+    /// values × seeds, every point stored, a table and a trade-off plot.
+    Sweep(SweepArgs),
+    /// Maintain results databases (`store merge`).
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+/// `mmlab sweep`.
+#[derive(Debug, Args, Clone)]
+pub struct SweepArgs {
+    /// The sweep file (TOML with a `[sweep]` table).
+    pub file: PathBuf,
+    /// Print one independent command per grid point (for a Slurm job
+    /// array, Kubernetes Jobs or GNU parallel) and run nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Run only slice I of N (1-based): every N-th job from the I-th.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Write the HTML report (table and trade-off plot) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+    /// The results database the points are stored in (jobs already stored
+    /// there are not run again).
+    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
+    pub db: PathBuf,
+}
+
+/// `mmlab store …`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Merge results databases into one (idempotent; runs keep their
+    /// identity; refuses databases of another schema version).
+    Merge(MergeArgs),
+}
+
+/// `mmlab store merge`.
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// The databases to merge.
+    #[arg(required = true)]
+    pub sources: Vec<PathBuf>,
+    /// The database to merge into (created if missing).
+    #[arg(long, value_name = "FILE")]
+    pub into: PathBuf,
 }
 
 /// The results database option.
@@ -157,7 +206,9 @@ pub struct RunArgs {
     /// A built-in scenario name (see `mmlab list`) or a scenario TOML file.
     pub scenario: String,
     /// Policy to run (repeatable; replaces the scenario's list, the first
-    /// is the baseline of %change).
+    /// is the baseline of %change): a built-in name, a `[[policy]]` of the
+    /// scenario file, or a policy file (`scenarios/policies/*.toml`), which
+    /// stands for all its policies.
     #[arg(long = "policy", short = 'p', value_name = "P")]
     pub policies: Vec<String>,
     /// Runs per policy.

@@ -21,6 +21,10 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Compare(a)) => mmlab::cmd::store::cmd_compare(&a, &mut out)?,
         Some(Command::Tag(a)) => mmlab::cmd::store::cmd_tag(&a, &mut out)?,
         Some(Command::Report(a)) => mmlab::cmd::store::cmd_report(&a, &mut out)?,
+        Some(Command::Sweep(a)) => mmlab::cmd::sweep::cmd_sweep(&a, &mut out)?,
+        Some(Command::Store(mmlab::cli::StoreCommand::Merge(a))) => {
+            mmlab::cmd::sweep::cmd_store_merge(&a, &mut out)?
+        }
     }
     out.flush()?;
     Ok(())

@@ -269,3 +269,77 @@ fn run_writes_html_when_asked() {
         &text[..200.min(text.len())]
     );
 }
+
+#[test]
+fn policy_files_and_sweep_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[[policy]]\nname = \"skipper\"\nbase = \"linux-6.8\"\nconcurrency = \"skip\"\n",
+    )
+    .unwrap();
+    let db = dir.path().join("r.db");
+    let o = mmlab(&[
+        "run",
+        "stale-read",
+        "--duration-ms",
+        "20",
+        "--runs",
+        "1",
+        "-p",
+        "linux-6.8",
+        "-p",
+        policy.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = mmlab(&["show", "last", "--db", db.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("skipper"));
+
+    // A bad policy file names its line and field, and nothing is stored.
+    std::fs::write(
+        &policy,
+        "[[policy]]\nname = \"skipper\"\nbase = \"linux-6.8\"\nconcurrency = \"often\"\n",
+    )
+    .unwrap();
+    let o = mmlab(&[
+        "run",
+        "stale-read",
+        "-p",
+        policy.to_str().unwrap(),
+        "--no-store",
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("policy[0].concurrency") && e.contains(":4"),
+        "{e}"
+    );
+
+    let sweep = dir.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        "[sweep]\nname = \"s\"\nscenario = \"stale-read\"\nseeds = { from = 1, count = 2 }\n\
+         base = \"hierstat\"\n[sweep.knobs]\nbatch = { from = 16, to = 64, step = 16 }\n",
+    )
+    .unwrap();
+    let o = mmlab(&["sweep", sweep.to_str().unwrap(), "--plan", "--db", "x.db"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(plan.lines().count(), 4 * 2);
+    assert!(plan
+        .lines()
+        .all(|l| l.contains("--shard ") && l.contains("/8 --db x-")));
+    let o = mmlab(&["sweep", sweep.to_str().unwrap(), "--shard", "9/8"]);
+    assert!(!o.status.success());
+    let o = mmlab(&[
+        "store",
+        "merge",
+        "missing.db",
+        "--into",
+        db.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+}

@@ -12,8 +12,8 @@ use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
 use hierstat::{
-    Concurrency, Config, FlushKind, Group, HierStats, ItemId, ManualClock, Preset, Schema, Shard,
-    ThresholdRule, Unit, WorkCounters,
+    Concurrency, Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema,
+    Shard, ThresholdRule, Unit, WorkCounters,
 };
 
 /// hierstat under a preset, with the workload's tree built in it.
@@ -37,6 +37,18 @@ impl EngineBackend {
         items: usize,
         shards: usize,
     ) -> Result<Self, SimError> {
+        Self::with_policy(preset.name(), preset.policy(), shape, items, shards)
+    }
+
+    /// As [`EngineBackend::new`] under any knobs (a user policy), called
+    /// `name`.
+    pub fn with_policy(
+        name: &str,
+        policy: Policy,
+        shape: &TreeShape,
+        items: usize,
+        shards: usize,
+    ) -> Result<Self, SimError> {
         let mut b = Schema::builder();
         let ids: Vec<ItemId> = item_names(items)
             .iter()
@@ -46,7 +58,9 @@ impl EngineBackend {
         let clock = ManualClock::new(0);
         let stats = HierStats::new(
             schema,
-            Config::preset(preset).shards(shards).clock(clock.clone()),
+            Config::with_policy(policy)
+                .shards(shards)
+                .clock(clock.clone()),
         )
         .map_err(engine_err)?;
         let mut groups: Vec<Group> = Vec::with_capacity(shape.len());
@@ -74,7 +88,7 @@ impl EngineBackend {
         let fallback_bound =
             stats.threshold_pages() + shards as u64 * u64::from(p.batch.saturating_sub(1));
         Ok(EngineBackend {
-            name: preset.name().to_string(),
+            name: name.to_string(),
             stats,
             groups,
             items: ids,

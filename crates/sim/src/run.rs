@@ -40,9 +40,10 @@ pub fn run(
         Scenario::Numab { file, .. } => {
             crate::scenarios::numab::run(file, &file.policies, file.runs, file.seed, progress)?
         }
-        Scenario::Refault { file, .. } => crate::scenarios::refault::run(
+        Scenario::Refault { file, .. } => crate::scenarios::refault::run_with(
             &file.refault,
             &file.policies,
+            &file.policy,
             file.runs,
             file.seed,
             opts,

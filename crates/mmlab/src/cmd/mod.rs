@@ -6,3 +6,4 @@ pub mod kernel;
 pub mod run;
 pub mod store;
 pub mod suite;
+pub mod sweep;

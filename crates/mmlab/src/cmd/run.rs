@@ -90,6 +90,32 @@ pub fn overrides(args: &RunArgs) -> Overrides {
     }
 }
 
+/// Resolves `-p` arguments: a name stays as it is; a policy file (a
+/// `.toml` path holding `[[policy]]` tables) adds its policies to `sc` and
+/// stands for their names, in file order.
+///
+/// # Errors
+/// Unreadable or invalid policy files (file, line and field), a scenario
+/// that runs no flush policies, a name defined twice differently.
+pub fn policy_files(sc: &mut Scenario, policies: &[String]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for p in policies {
+        let path = Path::new(p);
+        if !(p.ends_with(".toml") && path.is_file()) {
+            names.push(p.clone());
+            continue;
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading policy file {}", path.display()))?;
+        let file = sim::spec::PolicyFile::parse(p, &text)?;
+        sc.add_policies(&file.policy)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("policy file {p}"))?;
+        names.extend(file.policy.iter().map(|s| s.name.clone()));
+    }
+    Ok(names)
+}
+
 /// Writes `value` as pretty JSON to `path` (`-`: stdout) atomically: a
 /// temporary file renamed into place, so a failure leaves nothing half
 /// written.
@@ -116,7 +142,9 @@ pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> R
 /// `mmlab run`.
 pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     let mut sc = load(&args.scenario)?;
-    sc.apply(&overrides(args));
+    let mut ov = overrides(args);
+    ov.policies = policy_files(&mut sc, &args.policies)?;
+    sc.apply(&ov);
     if args.compare_sim && !matches!(sc, Scenario::Kernel { .. }) {
         bail!(
             "--compare-sim compares a kernel scenario (mode = \"kernel\") with its simulation; `{}` is not one",

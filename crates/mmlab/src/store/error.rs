@@ -46,6 +46,20 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// `store merge` of databases with different schema versions.
+    #[error(
+        "results database {} has schema version {found}, the merge needs version {expected} \
+         (open it once with this mmlab, e.g. `mmlab history --db FILE`, to migrate it)",
+        path.display()
+    )]
+    SchemaMismatch {
+        /// The database path.
+        path: PathBuf,
+        /// Its version.
+        found: i64,
+        /// The version of the others.
+        expected: i64,
+    },
     /// A run reference (`last`, `last~N`, id or tag) that matches no run.
     #[error("no stored run matches '{spec}': {reason}")]
     UnknownRun {

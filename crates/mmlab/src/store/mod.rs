@@ -16,8 +16,10 @@
 
 mod error;
 mod host;
+pub mod merge;
 mod read;
 pub mod schema;
+pub mod sweep;
 mod time;
 mod write;
 

@@ -119,6 +119,31 @@ CREATE TABLE run_facts (
 ) WITHOUT ROWID;
 ",
     },
+    Migration {
+        description: "run identities that survive `store merge`, and sweep points",
+        sql: "
+ALTER TABLE runs ADD COLUMN uid TEXT;
+UPDATE runs SET uid = lower(hex(randomblob(16)));
+CREATE UNIQUE INDEX runs_uid ON runs(uid);
+-- A run stored without a uid (every save; `store merge` copies the
+-- source's) gets 128 random bits.
+CREATE TRIGGER runs_uid_default AFTER INSERT ON runs WHEN NEW.uid IS NULL
+BEGIN
+    UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE id = NEW.id;
+END;
+CREATE TABLE sweep_points (
+    run_id  INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    sweep   TEXT    NOT NULL,
+    point   TEXT    NOT NULL,  -- the policy's name in the run
+    knobs   TEXT    NOT NULL,  -- JSON [[knob, value], ...]; [] for a preset
+    preset  INTEGER NOT NULL,  -- 1: a built-in preset run beside the grid
+    seed    TEXT    NOT NULL,  -- u64 as decimal text
+    job_key TEXT    NOT NULL,  -- hash of sweep, point, seed and scenario text
+    UNIQUE (sweep, job_key)
+);
+CREATE INDEX sweep_points_sweep ON sweep_points(sweep, point);
+",
+    },
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -63,8 +63,10 @@ impl Store {
     }
 }
 
-enum WriteError {
+pub(crate) enum WriteError {
+    /// An SQLite error.
     Sql(rusqlite::Error),
+    /// A store error (from the hook).
     Store(StoreError),
 }
 
@@ -74,7 +76,7 @@ impl From<rusqlite::Error> for WriteError {
     }
 }
 
-fn write_run(
+pub(crate) fn write_run(
     tx: &Transaction<'_>,
     report: &RunReport,
     host: &HostFacts,

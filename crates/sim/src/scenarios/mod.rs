@@ -20,7 +20,7 @@ use crate::report::{Log2Histogram, MetricSamples, PolicyResult};
 use crate::run::{Progress, RunOptions};
 use crate::spec::{StatsScenario, Workload};
 use crate::workload::TreeShape;
-use hierstat::Preset;
+use hierstat::{Policy, Preset};
 use std::collections::BTreeMap;
 
 /// A policy a stats scenario can run.
@@ -28,6 +28,8 @@ use std::collections::BTreeMap;
 pub enum PolicyChoice {
     /// The hierstat engine under a preset.
     Engine(Preset),
+    /// The hierstat engine under a user policy (`[[policy]]`).
+    User(Policy),
     /// The pre-rstat eager-atomic baseline.
     PreRstat,
 }
@@ -39,6 +41,16 @@ impl PolicyChoice {
             return Some(PolicyChoice::PreRstat);
         }
         name.parse::<Preset>().ok().map(PolicyChoice::Engine)
+    }
+
+    /// Resolves a policy name of scenario `sc`: a built-in name, or one of
+    /// its `[[policy]]` tables.
+    pub fn of(sc: &StatsScenario, name: &str) -> Option<Self> {
+        PolicyChoice::parse(name).or_else(|| {
+            crate::spec::policy::find(&sc.policy, name)
+                .and_then(|s| s.resolve().ok())
+                .map(PolicyChoice::User)
+        })
     }
 }
 
@@ -78,6 +90,9 @@ impl AnyBackend {
             PolicyChoice::Engine(p) => {
                 AnyBackend::Engine(Box::new(EngineBackend::new(p, shape, items, shards)?))
             }
+            PolicyChoice::User(p) => AnyBackend::Engine(Box::new(EngineBackend::with_policy(
+                "user", p, shape, items, shards,
+            )?)),
             PolicyChoice::PreRstat => AnyBackend::Eager(EagerTree::new(shape, items)),
         })
     }
@@ -100,9 +115,13 @@ macro_rules! with_backend {
     };
 }
 
-/// Checks the scenario's policies against the workload's names.
+/// Checks the scenario's policies against the workload's names and its
+/// `[[policy]]` tables (not for false-sharing, which runs layouts).
 pub fn check_policies(sc: &StatsScenario, workload: Workload) -> Result<(), SimError> {
-    let known = known_policies(workload);
+    let mut known = known_policies(workload);
+    if workload != Workload::FalseSharing {
+        known.extend(sc.policy.iter().map(|p| p.name.clone()));
+    }
     for p in &sc.policies {
         if !known.iter().any(|k| k == p) {
             return Err(SimError::UnknownPolicy {

@@ -43,7 +43,7 @@ pub fn run(
     for run in 0..sc.runs {
         let seed = sc.seed.wrapping_add(u64::from(run));
         for p in &sc.policies {
-            let choice = PolicyChoice::parse(p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).expect("checked policies");
             let b = AnyBackend::build(choice, &shape, items, cpus)?;
             let setup = sim_setup(sc, opts, items, seed);
             let o: sim::SimOutcome = with_backend!(&b, be => sim::run(be, &shape, &setup));
@@ -85,7 +85,7 @@ fn run_real(
     ));
     for run in 0..sc.runs {
         for p in &sc.policies {
-            let choice = PolicyChoice::parse(p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).expect("checked policies");
             let b = AnyBackend::build(choice, &shape, items, threads)?;
             let setup = real_spikes::SpikesSetup {
                 writers: w.cpus.map(|c| c as usize).unwrap_or(1),

@@ -41,7 +41,7 @@ pub fn run(
     for run in 0..sc.runs {
         let seed = sc.seed.wrapping_add(u64::from(run));
         for p in &sc.policies {
-            let choice = PolicyChoice::parse(p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).expect("checked policies");
             let r = out.entry(p.clone()).or_default();
             match sc.mode {
                 Mode::Kernel => {

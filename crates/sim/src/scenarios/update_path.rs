@@ -39,7 +39,7 @@ pub fn run(
     ));
     for run in 0..sc.runs {
         for p in &sc.policies {
-            let choice = PolicyChoice::parse(p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).expect("checked policies");
             // Alternate the depth order between runs, so drift in the
             // host's speed does not always favour the same depth.
             let order: Vec<u32> = if run % 2 == 0 {

@@ -18,10 +18,13 @@
 
 pub mod kernel;
 pub mod numab;
+pub mod policy;
 pub mod refault;
 pub mod stats;
+pub mod sweep;
 
 pub use kernel::{Experiment, KernelScenario};
+pub use policy::{PolicyFile, PolicySpec};
 pub use refault::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, WorkloadSpec};
 pub use stats::{
     FlusherSpec, ReadersSpec, SpikeSpec, StatsScenario, Targets, TreeSpec, UpdateSpec, Workload,
@@ -308,6 +311,61 @@ impl Scenario {
         }
     }
 
+    /// The user policies (`[[policy]]` tables) it defines; none for numab
+    /// and kernel scenarios.
+    pub fn user_policies(&self) -> &[PolicySpec] {
+        match self {
+            Scenario::Stats(s) => &s.policy,
+            Scenario::Numab { .. } | Scenario::Kernel { .. } => &[],
+            Scenario::Refault { file, .. } => &file.policy,
+        }
+    }
+
+    /// Adds user policies (from a policy file named on the command line or
+    /// a sweep point) so that runs can name them; the stored text then
+    /// holds their definitions. A policy already defined identically is
+    /// left as it is.
+    ///
+    /// # Errors
+    /// A message when the scenario runs no flush policies (numab, kernel) or a
+    /// name is already defined differently.
+    pub fn add_policies(&mut self, specs: &[PolicySpec]) -> Result<(), String> {
+        let (list, source) = match self {
+            Scenario::Stats(s) => (&mut s.policy, None),
+            Scenario::Numab { file, .. } => {
+                return Err(format!(
+                    "scenario `{}` runs scanner versions, not flush policies",
+                    file.name
+                ))
+            }
+            Scenario::Kernel { .. } => {
+                return Err(format!(
+                    "scenario `{}` measures the host's kernel, not flush policies",
+                    self.name()
+                ))
+            }
+            Scenario::Refault { file, source } => (&mut file.policy, Some(source)),
+        };
+        let mut added = Vec::new();
+        for s in specs {
+            match list.iter().find(|o| o.name == s.name) {
+                Some(o) if o == s => {}
+                Some(_) => {
+                    return Err(format!("policy `{}` is defined twice, differently", s.name))
+                }
+                None => {
+                    list.push(s.clone());
+                    added.push(s.clone());
+                }
+            }
+        }
+        if let (Some(src), false) = (source, added.is_empty()) {
+            src.push_str("\n# [[policy]] tables added by mmlab\n");
+            src.push_str(&PolicyFile { policy: added }.to_toml());
+        }
+        Ok(())
+    }
+
     /// Applies command-line overrides.
     pub fn apply(&mut self, o: &Overrides) {
         let (policies, runs, seed) = match self {
@@ -460,6 +518,25 @@ mod tests {
         assert_eq!(e.field, "policies");
         assert!(e.line.is_some());
         assert!(e.message.contains("v9"), "{}", e.message);
+    }
+
+    #[test]
+    fn added_policies_are_in_the_stored_text() {
+        let p = PolicySpec {
+            threshold_size: Some("sqrt".into()),
+            ..PolicySpec::new("sq", hierstat::Preset::Linux6_8)
+        };
+        for name in ["refault-storm", "stale-read"] {
+            let mut s = Scenario::builtin(name).unwrap().unwrap();
+            s.add_policies(std::slice::from_ref(&p)).unwrap();
+            s.add_policies(std::slice::from_ref(&p)).unwrap();
+            let again = Scenario::parse("stored", &s.source()).unwrap();
+            assert_eq!(again.user_policies(), std::slice::from_ref(&p), "{name}");
+            let other = PolicySpec::new("sq", hierstat::Preset::Hierstat);
+            assert!(s.add_policies(&[other]).is_err());
+        }
+        let mut n = Scenario::builtin("numa02").unwrap().unwrap();
+        assert!(n.add_policies(&[p]).is_err());
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct RefaultScenario {
     /// Parameters.
     #[serde(default)]
     pub refault: RefaultSpec,
+    /// User policies (`[[policy]]` tables, [`super::policy`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy: Vec<super::policy::PolicySpec>,
 }
 
 fn one() -> u32 {
@@ -229,6 +232,7 @@ impl RefaultScenario {
     pub fn parse(file: &str, text: &str) -> Result<Self, ScenarioError> {
         let sc: RefaultScenario = deserialize(file, text)?;
         let err = |field: &str, message: String| ScenarioError::at(file, text, field, message);
+        super::policy::validate(file, text, &sc.policy)?;
         if sc.kind != "refault" {
             return Err(err("kind", format!("`{}` is not `refault`", sc.kind)));
         }

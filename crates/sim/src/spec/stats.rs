@@ -245,6 +245,9 @@ pub struct StatsScenario {
     /// Update-path parameters.
     #[serde(default)]
     pub update: Option<UpdateSpec>,
+    /// User policies (`[[policy]]` tables, [`super::policy`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy: Vec<super::policy::PolicySpec>,
 }
 
 /// The most groups a tree may have.
@@ -260,6 +263,7 @@ impl StatsScenario {
 
     fn validate(&self, file: &str, text: &str) -> Result<(), ScenarioError> {
         let err = |field: &str, message: String| ScenarioError::at(file, text, field, message);
+        super::policy::validate(file, text, &self.policy)?;
         if self.name.trim().is_empty() {
             return Err(err("name", "must not be empty".into()));
         }

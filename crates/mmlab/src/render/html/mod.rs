@@ -9,6 +9,7 @@
 
 pub mod plots;
 pub mod svg;
+pub mod sweep;
 
 use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
 use crate::analysis::stats::Significance;

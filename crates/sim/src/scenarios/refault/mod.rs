@@ -29,7 +29,8 @@ use crate::error::SimError;
 use crate::report::{Claim, Claims, PolicyResult, RunReport};
 use crate::run::{Progress, RunOptions};
 use crate::scenarios::{push, push_latency};
-use hierstat::Preset;
+use crate::spec::PolicySpec;
+use hierstat::{Policy, Preset};
 use std::collections::BTreeMap;
 
 /// Metric: refault latency (`workingset_refault`, its flush included).
@@ -43,14 +44,22 @@ pub fn known_policies() -> Vec<String> {
     Preset::ALL.iter().map(|p| p.name().to_string()).collect()
 }
 
-fn parse_policies(scenario: &str, names: &[String]) -> Result<Vec<Preset>, SimError> {
+fn parse_policies(
+    scenario: &str,
+    names: &[String],
+    user: &[PolicySpec],
+) -> Result<Vec<Policy>, SimError> {
     names
         .iter()
         .map(|n| {
-            n.parse::<Preset>().map_err(|_| SimError::UnknownPolicy {
+            crate::spec::policy::knobs_of(user, n).ok_or_else(|| SimError::UnknownPolicy {
                 name: n.clone(),
                 scenario: scenario.to_string(),
-                known: known_policies().join(", "),
+                known: known_policies()
+                    .into_iter()
+                    .chain(user.iter().map(|u| u.name.clone()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })
         })
         .collect()
@@ -97,7 +106,7 @@ pub fn push_outcome(r: &mut PolicyResult, o: &StormOutcome) {
     );
 }
 
-/// Runs `spec` under each policy `runs` times (run `i` with seed
+/// Runs `spec` under each policy (a preset) `runs` times (run `i` with seed
 /// `seed + i`, runs interleaved across policies) and returns the results by
 /// policy name.
 ///
@@ -112,7 +121,24 @@ pub fn run(
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let presets = parse_policies("refault-storm", policies)?;
+    run_with(spec, policies, &[], runs, seed, opts, progress)
+}
+
+/// [`run`] where policies may also name the scenario's `user` policies
+/// (`[[policy]]` tables).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    spec: &crate::spec::RefaultSpec,
+    policies: &[String],
+    user: &[PolicySpec],
+    runs: u32,
+    seed: u64,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BTreeMap<String, PolicyResult>, SimError> {
+    let presets = parse_policies("refault-storm", policies, user)?;
     if presets.is_empty() {
         return Err(SimError::Config(
             "refault-storm needs at least one policy".into(),
@@ -122,7 +148,7 @@ pub fn run(
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
     for run in 0..runs {
         for (p, name) in presets.iter().zip(policies) {
-            let o = run_once(spec, *p, seed + u64::from(run), &opts.costs)?;
+            let o = run_once_policy(spec, *p, seed + u64::from(run), &opts.costs)?;
             push_outcome(out.entry(name.clone()).or_default(), &o);
             progress(Progress::Step(format!("{name} run {}", run + 1)));
         }

@@ -289,3 +289,49 @@ fn a_sqrt_threshold_doubles_background_flush_requests() {
     assert!(ours.mean_refault_ns() <= 1.05 * rl.mean_refault_ns());
     assert!(ours.mismatch_rate() <= rl.mismatch_rate() / 10.0);
 }
+
+/// A `[[policy]]` runs the knobs it resolves to: the same outcome as
+/// [`run_once_policy`] on those knobs, and a preset's results when it
+/// overrides nothing.
+#[test]
+fn a_user_policy_runs_its_knobs() {
+    use crate::scenarios::refault::run_with;
+    use crate::spec::PolicySpec;
+    let mut s = reduced();
+    s.duration_ms = 200;
+    s.warmup_ms = 50;
+    let mut rl = PolicySpec::new("hierstat-rl", Preset::Hierstat);
+    rl.hot_path = Some(crate::spec::policy::HotPathName::Ratelimited);
+    let same = PolicySpec::new("same-as-68", Preset::Linux6_8);
+    let names = [
+        "hierstat-rl".to_string(),
+        "same-as-68".to_string(),
+        "linux-6.8".to_string(),
+    ];
+    let out = run_with(
+        &s,
+        &names,
+        &[rl.clone(), same],
+        1,
+        3,
+        &RunOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(out["same-as-68"], out["linux-6.8"]);
+    let direct = run_once_policy(&s, rl.resolve().unwrap(), 3, &CostModel::defaults()).unwrap();
+    let mut want = crate::report::PolicyResult::default();
+    super::push_outcome(&mut want, &direct);
+    assert_eq!(out["hierstat-rl"], want);
+    let e = run_with(
+        &s,
+        &["nope".into()],
+        &[rl],
+        1,
+        3,
+        &RunOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("hierstat-rl"), "{e}");
+}
