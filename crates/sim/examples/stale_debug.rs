@@ -51,7 +51,7 @@ fn main() {
                     ..setup.clone()
                 };
                 let b = AnyBackend::build(choice, &shape, items, threads).expect("backend");
-                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup));
+                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup)).expect("threads start");
                 println!("stale {} of {} reads", o.stale_reads, o.latencies.len());
                 for e in &o.stale_examples {
                     println!("{e:?} path {}", shape.path(e.0));

@@ -224,11 +224,18 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         let shape = TreeShape::chain(1);
         // A shard per thread: the two updaters and this one.
         let h = engine(Preset::Hierstat, &shape, shards.max(3))?;
-        let v = median_of(reps, || {
-            let o = real::run_updates(&h, 1, 4, 1, 2, dur);
+        let mut failed = None;
+        let v = median_of(reps, || match real::run_updates(&h, 1, 4, 1, 2, dur) {
             // Per-thread ns per op on the thread's own CPU time.
-            2.0 * 1e9 / o.ops_per_sec().max(1e-9)
+            Ok(o) => 2.0 * 1e9 / o.ops_per_sec().max(1e-9),
+            Err(e) => {
+                failed = Some(e);
+                f64::NAN
+            }
         });
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
         ns.insert("hierstat_update_2threads".into(), v);
         let v = median_of(reps, || two_threads(dur, false));
         ns.insert("shared_atomic_2threads".into(), v);

@@ -100,7 +100,7 @@ fn run_real(
                 duration: std::time::Duration::from_millis(sc.duration_ms),
                 seed: sc.seed.wrapping_add(u64::from(run)),
             };
-            let o = with_backend!(&b, be => real_spikes::run_spikes(be, &shape, &setup));
+            let o = with_backend!(&b, be => real_spikes::run_spikes(be, &shape, &setup))?;
             let r = out.entry(p.clone()).or_default();
             let rate = if o.spike_reads == 0 {
                 0.0

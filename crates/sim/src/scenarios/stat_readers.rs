@@ -67,7 +67,7 @@ pub fn run(
                         duration: Duration::from_millis(sc.duration_ms),
                         seed,
                     };
-                    let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup));
+                    let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup))?;
                     push_latency(r, READ_LATENCY_NS, &o.latencies);
                     let slow = o.latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
                     push(r, "reads", "count", o.latencies.len() as f64, true);

@@ -15,7 +15,9 @@
 //! The scenarios under `scenarios/` are embedded at build time
 //! ([`BUILTIN`]).
 
+pub mod estimate;
 pub mod numab;
+pub mod ranges;
 pub mod refault;
 pub mod stats;
 
@@ -133,7 +135,8 @@ impl Scenario {
             kind: Kind,
         }
         let Header { kind } = deserialize(file, text)?;
-        Ok(match kind {
+        ranges::check(file, text, ranges_of(kind))?;
+        let sc = match kind {
             Kind::Stats => Scenario::Stats(Box::new(StatsScenario::parse(file, text)?)),
             Kind::Numab => Scenario::Numab {
                 file: Box::new(numab::parse(file, text)?),
@@ -143,7 +146,47 @@ impl Scenario {
                 file: Box::new(RefaultScenario::parse(file, text)?),
                 source: text.to_string(),
             },
-        })
+        };
+        sc.check_policies()
+            .map_err(|message| ScenarioError::at(file, text, "policies", message))?;
+        Ok(sc)
+    }
+
+    /// The policy names this scenario's runner accepts.
+    pub fn known_policies(&self) -> Vec<String> {
+        match self {
+            Scenario::Stats(s) => s
+                .workload
+                .map(crate::scenarios::known_policies)
+                .unwrap_or_default(),
+            Scenario::Numab { .. } => ::numab::ScannerVersion::ALL
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
+            Scenario::Refault { .. } => crate::scenarios::refault::known_policies(),
+        }
+    }
+
+    /// Checks that every policy is known to the runner and named once.
+    ///
+    /// # Errors
+    /// The message naming the first unknown or repeated policy.
+    pub fn check_policies(&self) -> Result<(), String> {
+        let known = self.known_policies();
+        let policies = self.policies();
+        for (i, p) in policies.iter().enumerate() {
+            if !known.iter().any(|k| k == p) {
+                return Err(format!(
+                    "unknown policy `{}` (known: {})",
+                    crate::spec::escape(p),
+                    known.join(", ")
+                ));
+            }
+            if policies[..i].contains(p) {
+                return Err(format!("policy `{p}` is listed twice"));
+            }
+        }
+        Ok(())
     }
 
     /// Looks up an embedded scenario by name and parses it.
@@ -281,7 +324,14 @@ impl Scenario {
             Scenario::Refault { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
         };
         if !o.policies.is_empty() {
-            *policies = o.policies.clone();
+            // A policy named twice runs once (the first place counts).
+            let mut unique: Vec<String> = Vec::with_capacity(o.policies.len());
+            for p in &o.policies {
+                if !unique.contains(p) {
+                    unique.push(p.clone());
+                }
+            }
+            *policies = unique;
         }
         if let Some(r) = o.runs {
             *runs = r;
@@ -306,6 +356,32 @@ impl Scenario {
             }
         }
     }
+}
+
+/// The documented ranges of a kind's numeric fields ([`ranges`]).
+pub fn ranges_of(kind: Kind) -> &'static [ranges::Range] {
+    match kind {
+        Kind::Stats => ranges::STATS,
+        Kind::Numab => ranges::NUMAB,
+        Kind::Refault => ranges::REFAULT,
+    }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`), for messages
+/// and tables that show user-supplied names.
+pub fn escape(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Deserializes `text` into `T`, reporting the file, the 1-based line (from
