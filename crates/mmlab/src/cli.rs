@@ -13,16 +13,46 @@ use std::path::PathBuf;
 #[command(
     name = "mmlab",
     version,
-    propagate_version = true,
-    args_conflicts_with_subcommands = true
+    propagate_version = true
 )]
 pub struct Cli {
     /// What to do (default: the suite).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Options every command takes (before or after its name).
+    #[command(flatten)]
+    pub global: DbArgs,
     /// The suite's options, when no command is given.
     #[command(flatten)]
     pub suite: SuiteArgs,
+}
+
+impl Cli {
+    /// Refuses the suite's options next to a subcommand (`mmlab --quick
+    /// history`): they would be silently ignored. Only the global `--db`
+    /// goes anywhere.
+    ///
+    /// # Errors
+    /// A usage error naming the misplaced options.
+    pub fn check(&self) -> Result<(), String> {
+        let s = &self.suite;
+        let c = &s.common;
+        let set = s.quick
+            || s.verbose
+            || c.json.is_some()
+            || c.costs.is_some()
+            || c.html.is_some()
+            || c.no_store
+            || c.force;
+        if self.command.is_some() && set {
+            return Err(
+                "the suite's options (--quick, --json, --html, --costs, --no-store, --force, -v) \
+                 go after `suite` or with no command; only --db goes before a command"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The subcommands.
@@ -51,11 +81,13 @@ pub enum Command {
     Report(ReportArgs),
 }
 
-/// The results database option.
+/// The results database option, global: `mmlab --db x history` and
+/// `mmlab history --db x` alike. Commands that store runs open (creating)
+/// it before any work; commands that read runs never create it.
 #[derive(Debug, Args, Clone, Default)]
 pub struct DbArgs {
     /// The results database (SQLite).
-    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
+    #[arg(long, value_name = "FILE", default_value = "mmlab.db", global = true)]
     pub db: PathBuf,
 }
 
@@ -64,9 +96,6 @@ pub struct DbArgs {
 pub struct HistoryArgs {
     /// Only runs of this scenario.
     pub scenario: Option<String>,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// `mmlab show`.
@@ -74,9 +103,6 @@ pub struct HistoryArgs {
 pub struct ShowArgs {
     /// The run (`last`, `last~N`, an id, `#id` or a tag).
     pub run: String,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// `mmlab compare`.
@@ -88,9 +114,6 @@ pub struct CompareArgs {
     /// Also write the comparison as a self-contained HTML file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// `mmlab tag`.
@@ -100,9 +123,6 @@ pub struct TagArgs {
     pub run: String,
     /// The name.
     pub name: String,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// `mmlab report`.
@@ -111,12 +131,10 @@ pub struct ReportArgs {
     /// One or more runs.
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// The HTML file to write.
-    #[arg(long, value_name = "FILE", default_value = "mmlab-report.html")]
-    pub html: PathBuf,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
+    /// The HTML file to write (default `out/mmlab-report.html`, as the
+    /// suite's).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Options shared by the commands that run scenarios.
@@ -132,12 +150,13 @@ pub struct CommonRunArgs {
     /// suite writes `out/mmlab-report.html` when this is not given).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// The results database the run is stored in.
-    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
-    pub db: PathBuf,
     /// Do not store the run in the results database.
     #[arg(long)]
     pub no_store: bool,
+    /// Run even when the pre-run estimate (memory, threads, simulated
+    /// events) is over the limits.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `mmlab suite`.
@@ -149,6 +168,10 @@ pub struct SuiteArgs {
     /// Reduced sizes and one run each (a smoke test, not the seeds' sizes).
     #[arg(long)]
     pub quick: bool,
+    /// Print every scenario's full tables (the default prints one line per
+    /// scenario and the claims; the HTML report has the tables).
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// `mmlab run`.
@@ -169,6 +192,9 @@ pub struct RunArgs {
     /// Measured duration per run in milliseconds (virtual in sim mode).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub duration_ms: Option<u64>,
+    /// Reduced sizes and one run (as `mmlab --quick`).
+    #[arg(long)]
+    pub quick: bool,
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,
@@ -188,8 +214,14 @@ pub struct BenchArgs {
 /// `mmlab calibrate`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct CalibrateArgs {
-    /// Where to save the costs.
-    #[arg(long, short, value_name = "FILE", default_value = "mmlab-costs.toml")]
+    /// Where to save the costs (the file `--costs` reads).
+    #[arg(
+        long = "costs",
+        short,
+        visible_alias = "out",
+        value_name = "FILE",
+        default_value = "mmlab-costs.toml"
+    )]
     pub out: PathBuf,
     /// Shorter measurements (noisier).
     #[arg(long)]
@@ -228,5 +260,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(Cli::try_parse_from(["mmlab", "run", "x", "--runs", "0"]).is_err());
+    }
+
+    #[test]
+    fn db_is_global() {
+        for argv in [
+            &["mmlab", "--db", "x.db", "history"][..],
+            &["mmlab", "history", "--db", "x.db"][..],
+            &["mmlab", "--db", "x.db"][..],
+            &["mmlab", "run", "stale-read", "--db", "x.db", "--quick"][..],
+        ] {
+            let c = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            assert_eq!(c.global.db, PathBuf::from("x.db"), "{argv:?}");
+        }
     }
 }

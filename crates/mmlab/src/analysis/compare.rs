@@ -188,8 +188,11 @@ pub fn render_comparison(c: &Comparison) -> String {
             sim::report::Mode::Real => "real",
         };
         let mut line = format!(
-            "  {:<width$}  {}/{mode}/{}/{}",
-            r.label, rep.scenario, rep.runs, rep.seed
+            "  {}  {}/{mode}/{}/{}",
+            crate::render::pad(&crate::render::display_name(&r.label, 40), width.min(40), false),
+            crate::render::display_name(&rep.scenario, 60),
+            rep.runs,
+            rep.seed
         );
         if let Some(s) = &r.summary {
             let _ = write!(line, "  {} UTC", format_utc(s.started));

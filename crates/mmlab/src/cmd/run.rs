@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::cost::CostModel;
 use sim::report::RunReport;
+use sim::spec::estimate::Limits;
 use sim::spec::Overrides;
 use sim::{Progress, RunOptions, Scenario};
 use std::io::{IsTerminal, Write};
@@ -27,9 +28,46 @@ pub fn load(spec: &str) -> Result<Scenario> {
             names.join(", ")
         );
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading scenario file {}", path.display()))?;
+    let text = read_input(path, "scenario file")?;
     Ok(Scenario::parse(&path.display().to_string(), &text)?)
+}
+
+/// The most bytes an input file (scenario, costs) may have: the largest
+/// built-in scenario is under 8 KiB.
+pub const MAX_INPUT_BYTES: u64 = 1 << 20;
+
+/// Reads a text input file of at most [`MAX_INPUT_BYTES`] (`/dev/zero` or
+/// a huge file is refused after reading that much, not read into memory),
+/// as UTF-8 (an invalid byte is reported with its line).
+///
+/// # Errors
+/// The file cannot be read, is too large, or is not UTF-8.
+pub fn read_input(path: &Path, what: &str) -> Result<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    if f.metadata().is_ok_and(|m| m.is_dir()) {
+        bail!("{what} {} is a directory", path.display());
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        bail!(
+            "{what} {} is larger than {} KiB: not a scenario or cost file",
+            path.display(),
+            MAX_INPUT_BYTES >> 10
+        );
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        anyhow::anyhow!(
+            "{}:{line}: not UTF-8 text (invalid byte at offset {at})",
+            path.display()
+        )
+    })
 }
 
 /// The cost model: the file given, or the shipped defaults.
@@ -37,23 +75,17 @@ pub fn load_costs(common: &CommonRunArgs) -> Result<CostModel> {
     match &common.costs {
         None => Ok(CostModel::defaults()),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading cost file {}", p.display()))?;
-            CostModel::from_toml(&text).with_context(|| format!("cost file {}", p.display()))
+            let text = read_input(p, "cost file")?;
+            Ok(CostModel::parse(&p.display().to_string(), &text)?)
         }
     }
 }
 
-/// A progress bar on stderr, hidden when stderr is not a terminal.
+/// A progress bar on stderr; it draws once the number of steps is known
+/// (its first frame is never `0/0`). When stderr is not a terminal,
+/// [`execute`] prints plain progress lines instead.
 pub fn progress_bar(label: &str) -> ProgressBar {
-    let pb = ProgressBar::with_draw_target(
-        Some(0),
-        if std::io::stderr().is_terminal() {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        },
-    );
+    let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
     pb.set_style(
         ProgressStyle::with_template("{prefix:>18} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -63,21 +95,66 @@ pub fn progress_bar(label: &str) -> ProgressBar {
     pb
 }
 
-/// Runs a scenario ([`sim::run()`]) with a progress bar.
+/// Runs a scenario ([`sim::run()`]) with a progress bar on a terminal, or
+/// plain `name: k/n step` lines on stderr (at most one a second) when
+/// stderr is a pipe or a file.
 pub fn execute(sc: &Scenario, costs: &CostModel) -> Result<RunReport> {
-    let pb = progress_bar(sc.name());
+    let name = crate::render::display_name(sc.name(), 40);
+    let pb = progress_bar(&name);
+    let tty = std::io::stderr().is_terminal();
     let opts = RunOptions { costs: *costs };
+    let (mut done, mut total) = (0u64, 0u64);
+    let mut last_line = std::time::Instant::now();
     let mut cb = |p: Progress| match p {
-        Progress::Total(n) => pb.set_length(n),
+        Progress::Total(n) => {
+            total = n;
+            pb.set_length(n);
+            if tty {
+                pb.set_draw_target(ProgressDrawTarget::stderr());
+            } else {
+                eprintln!("{name}: 0/{n} started");
+            }
+        }
         Progress::Step(s) => {
-            pb.set_message(s);
+            done += 1;
+            pb.set_message(s.clone());
             pb.inc(1);
+            if !tty && (last_line.elapsed().as_secs() >= 1 || done == total) {
+                last_line = std::time::Instant::now();
+                eprintln!("{name}: {done}/{total} {s}");
+            }
         }
     };
     let report = sim::run(sc, &opts, &mut cb)
         .with_context(|| format!("running scenario `{}`", sc.name()))?;
     pb.finish_and_clear();
     Ok(report)
+}
+
+/// Refuses a run whose pre-run estimate is over the default limits
+/// (unless `--force`), and checks the output files before any work.
+///
+/// # Errors
+/// The estimate is over a limit, or an output path is refused.
+pub fn preflight(sc: &Scenario, costs: &CostModel, common: &CommonRunArgs) -> Result<()> {
+    let est = sc.estimate(costs);
+    if let Some(why) = est.exceeds(&Limits::default()) {
+        if common.force {
+            eprintln!("mmlab: warning: scenario `{}` {why}; running anyway (--force)", sc.name());
+        } else {
+            bail!(
+                "scenario `{}` {why}\n  estimate: {est}\n  lower its sizes, or pass --force to run it anyway",
+                crate::render::display_name(sc.name(), 60)
+            );
+        }
+    }
+    if let Some(p) = common.json.as_deref().filter(|p| *p != Path::new("-")) {
+        crate::render::output_target(p)?;
+    }
+    if let Some(p) = &common.html {
+        crate::render::output_target(p)?;
+    }
+    Ok(())
 }
 
 /// The command-line overrides of `mmlab run`.
@@ -114,10 +191,23 @@ pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> R
 }
 
 /// `mmlab run`.
-pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
+pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let mut sc = load(&args.scenario)?;
-    sc.apply(&overrides(args));
+    let o = overrides(args);
+    for (i, p) in o.policies.iter().enumerate() {
+        if o.policies[..i].contains(p) {
+            eprintln!("mmlab: note: policy `{p}` given twice; it runs once");
+        }
+    }
+    sc.apply(&o);
+    sc.check_policies()
+        .map_err(|m| anyhow::anyhow!("scenario `{}`: {m}", sc.name()))?;
+    if args.quick {
+        sc.shrink_for_smoke_test();
+    }
     let costs = load_costs(&args.common)?;
+    preflight(&sc, &costs, &args.common)?;
+    let mut store = crate::cmd::store::open_for_runs(&args.common, db)?;
     let started = std::time::SystemTime::now();
     let report = execute(&sc, &costs)?;
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
@@ -127,7 +217,14 @@ pub fn cmd_run(args: &RunArgs, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &args.common.json {
         write_json(p, &json::report_json(&report), out)?;
     }
-    crate::cmd::store::after_run(&args.common, &[report], started, out, json_to_stdout)?;
+    crate::cmd::store::after_run(
+        &args.common,
+        store.as_mut(),
+        &[report],
+        started,
+        out,
+        json_to_stdout,
+    )?;
     Ok(())
 }
 
