@@ -10,11 +10,7 @@ use std::path::PathBuf;
 /// With no command, runs the default suite (every scenario with the
 /// policies that tell its story) and prints a readable report.
 #[derive(Debug, Parser)]
-#[command(
-    name = "mmlab",
-    version,
-    propagate_version = true
-)]
+#[command(name = "mmlab", version, propagate_version = true)]
 pub struct Cli {
     /// What to do (default: the suite).
     #[command(subcommand)]
@@ -39,6 +35,7 @@ impl Cli {
         let c = &s.common;
         let set = s.quick
             || s.verbose
+            || !s.only.is_empty()
             || c.json.is_some()
             || c.costs.is_some()
             || c.html.is_some()
@@ -172,6 +169,9 @@ pub struct SuiteArgs {
     /// scenario and the claims; the HTML report has the tables).
     #[arg(long, short)]
     pub verbose: bool,
+    /// Only these suite scenarios (comma-separated names, suite order).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 /// `mmlab run`.

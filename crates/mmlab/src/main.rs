@@ -39,7 +39,10 @@ fn run(cli: Cli) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let db = cli.global.db.as_path();
-    if matches!(cli.command, None | Some(Command::Suite(_)) | Some(Command::Run(_))) {
+    if matches!(
+        cli.command,
+        None | Some(Command::Suite(_)) | Some(Command::Run(_))
+    ) {
         report_interrupts();
     }
     match cli.command {

@@ -80,14 +80,30 @@ fn a_huge_scenario_name_runs_and_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     // A TOML escape: the name holds 40,000 BEL characters.
     let long = "n\\u0007".repeat(40_000);
-    let f = scenario_with(dir.path(), "name = \"stale-read\"", &format!("name = \"{long}\""));
+    let f = scenario_with(
+        dir.path(),
+        "name = \"stale-read\"",
+        &format!("name = \"{long}\""),
+    );
     let o = mmlab_in(
         dir.path(),
-        &["run", &f, "--duration-ms", "20", "--runs", "1", "--db", "t.db"],
+        &[
+            "run",
+            &f,
+            "--duration-ms",
+            "20",
+            "--runs",
+            "1",
+            "--db",
+            "t.db",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stdout(&o).contains('\u{7}'));
-    for args in [&["history", "--db", "t.db"][..], &["show", "last", "--db", "t.db"]] {
+    for args in [
+        &["history", "--db", "t.db"][..],
+        &["show", "last", "--db", "t.db"],
+    ] {
         let o = mmlab_in(dir.path(), args);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
     }
@@ -120,7 +136,11 @@ fn out_of_range_fields_name_file_line_and_field() {
         ("cpus = 64", "cpus = 5000000000", "`cpus`"),
         ("seed = 1", "seed = 1.5", "`seed`"),
         ("[writers]", "[writers]\ncpus = 300", "`writers.cpus`"),
-        ("rate_per_cpu = 5000.0", "rate_per_cpu = 1e15", "`writers.rate_per_cpu`"),
+        (
+            "rate_per_cpu = 5000.0",
+            "rate_per_cpu = 1e15",
+            "`writers.rate_per_cpu`",
+        ),
         (
             "targets = \"all\"\nitems = 4",
             "targets = \"all\"\nitems = 1000000000",
@@ -139,17 +159,36 @@ fn out_of_range_fields_name_file_line_and_field() {
 #[test]
 fn numab_and_refault_fields_are_range_checked_with_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let numa02 = sim::spec::BUILTIN.iter().find(|(n, _)| *n == "numa02").unwrap().1;
+    let numa02 = sim::spec::BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "numa02")
+        .unwrap()
+        .1;
     let refault = sim::spec::BUILTIN
         .iter()
         .find(|(n, _)| *n == "refault-storm")
         .unwrap()
         .1;
     for (text, from, to, field) in [
-        (numa02, "buffer_mib = 1024", "buffer_mib = 1000000000", "numab.workload.buffer_mib"),
-        (numa02, "passes = 800", "passes = 1000000000", "numab.workload.passes"),
+        (
+            numa02,
+            "buffer_mib = 1024",
+            "buffer_mib = 1000000000",
+            "numab.workload.buffer_mib",
+        ),
+        (
+            numa02,
+            "passes = 800",
+            "passes = 1000000000",
+            "numab.workload.passes",
+        ),
         (numa02, "nodes = 2", "nodes = 0", "numab.nodes"),
-        (refault, "warmup_ms = 1000", "warmup_ms = 100000000", "refault.warmup_ms"),
+        (
+            refault,
+            "warmup_ms = 1000",
+            "warmup_ms = 100000000",
+            "refault.warmup_ms",
+        ),
         (
             refault,
             "accesses_per_sec_per_cpu = 300.0",
@@ -195,7 +234,11 @@ fn zero_costs_are_refused_with_line_and_field() {
 #[test]
 fn an_oversized_run_is_refused_before_it_starts_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
-    let numa02 = sim::spec::BUILTIN.iter().find(|(n, _)| *n == "numa02").unwrap().1;
+    let numa02 = sim::spec::BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "numa02")
+        .unwrap()
+        .1;
     let p = dir.path().join("big.toml");
     let big = numa02
         .replacen("buffer_mib = 1024", "buffer_mib = 65536", 1)
@@ -218,26 +261,66 @@ fn output_files_go_through_symlinks_and_refuse_non_files() {
     std::os::unix::fs::symlink("real.json", d.join("link.json")).unwrap();
     let o = mmlab_in(
         d,
-        &["run", "stale-read", "--duration-ms", "10", "--runs", "1", "--no-store", "--json", "link.json"],
+        &[
+            "run",
+            "stale-read",
+            "--duration-ms",
+            "10",
+            "--runs",
+            "1",
+            "--no-store",
+            "--json",
+            "link.json",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(std::fs::symlink_metadata(d.join("link.json")).unwrap().file_type().is_symlink());
-    assert!(std::fs::read_to_string(d.join("real.json")).unwrap().starts_with('{'));
+    assert!(std::fs::symlink_metadata(d.join("link.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(d.join("real.json"))
+        .unwrap()
+        .starts_with('{'));
     // A FIFO (or a device) is refused before any work, and left alone.
     let fifo = d.join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let t = Instant::now();
     let o = mmlab_in(
         d,
-        &["run", "stale-read", "--duration-ms", "10", "--runs", "1", "--no-store", "--html", "fifo"],
+        &[
+            "run",
+            "stale-read",
+            "--duration-ms",
+            "10",
+            "--runs",
+            "1",
+            "--no-store",
+            "--html",
+            "fifo",
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo_like());
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo_like());
     assert!(t.elapsed() < Duration::from_secs(5));
     let o = mmlab_in(
         d,
-        &["run", "stale-read", "--duration-ms", "10", "--no-store", "--json", "/dev/null"],
+        &[
+            "run",
+            "stale-read",
+            "--duration-ms",
+            "10",
+            "--no-store",
+            "--json",
+            "/dev/null",
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
@@ -259,10 +342,21 @@ fn a_bad_db_fails_before_the_run() {
     let t = Instant::now();
     let o = mmlab_in(
         dir.path(),
-        &["run", "stale-read", "--runs", "1", "--db", "/nonexistent/x.db"],
+        &[
+            "run",
+            "stale-read",
+            "--runs",
+            "1",
+            "--db",
+            "/nonexistent/x.db",
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).is_empty(), "no report before the error: {}", stdout(&o));
+    assert!(
+        stdout(&o).is_empty(),
+        "no report before the error: {}",
+        stdout(&o)
+    );
     assert!(stderr(&o).contains("/nonexistent"), "{}", stderr(&o));
     assert!(t.elapsed() < Duration::from_secs(5));
 }
@@ -277,7 +371,16 @@ fn a_busy_db_is_reported_at_once() {
     let t = Instant::now();
     let o = mmlab_in(
         dir.path(),
-        &["run", "stale-read", "--duration-ms", "10", "--runs", "1", "--db", "t.db"],
+        &[
+            "run",
+            "stale-read",
+            "--duration-ms",
+            "10",
+            "--runs",
+            "1",
+            "--db",
+            "t.db",
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("busy"), "{}", stderr(&o));
@@ -298,7 +401,11 @@ fn read_commands_never_create_a_db() {
     ] {
         let o = mmlab_in(dir.path(), args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
-        assert!(stderr(&o).contains("no such file"), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("no such file"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
         assert!(!dir.path().join("typo.db").exists(), "{args:?} created it");
     }
 }
@@ -323,7 +430,10 @@ fn history_reads_a_db_in_a_read_only_directory() {
     if !o2.status.success() {
         let e = stderr(&o2);
         assert!(!e.contains("SQLITE_READONLY_DIRECTORY"), "{e}");
-        assert!(e.contains("read-only") || e.contains("cannot be written"), "{e}");
+        assert!(
+            e.contains("read-only") || e.contains("cannot be written"),
+            "{e}"
+        );
     }
 }
 
@@ -333,8 +443,19 @@ fn duplicate_policies_run_once() {
     let o = mmlab_in(
         dir.path(),
         &[
-            "run", "stale-read", "--duration-ms", "10", "--runs", "1", "--no-store", "-p",
-            "hierstat", "-p", "hierstat", "--json", "-",
+            "run",
+            "stale-read",
+            "--duration-ms",
+            "10",
+            "--runs",
+            "1",
+            "--no-store",
+            "-p",
+            "hierstat",
+            "-p",
+            "hierstat",
+            "--json",
+            "-",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -365,7 +486,13 @@ fn a_thread_limit_is_an_error_not_a_panic_or_hang() {
     let p = dir.path().join("t.toml");
     let text = text
         .lines()
-        .map(|l| if l.starts_with("threads") { "threads = 256" } else { l })
+        .map(|l| {
+            if l.starts_with("threads") {
+                "threads = 256"
+            } else {
+                l
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n");
     std::fs::write(&p, text).unwrap();
@@ -395,4 +522,82 @@ fn a_thread_limit_is_an_error_not_a_panic_or_hang() {
     if o.status.code() == Some(1) {
         assert!(stderr(&o).contains("thread"), "{}", stderr(&o));
     }
+}
+
+#[test]
+fn the_compact_suite_fits_100_columns_and_shows_progress_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mmlab_in(
+        dir.path(),
+        &[
+            "suite",
+            "--quick",
+            "--only",
+            "stale-read,numa02",
+            "--db",
+            "t.db",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for l in out.lines() {
+        assert!(l.chars().count() <= 100, "{} wide: {l}", l.chars().count());
+    }
+    assert!(
+        out.contains("[ok]") && out.contains("stored as runs #1..#2"),
+        "{out}"
+    );
+    // Piped stderr: plain progress lines, never a first frame of 0/0.
+    let err = stderr(&o);
+    assert!(
+        err.contains("stale-read: 0/") && err.contains("numa02: "),
+        "{err}"
+    );
+    assert!(!err.contains("0/0"), "{err}");
+    // Each scenario is its own stored run with its own times.
+    let h = stdout(&mmlab_in(dir.path(), &["history", "--db", "t.db"]));
+    assert!(h.contains("stale-read") && h.contains("numa02"), "{h}");
+}
+
+#[test]
+fn an_interrupted_suite_keeps_the_scenarios_that_completed() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mmlab"))
+        .args([
+            "suite",
+            "--quick",
+            "--only",
+            "stale-read,refault-storm",
+            "--db",
+            "t.db",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Wait for the first scenario's line (stored as #1), then Ctrl-C.
+    loop {
+        let l = lines.next().expect("suite output").unwrap();
+        if l.trim_start().starts_with("stale-read") {
+            assert!(l.trim_end().ends_with("#1"), "{l}");
+            break;
+        }
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    let h = stdout(&mmlab_in(dir.path(), &["history", "--db", "t.db"]));
+    assert!(
+        h.contains("stale-read") && !h.contains("refault-storm"),
+        "{h}"
+    );
 }

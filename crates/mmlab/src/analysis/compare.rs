@@ -189,7 +189,11 @@ pub fn render_comparison(c: &Comparison) -> String {
         };
         let mut line = format!(
             "  {}  {}/{mode}/{}/{}",
-            crate::render::pad(&crate::render::display_name(&r.label, 40), width.min(40), false),
+            crate::render::pad(
+                &crate::render::display_name(&r.label, 40),
+                width.min(40),
+                false
+            ),
             crate::render::display_name(&rep.scenario, 60),
             rep.runs,
             rep.seed

@@ -44,8 +44,8 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 /// The file cannot be read, is too large, or is not UTF-8.
 pub fn read_input(path: &Path, what: &str) -> Result<String> {
     use std::io::Read;
-    let f = std::fs::File::open(path)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
+    let f =
+        std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
     if f.metadata().is_ok_and(|m| m.is_dir()) {
         bail!("{what} {} is a directory", path.display());
     }
@@ -140,7 +140,10 @@ pub fn preflight(sc: &Scenario, costs: &CostModel, common: &CommonRunArgs) -> Re
     let est = sc.estimate(costs);
     if let Some(why) = est.exceeds(&Limits::default()) {
         if common.force {
-            eprintln!("mmlab: warning: scenario `{}` {why}; running anyway (--force)", sc.name());
+            eprintln!(
+                "mmlab: warning: scenario `{}` {why}; running anyway (--force)",
+                sc.name()
+            );
         } else {
             bail!(
                 "scenario `{}` {why}\n  estimate: {est}\n  lower its sizes, or pass --force to run it anyway",

@@ -133,7 +133,11 @@ pub fn cmd_tag(a: &TagArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let mut store = open(db)?;
     let id = store.resolve(&a.run)?;
     store.tag(id, &a.name)?;
-    writeln!(out, "run #{id} tagged {}", crate::render::display_name(&a.name, 80))?;
+    writeln!(
+        out,
+        "run #{id} tagged {}",
+        crate::render::display_name(&a.name, 80)
+    )?;
     Ok(())
 }
 
@@ -149,8 +153,7 @@ pub fn cmd_report(a: &ReportArgs, db: &Path, out: &mut dyn Write) -> Result<()> 
         Some(p) => p.clone(),
         None => {
             let dir = Path::new(crate::cmd::suite::DEFAULT_HTML_DIR);
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             dir.join("mmlab-report.html")
         }
     };

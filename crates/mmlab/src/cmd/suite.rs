@@ -4,9 +4,9 @@
 use crate::cli::SuiteArgs;
 use crate::cmd::run::{execute, load, load_costs, preflight, print_report, write_json};
 use crate::cmd::store::{open_for_runs, save_one};
-use crate::render::{display_name, pad};
 use crate::render::json;
 use crate::render::text::render_claims;
+use crate::render::{display_name, pad};
 use anyhow::Result;
 use serde_json::{json, Value};
 use sim::report::Claim;
@@ -36,11 +36,10 @@ pub const SUITE: [&str; 12] = [
 /// The widest line the compact suite output prints.
 pub const COMPACT_WIDTH: usize = 100;
 
-/// The seed claims in at most [`COMPACT_WIDTH`] columns: mark, claim,
-/// measured and seed figures, each cut to its column (`…`).
+/// The seed claims in at most [`COMPACT_WIDTH`] columns, two lines each:
+/// the verdict and the claim, then the measured figure beside the seed's
+/// (each elided with `…` past the width).
 pub fn render_claims_compact(claims: &[Claim]) -> String {
-    let (wc, wm) = (50, 22);
-    let ws = COMPACT_WIDTH - 7 - wc - 2 - wm - 2;
     let mut out = String::new();
     for c in claims {
         let mark = if c.info {
@@ -50,14 +49,18 @@ pub fn render_claims_compact(claims: &[Claim]) -> String {
         } else {
             "[MISS]"
         };
-        let line = format!(
-            "{} {}  {}  {}",
+        let first = format!(
+            "{} {}",
             pad(mark, 6, false),
-            pad(&display_name(&c.claim, wc), wc, false),
-            pad(&display_name(&c.measured, wm), wm, false),
-            display_name(&c.seed, ws)
+            display_name(&c.claim, COMPACT_WIDTH - 7)
         );
-        out.push_str(line.trim_end());
+        let second = display_name(
+            &format!("measured {}   seed {}", c.measured, c.seed),
+            COMPACT_WIDTH - 7,
+        );
+        out.push_str(first.trim_end());
+        out.push_str("\n       ");
+        out.push_str(&second);
         out.push('\n');
     }
     out
@@ -72,8 +75,20 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
     let mut reports = Vec::new();
     let mut all_claims: Vec<Claim> = Vec::new();
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
+    for name in &args.only {
+        if !SUITE.contains(&name.as_str()) {
+            anyhow::bail!(
+                "--only: `{}` is not a suite scenario (suite: {})",
+                display_name(name, 60),
+                SUITE.join(", ")
+            );
+        }
+    }
     let mut scenarios = Vec::new();
-    for name in SUITE {
+    for name in SUITE
+        .into_iter()
+        .filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n))
+    {
         let mut sc = load(name)?;
         if args.quick {
             sc.shrink_for_smoke_test();
@@ -96,14 +111,21 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
     if !json_to_stdout && !args.verbose {
         writeln!(
             out,
-            "mmlab suite: {} scenarios{}; -v prints every table, the HTML report has them too\n",
+            "mmlab suite: {} scenarios{}\n(-v prints every table; so does the HTML report)\n",
             scenarios.len(),
             match &store {
-                Some(s) => format!(", each stored in {} as it finishes", s.path().display()),
+                Some(s) => format!(
+                    ", each stored in {} as it finishes",
+                    display_name(&s.path().display().to_string(), 40)
+                ),
                 None => String::new(),
             }
         )?;
-        writeln!(out, "  {:<24} {:>7}  {:<9} stored", "scenario", "took", "claims")?;
+        writeln!(
+            out,
+            "  {:<24} {:>7}  {:<9} stored",
+            "scenario", "took", "claims"
+        )?;
         out.flush()?;
     }
     let mut ids = Vec::new();
@@ -129,7 +151,8 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
                 out,
                 "({name} took {:.1} s{})\n",
                 t.elapsed().as_secs_f64(),
-                id.map(|i| format!(", stored as run #{i}")).unwrap_or_default()
+                id.map(|i| format!(", stored as run #{i}"))
+                    .unwrap_or_default()
             )?;
         } else {
             let counted: Vec<&Claim> = claims.iter().filter(|c| !c.info).collect();
@@ -155,7 +178,7 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         writeln!(out)?;
         writeln!(
             out,
-            "summary: the seeds' directions, measured side by side ({} of {} shown, {:.1} s)\n",
+            "summary: {} of {} seed claims hold ([info] lines are references), {:.1} s\n",
             all_claims.iter().filter(|c| c.pass && !c.info).count(),
             all_claims.iter().filter(|c| !c.info).count(),
             started.elapsed().as_secs_f64()

@@ -65,7 +65,10 @@ pub fn output_target(path: &Path) -> Result<PathBuf> {
             }
         }
     }
-    bail!("cannot write {}: too many levels of symbolic links", path.display())
+    bail!(
+        "cannot write {}: too many levels of symbolic links",
+        path.display()
+    )
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed into place,

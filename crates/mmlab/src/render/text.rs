@@ -354,7 +354,9 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        sim::spec::escape(&report.scenario), report.runs, report.seed
+        sim::spec::escape(&report.scenario),
+        report.runs,
+        report.seed
     );
     let _ = writeln!(out, "policy:");
     for (p, _) in table::report_columns(report) {

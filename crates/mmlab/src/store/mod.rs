@@ -469,8 +469,7 @@ fn tempfile_probe_fails(dir: &Path) -> bool {
             let _ = std::fs::remove_file(&probe);
             false
         }
-        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied
-            || e.raw_os_error() == Some(30), // EROFS
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(30), // EROFS
     }
 }
 
