@@ -40,7 +40,10 @@ impl Cli {
             || c.costs.is_some()
             || c.html.is_some()
             || c.no_store
-            || c.force;
+            || c.force
+            || c.max_events.is_some()
+            || c.max_memory_mib.is_some()
+            || c.max_seconds.is_some();
         if self.command.is_some() && set {
             return Err(
                 "the suite's options (--quick, --json, --html, --costs, --no-store, --force, -v) \
@@ -154,6 +157,36 @@ pub struct CommonRunArgs {
     /// events) is over the limits.
     #[arg(long)]
     pub force: bool,
+    /// Refuse runs estimated above this many simulated events (default
+    /// 2e10).
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<f64>,
+    /// Refuse runs estimated above this much model memory in MiB (default
+    /// 4096).
+    #[arg(long, value_name = "MIB")]
+    pub max_memory_mib: Option<f64>,
+    /// Refuse real-mode runs estimated to measure longer than this many
+    /// seconds (default 3600).
+    #[arg(long, value_name = "S")]
+    pub max_seconds: Option<f64>,
+}
+
+impl CommonRunArgs {
+    /// The pre-run limits: the defaults, lowered or raised by
+    /// `--max-events`, `--max-memory-mib` and `--max-seconds`.
+    pub fn limits(&self) -> sim::spec::estimate::Limits {
+        let mut l = sim::spec::estimate::Limits::default();
+        if let Some(e) = self.max_events {
+            l.events = e;
+        }
+        if let Some(m) = self.max_memory_mib {
+            l.memory_bytes = m * f64::from(1u32 << 20);
+        }
+        if let Some(s) = self.max_seconds {
+            l.seconds = s;
+        }
+        l
+    }
 }
 
 /// `mmlab suite`.

@@ -8,7 +8,6 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::cost::CostModel;
 use sim::report::RunReport;
-use sim::spec::estimate::Limits;
 use sim::spec::Overrides;
 use sim::{Progress, RunOptions, Scenario};
 use std::io::{IsTerminal, Write};
@@ -138,7 +137,7 @@ pub fn execute(sc: &Scenario, costs: &CostModel) -> Result<RunReport> {
 /// The estimate is over a limit, or an output path is refused.
 pub fn preflight(sc: &Scenario, costs: &CostModel, common: &CommonRunArgs) -> Result<()> {
     let est = sc.estimate(costs);
-    if let Some(why) = est.exceeds(&Limits::default()) {
+    if let Some(why) = est.exceeds(&common.limits()) {
         if common.force {
             eprintln!(
                 "mmlab: warning: scenario `{}` {why}; running anyway (--force)",

@@ -22,6 +22,10 @@ pub struct Estimate {
     pub threads: u64,
     /// Simulated events over all policies and runs.
     pub events: f64,
+    /// Wall-clock seconds of measurement (real mode: every policy, run
+    /// and depth for its duration; 0 for simulations, whose time is
+    /// `events`).
+    pub seconds: f64,
 }
 
 /// The largest estimate run without `--force`.
@@ -33,16 +37,20 @@ pub struct Limits {
     pub threads: u64,
     /// Simulated events.
     pub events: f64,
+    /// Wall-clock seconds of real-mode measurement.
+    pub seconds: f64,
 }
 
 impl Default for Limits {
-    /// 4 GiB, 256 threads, 2·10^10 events: about 20 times the largest
-    /// built-in scenario in each dimension (see the tests).
+    /// 4 GiB, 256 threads, 2·10^10 events, an hour of real-mode
+    /// measurement: several times the largest built-in scenario in each
+    /// dimension (see the tests).
     fn default() -> Self {
         Limits {
             memory_bytes: 4.0 * f64::from(1u32 << 30),
             threads: 256,
             events: 2e10,
+            seconds: 3600.0,
         }
     }
 }
@@ -51,10 +59,11 @@ impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:.0} MiB, {} thread(s), {:.2e} events",
+            "{:.0} MiB, {} thread(s), {:.2e} events, {:.0} s of real-mode measurement",
             self.memory_bytes / f64::from(1u32 << 20),
             self.threads,
-            self.events
+            self.events,
+            self.seconds
         )
     }
 }
@@ -84,6 +93,12 @@ impl Estimate {
                 self.events / 1e8 / 60.0
             ));
         }
+        if self.seconds > limits.seconds {
+            return Some(format!(
+                "would measure for about {:.0} s (limit {:.0} s)",
+                self.seconds, limits.seconds
+            ));
+        }
         None
     }
 }
@@ -110,6 +125,7 @@ impl Scenario {
                     threads: 1,
                     // The model steps through 2 MiB chunks.
                     events: sweeps * repeats / 512.0,
+                    seconds: 0.0,
                 }
             }
             Scenario::Refault { file, .. } => {
@@ -126,6 +142,7 @@ impl Scenario {
                     memory_bytes: groups * f64::from(r.cpus) * 64.0 * 8.0 + pages * 32.0,
                     threads: 1,
                     events: (bursts + accesses) * repeats,
+                    seconds: 0.0,
                 }
             }
         }
@@ -237,10 +254,18 @@ fn stats(s: &StatsScenario, costs: &CostModel, repeats: f64) -> Estimate {
             per_run
         }
     };
+    let seconds = match s.mode {
+        Mode::Sim => 0.0,
+        Mode::Real => {
+            let depths = s.update.as_ref().map_or(1, |u| u.depths.len().max(1));
+            secs * repeats * depths as f64
+        }
+    };
     Estimate {
         memory_bytes,
         threads,
         events: events * repeats,
+        seconds,
     }
 }
 

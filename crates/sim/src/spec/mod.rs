@@ -403,9 +403,23 @@ pub fn deserialize<T: serde::de::DeserializeOwned>(
             file: file.to_string(),
             line: inner.span().map(|s| line_of(text, s.start)),
             field: if field == "." { String::new() } else { field },
-            message: inner.message().trim().to_string(),
+            message: elide(&escape(inner.message().trim()), MESSAGE_MAX),
         }
     })
+}
+
+/// The most characters of an error message (a message quoting a huge
+/// value shows its start).
+pub const MESSAGE_MAX: usize = 300;
+
+/// `s` cut to `max` characters, the rest elided with `…`.
+pub fn elide(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
 }
 
 /// 1-based line of byte offset `pos` in `text`.
