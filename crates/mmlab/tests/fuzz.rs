@@ -43,43 +43,32 @@ impl Rng {
 /// A built-in scenario shrunk so that an unmutated run takes a moment:
 /// shorter, fewer CPUs, smaller buffers. Keys are matched by name.
 fn shrink(text: &str) -> String {
-    let set = |key: &str, value: &str| -> Box<dyn Fn(&str) -> Option<String>> {
-        let key = key.to_string();
-        let value = value.to_string();
-        Box::new(move |line: &str| {
-            let t = line.trim_start();
-            let rest = t.strip_prefix(key.as_str())?;
-            rest.trim_start()
-                .starts_with('=')
-                .then(|| format!("{key} = {value}"))
-        })
-    };
-    let rules = [
-        set("runs", "1"),
-        set("duration_ms", "20"),
-        set("warmup_ms", "10"),
-        set("cpus", "8"),
-        set("threads", "2"),
-        set("count", "20"),
-        set("fanout", "[10, 3]"),
-        set("buffer_mib", "32"),
-        set("passes", "3"),
-        set("cpus_per_node", "4"),
-        set("duration_s", "2"),
-        set("set1_threads", "1"),
-        set("set2_threads", "1"),
-        set("set3_threads", "1"),
-        set("vma_x_mib", "8"),
-        set("vma_y_mib", "16"),
-        set("vma_z_mib", "8"),
-        set("vma_w_mib", "8"),
-        set("vma_v_mib", "8"),
-        set("d_start_s", "1"),
-        set("late_s", "1"),
-        set("services", "10"),
-        set("services_per_cpu", "4"),
-        set("updates_per_sec_per_cpu", "1000.0"),
-        set("premap_passes", "1"),
+    const RULES: &[(&str, &str)] = &[
+        ("runs", "1"),
+        ("duration_ms", "20"),
+        ("warmup_ms", "10"),
+        ("cpus", "8"),
+        ("threads", "2"),
+        ("count", "20"),
+        ("fanout", "[10, 3]"),
+        ("buffer_mib", "32"),
+        ("passes", "3"),
+        ("cpus_per_node", "4"),
+        ("duration_s", "2"),
+        ("set1_threads", "1"),
+        ("set2_threads", "1"),
+        ("set3_threads", "1"),
+        ("vma_x_mib", "8"),
+        ("vma_y_mib", "16"),
+        ("vma_z_mib", "8"),
+        ("vma_w_mib", "8"),
+        ("vma_v_mib", "8"),
+        ("d_start_s", "1"),
+        ("late_s", "1"),
+        ("services", "10"),
+        ("services_per_cpu", "4"),
+        ("updates_per_sec_per_cpu", "1000.0"),
+        ("premap_passes", "1"),
     ];
     let mut out = String::new();
     let mut in_refault_workload = false;
@@ -88,9 +77,13 @@ fn shrink(text: &str) -> String {
             in_refault_workload = line.trim() == "[refault.workload]";
         }
         let mut l = line.to_string();
-        for r in &rules {
-            if let Some(new) = r(line) {
-                l = new;
+        for (key, value) in RULES {
+            let is_key = line
+                .trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='));
+            if is_key {
+                l = format!("{key} = {value}");
             }
         }
         if in_refault_workload && line.starts_with("cpus") {
