@@ -63,8 +63,9 @@ pub enum Command {
     Suite(SuiteArgs),
     /// Run one scenario (a built-in name or a TOML file).
     Run(RunArgs),
-    /// List the built-in scenarios and the policies.
-    List,
+    /// List the built-in scenarios, the flush policies and the NUMA
+    /// scanner versions.
+    List(ListArgs),
     /// Engine ratios against the baselines, and the simulator's speed.
     Bench(BenchArgs),
     /// Measure the simulator's per-unit costs on this host and save them.
@@ -91,6 +92,14 @@ pub struct DbArgs {
     pub db: PathBuf,
 }
 
+/// `mmlab list`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ListArgs {
+    /// Write the list as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
 /// `mmlab history`.
 #[derive(Debug, Args, Clone)]
 pub struct HistoryArgs {
@@ -114,6 +123,9 @@ pub struct CompareArgs {
     /// Also write the comparison as a self-contained HTML file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Compare runs of different scenarios anyway (refused by default).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `mmlab tag`.

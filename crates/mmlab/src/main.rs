@@ -49,7 +49,7 @@ fn run(cli: Cli) -> Result<()> {
         None => mmlab::cmd::suite::cmd_suite(&cli.suite, db, &mut out)?,
         Some(Command::Suite(a)) => mmlab::cmd::suite::cmd_suite(&a, db, &mut out)?,
         Some(Command::Run(a)) => mmlab::cmd::run::cmd_run(&a, db, &mut out)?,
-        Some(Command::List) => mmlab::cmd::run::cmd_list(&mut out)?,
+        Some(Command::List(a)) => mmlab::cmd::run::cmd_list(a.json.as_deref(), &mut out)?,
         Some(Command::Bench(a)) => mmlab::cmd::bench::cmd_bench(&a, &mut out)?,
         Some(Command::Calibrate(a)) => mmlab::cmd::calibrate::cmd_calibrate(&a, &mut out)?,
         Some(Command::History(a)) => mmlab::cmd::store::cmd_history(&a, db, &mut out)?,

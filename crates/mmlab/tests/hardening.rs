@@ -601,3 +601,63 @@ fn an_interrupted_suite_keeps_the_scenarios_that_completed() {
         "{h}"
     );
 }
+
+#[test]
+fn compare_across_scenarios_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    store_a_run(dir.path(), "t.db");
+    let o = mmlab_in(
+        dir.path(),
+        &[
+            "run",
+            "stale-read-real",
+            "--duration-ms",
+            "20",
+            "--runs",
+            "1",
+            "--db",
+            "t.db",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = mmlab_in(dir.path(), &["compare", "last~1", "last", "--db", "t.db"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).is_empty(), "no table: {}", stdout(&o));
+    assert!(stderr(&o).contains("different scenarios"), "{}", stderr(&o));
+    let o = mmlab_in(
+        dir.path(),
+        &["compare", "last~1", "last", "--force", "--db", "t.db"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("warning: the runs are of different scenarios"));
+}
+
+#[test]
+fn list_shows_real_sizes_numa_versions_and_distinct_descriptions() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mmlab_in(dir.path(), &["list"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(
+        out.contains("sim, 256 CPUs") && out.contains("sim, 96 CPUs"),
+        "{out}"
+    );
+    assert!(!out.contains("1 CPUs"), "{out}");
+    for l in out.lines() {
+        assert!(l.chars().count() <= 100, "{l}");
+    }
+    let desc = |name: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .map(|l| l.trim_start()[name.len()..].trim().to_string())
+            .unwrap_or_default()
+    };
+    assert!(!desc("linux-6.8").is_empty());
+    assert_ne!(desc("linux-6.8"), desc("linux-6.17"));
+    for v in ["v6.3", "v6.5", "rfc-2of6", "v6.7", "v6.8", "v6.12", "mmlab"] {
+        assert!(!desc(v).is_empty(), "{v} in {out}");
+    }
+    let o = mmlab_in(dir.path(), &["list", "--json", "-"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["scanner_versions"].as_array().map(Vec::len), Some(7));
+}

@@ -230,35 +230,108 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// `mmlab list`.
-pub fn cmd_list(out: &mut dyn Write) -> Result<()> {
-    writeln!(out, "scenarios:")?;
+/// What each flush policy is, in one line (distinct for every preset).
+pub fn policy_description(name: &str) -> &'static str {
+    match name {
+        "linux-5.13" => "rstat for memcg: every memory.stat read flushes its subtree",
+        "linux-5.15" => "global threshold, root flushes, skip if a flush runs, sync refault flush",
+        "linux-5.15-async" => "5.15 with the refault flush queued to the periodic worker",
+        "linux-5.15-ratelimited" => "5.15.y: refault flush at most every 2 s (stats up to 4 s old)",
+        "linux-6.8" => "per-group thresholds, subtree flushes, no skipping, ratelimited refault",
+        "linux-6.17" => "6.8 plus early break, flush lock dropped per CPU, lockless update lists",
+        "hierstat" => "folded O(1) thresholds, parallel disjoint flushes, guarded hot-path flush",
+        "pre-rstat" => "eager shared atomics up every ancestor (before rstat)",
+        _ => "",
+    }
+}
+
+/// What each NUMA-balancing scanner version is, in one line.
+pub fn scanner_description(name: &str) -> &'static str {
+    match name {
+        "v6.3" => "every VMA scanned on every pass (no per-VMA filters)",
+        "v6.5" => "access-PID filter: a VMA is scanned only by tasks that faulted on it",
+        "rfc-2of6" => "v6.5 plus forced scans of VMAs no task was allowed to scan",
+        "v6.7" => "v6.5 plus a forced scan every other pass for tasks that fault",
+        "v6.8" => "v6.7 plus start_scan_seq: new VMAs wait a pass before the filter",
+        "v6.12" => "v6.8 plus forced scans after as many passes as the process has threads",
+        "mmlab" => "ours: tight starvation bound, budget charged by changed PTEs only",
+        _ => "",
+    }
+}
+
+/// `mmlab list`: the built-in scenarios (their real CPU or thread count,
+/// their policies), the flush policies and the NUMA scanner versions.
+pub fn cmd_list(json: Option<&Path>, out: &mut dyn Write) -> Result<()> {
+    let mut scenarios = Vec::new();
     for name in Scenario::builtin_names() {
-        let sc = Scenario::builtin(name).expect("listed")?;
+        let sc = Scenario::builtin(name)
+            .ok_or_else(|| anyhow::anyhow!("built-in `{name}` is listed but missing"))??;
+        scenarios.push(sc);
+    }
+    if let Some(p) = json {
+        let v = serde_json::json!({
+            "scenarios": scenarios.iter().map(|sc| serde_json::json!({
+                "name": sc.name(),
+                "kind": format!("{:?}", sc.kind()).to_lowercase(),
+                "mode": match sc.mode() { sim::report::Mode::Sim => "sim", sim::report::Mode::Real => "real" },
+                "parallelism": sc.parallelism(),
+                "policies": sc.policies(),
+                "description": sc.description(),
+            })).collect::<Vec<_>>(),
+            "policies": hierstat::Preset::ALL.iter().map(|p| p.name()).chain(["pre-rstat"])
+                .map(|n| serde_json::json!({"name": n, "description": policy_description(n)}))
+                .collect::<Vec<_>>(),
+            "scanner_versions": numab::ScannerVersion::ALL.iter()
+                .map(|v| { let n = v.to_string(); serde_json::json!({"description": scanner_description(&n), "name": n}) })
+                .collect::<Vec<_>>(),
+        });
+        return write_json(p, &v, out);
+    }
+    writeln!(out, "scenarios:")?;
+    for sc in &scenarios {
+        let name = sc.name();
         let mode = match sc.mode() {
             sim::report::Mode::Sim => format!("sim, {} CPUs", sc.parallelism()),
             sim::report::Mode::Real => format!("real, {} threads", sc.parallelism()),
         };
-        writeln!(out, "  {name:<20} {mode:<18} {}", sc.description())?;
-        writeln!(out, "  {:<20} policies: {}", "", sc.policies().join(", "))?;
+        writeln!(
+            out,
+            "  {name:<22} {mode:<16} {}",
+            crate::render::display_name(sc.description(), 58)
+        )?;
+        // Wrapped at 100 columns.
+        let mut line = String::from("      policies:");
+        for (i, p) in sc.policies().iter().enumerate() {
+            let item = if i + 1 < sc.policies().len() {
+                format!(" {p},")
+            } else {
+                format!(" {p}")
+            };
+            if line.chars().count() + item.chars().count() > 100 {
+                writeln!(out, "{line}")?;
+                line = " ".repeat(15);
+            }
+            line.push_str(&item);
+        }
+        writeln!(out, "{line}")?;
     }
-    writeln!(out, "\npolicies (stats scenarios):")?;
-    for p in hierstat::Preset::ALL {
-        writeln!(out, "  {:<24} {}", p.name(), policy_summary(p))?;
+    writeln!(out, "\nflush policies (stats and refault scenarios):")?;
+    for name in hierstat::Preset::ALL
+        .iter()
+        .map(|p| p.name())
+        .chain(["pre-rstat"])
+    {
+        writeln!(out, "  {name:<24} {}", policy_description(name))?;
     }
+    writeln!(out, "\nNUMA scanner versions (numab scenarios):")?;
+    for v in numab::ScannerVersion::ALL {
+        let n = v.to_string();
+        writeln!(out, "  {n:<24} {}", scanner_description(&n))?;
+    }
+    writeln!(out, "\nlayouts (false-sharing): separated, shared")?;
     writeln!(
         out,
-        "  {:<24} eager shared atomics up every ancestor (before rstat)",
-        "pre-rstat"
+        "\nfull descriptions: `mmlab show` of a stored run, or the scenario files"
     )?;
-    writeln!(out, "\nlayouts (false-sharing): separated, shared")?;
     Ok(())
-}
-
-fn policy_summary(p: hierstat::Preset) -> String {
-    let pol = p.policy();
-    format!(
-        "threshold {:?}, scope {:?}, concurrent flush {:?}, hot path {:?}, batch {}",
-        pol.threshold, pol.scope, pol.concurrency, pol.hot_path, pol.batch
-    )
 }

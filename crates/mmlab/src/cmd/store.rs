@@ -117,6 +117,25 @@ pub fn cmd_compare(a: &CompareArgs, db: &Path, out: &mut dyn Write) -> Result<()
     let store = open(db)?;
     let specs: Vec<&str> = a.runs.iter().map(String::as_str).collect();
     let c = compare_stored(&store, &specs)?;
+    let scenarios = crate::analysis::compare::distinct_scenarios(&c.runs);
+    if scenarios.len() > 1 && !a.force {
+        let runs: Vec<String> = c
+            .runs
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} ({})",
+                    crate::render::display_name(&r.label, 40),
+                    crate::render::display_name(&r.report.scenario, 40)
+                )
+            })
+            .collect();
+        anyhow::bail!(
+            "the runs are of different scenarios: {}; their figures are not comparable \
+             (pass --force to compare them anyway)",
+            runs.join(", ")
+        );
+    }
     write!(out, "{}", render_comparison(&c))?;
     if let Some(p) = &a.html {
         write_atomic(
