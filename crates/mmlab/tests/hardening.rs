@@ -661,3 +661,28 @@ fn list_shows_real_sizes_numa_versions_and_distinct_descriptions() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["scanner_versions"].as_array().map(Vec::len), Some(7));
 }
+
+#[test]
+fn html_has_verdicts_host_and_a_false_sharing_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mmlab_in(
+        dir.path(),
+        &[
+            "run",
+            "false-sharing",
+            "--duration-ms",
+            "20",
+            "--runs",
+            "1",
+            "--no-store",
+            "--html",
+            "r.html",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(html.contains(r#"data-plot="layout-throughput""#));
+    assert!(html.contains("[ok]") || html.contains("[MISS]"));
+    assert!(html.contains("data-verdicts") && html.contains("data-host"));
+    assert!(html.contains("CPUs,"));
+}

@@ -219,10 +219,12 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     if let Some(p) = &args.common.json {
         write_json(p, &json::report_json(&report), out)?;
     }
+    let claims = sim::claims(&report, &sc);
     crate::cmd::store::after_run(
         &args.common,
         store.as_mut(),
         &[report],
+        &claims,
         started,
         out,
         json_to_stdout,

@@ -66,12 +66,22 @@ pub fn after_run(
     common: &CommonRunArgs,
     store: Option<&mut Store>,
     reports: &[RunReport],
+    claims: &[sim::report::Claim],
     started: SystemTime,
     out: &mut dyn Write,
     quiet: bool,
 ) -> Result<Vec<RunId>> {
     if let Some(p) = &common.html {
-        write_atomic(p, html::render_html(reports).as_bytes())?;
+        let host = HostFacts::detect(env!("CARGO_PKG_VERSION"), None);
+        let title = if reports.len() == 1 {
+            format!("mmlab run: {}", reports[0].scenario)
+        } else {
+            "mmlab suite".to_string()
+        };
+        write_atomic(
+            p,
+            html::render_html_checked(&title, reports, claims, Some(&host)).as_bytes(),
+        )?;
         if !quiet {
             writeln!(out, "HTML report written to {}", p.display())?;
         }

@@ -214,7 +214,15 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         write_json(p, &v, out)?;
     }
     // Already stored scenario by scenario: only the HTML report is left.
-    crate::cmd::store::after_run(&common, None, &reports, started_at(), out, json_to_stdout)?;
+    crate::cmd::store::after_run(
+        &common,
+        None,
+        &reports,
+        &all_claims,
+        started_at(),
+        out,
+        json_to_stdout,
+    )?;
     if !json_to_stdout && !ids.is_empty() {
         let first = ids.first().map(|i| i.to_string()).unwrap_or_default();
         let last = ids.last().map(|i| i.to_string()).unwrap_or_default();
