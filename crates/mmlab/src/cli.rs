@@ -105,6 +105,9 @@ pub struct ListArgs {
 pub struct HistoryArgs {
     /// Only runs of this scenario.
     pub scenario: Option<String>,
+    /// Write the runs as JSON to FILE (`-` for stdout, replacing the text).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `mmlab show`.
@@ -112,6 +115,10 @@ pub struct HistoryArgs {
 pub struct ShowArgs {
     /// The run (`last`, `last~N`, an id, `#id` or a tag).
     pub run: String,
+    /// Write the run as JSON to FILE (`-` for stdout, replacing the text):
+    /// its facts and the report as `mmlab run --json` writes it.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `mmlab compare`.

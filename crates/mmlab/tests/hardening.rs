@@ -686,3 +686,16 @@ fn html_has_verdicts_host_and_a_false_sharing_plot() {
     assert!(html.contains("data-verdicts") && html.contains("data-host"));
     assert!(html.contains("CPUs,"));
 }
+
+#[test]
+fn history_and_show_write_json() {
+    let dir = tempfile::tempdir().unwrap();
+    store_a_run(dir.path(), "t.db");
+    let o = mmlab_in(dir.path(), &["--db", "t.db", "history", "--json", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["scenario"], "stale-read");
+    let o = mmlab_in(dir.path(), &["show", "last", "--json", "-", "--db", "t.db"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["report"]["scenario"], "stale-read", "{v}");
+}

@@ -105,10 +105,41 @@ pub fn after_run(
     Ok(ids)
 }
 
+/// A stored run's facts as JSON (`history --json`, `show --json`).
+fn summary_json(r: &crate::store::RunSummary) -> serde_json::Value {
+    let secs = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    };
+    serde_json::json!({
+        "id": r.id.0,
+        "scenario": r.scenario,
+        "mode": match r.mode { sim::report::Mode::Sim => "sim", sim::report::Mode::Real => "real" },
+        "runs": r.runs,
+        "seed": r.seed,
+        "policies": r.policies,
+        "tags": r.tags,
+        "started_unix_s": secs(r.started),
+        "ended_unix_s": secs(r.ended),
+        "host": {
+            "cpus": r.host.cpus,
+            "cpu_model": r.host.cpu_model,
+            "kernel": r.host.kernel,
+            "mmlab_version": r.host.mmlab_version,
+            "git_commit": r.host.git_commit,
+        },
+    })
+}
+
 /// `mmlab history`.
 pub fn cmd_history(a: &HistoryArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let store = open(db)?;
     let runs = store.history(a.scenario.as_deref())?;
+    if let Some(p) = &a.json {
+        let v: Vec<serde_json::Value> = runs.iter().map(summary_json).collect();
+        return crate::cmd::run::write_json(p, &serde_json::Value::Array(v), out);
+    }
     write!(out, "{}", render_history(&runs))?;
     Ok(())
 }
@@ -118,6 +149,11 @@ pub fn cmd_show(a: &ShowArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let store = open(db)?;
     let id = store.resolve(&a.run)?;
     let run = store.load(id)?;
+    if let Some(p) = &a.json {
+        let mut v = summary_json(&run.summary);
+        v["report"] = crate::render::json::report_json(&run.report);
+        return crate::cmd::run::write_json(p, &v, out);
+    }
     write!(out, "{}", render_show(&run))?;
     Ok(())
 }
