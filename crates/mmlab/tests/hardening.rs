@@ -699,3 +699,31 @@ fn history_and_show_write_json() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["report"]["scenario"], "stale-read", "{v}");
 }
+
+#[test]
+fn a_numa_run_cut_at_max_virtual_s_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let numa02 = sim::spec::BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "numa02")
+        .unwrap()
+        .1;
+    let text = numa02.replacen(
+        "sample_interval_ms = 500",
+        "sample_interval_ms = 500\nmax_virtual_s = 1",
+        1,
+    );
+    let p = dir.path().join("cut.toml");
+    std::fs::write(&p, text).unwrap();
+    let o = mmlab_in(
+        dir.path(),
+        &["run", p.to_str().unwrap(), "-p", "v6.5", "--no-store"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stopped at numab.max_virtual_s"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("stopped_at_max_virtual_s"));
+}

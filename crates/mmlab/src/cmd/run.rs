@@ -184,12 +184,32 @@ pub fn write_json(path: &Path, value: &serde_json::Value, out: &mut dyn Write) -
 /// Prints the text report of a run and its seed claims.
 pub fn print_report(report: &RunReport, sc: &Scenario, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "{}", text::render_report(report))?;
+    warn_truncated(report);
     let claims = sim::claims(report, sc);
     if !claims.is_empty() {
         writeln!(out, "seed directions:")?;
         writeln!(out, "{}", text::render_claims(&claims))?;
     }
     Ok(())
+}
+
+/// Says on stderr which policies' NUMA runs stopped at
+/// `numab.max_virtual_s` before their workload finished.
+pub fn warn_truncated(report: &RunReport) {
+    let cut: Vec<&str> = report
+        .policies
+        .iter()
+        .filter(|(_, r)| r.metrics.contains_key(sim::scenarios::numab::TRUNCATED))
+        .map(|(p, _)| p.as_str())
+        .collect();
+    if !cut.is_empty() {
+        eprintln!(
+            "mmlab: warning: {}: the runs of {} stopped at numab.max_virtual_s before the workload \
+             finished; their figures are cut short (raise max_virtual_s or lower passes)",
+            report.scenario,
+            cut.join(", ")
+        );
+    }
 }
 
 /// `mmlab run`.
