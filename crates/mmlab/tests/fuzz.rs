@@ -11,7 +11,8 @@
 //! ```
 //!
 //! `MMLAB_FUZZ_CASES` and `MMLAB_FUZZ_SEED` change the number of cases
-//! (default 1000) and the seed.
+//! (default 1000) and the seed; `MMLAB_FUZZ_KEEP=N` copies case N's file
+//! to `/tmp/mmlab-fuzz-kept.toml`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -361,6 +362,9 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
         }
         if o.code == Some(1) && o.stderr.contains("panicked") {
             failures.push(format!("{label}: {}", o.stderr));
+        }
+        if std::env::var("MMLAB_FUZZ_KEEP").is_ok_and(|k| k == case.to_string()) {
+            let _ = std::fs::copy(&file, "/tmp/mmlab-fuzz-kept.toml");
         }
         let _ = std::fs::remove_file(&file);
     }
