@@ -19,7 +19,8 @@ fn main() {
             let b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
                 .expect("backend");
             let setup =
-                sim::scenarios::stat_readers::sim_setup(sc, &Default::default(), items, sc.seed);
+                sim::scenarios::stat_readers::sim_setup(sc, &Default::default(), items, sc.seed)
+                    .expect("a validated stale-read scenario has writers");
             let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
             println!(
                 "stale {} of {} reads",
