@@ -10,19 +10,49 @@ use std::path::PathBuf;
 /// With no command, runs the default suite (every scenario with the
 /// policies that tell its story) and prints a readable report.
 #[derive(Debug, Parser)]
-#[command(
-    name = "mmlab",
-    version,
-    propagate_version = true,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "mmlab", version, propagate_version = true)]
 pub struct Cli {
     /// What to do (default: the suite).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Options every command takes (before or after its name).
+    #[command(flatten)]
+    pub global: DbArgs,
     /// The suite's options, when no command is given.
     #[command(flatten)]
     pub suite: SuiteArgs,
+}
+
+impl Cli {
+    /// Refuses the suite's options next to a subcommand (`mmlab --quick
+    /// history`): they would be silently ignored. Only the global `--db`
+    /// goes anywhere.
+    ///
+    /// # Errors
+    /// A usage error naming the misplaced options.
+    pub fn check(&self) -> Result<(), String> {
+        let s = &self.suite;
+        let c = &s.common;
+        let set = s.quick
+            || s.verbose
+            || !s.only.is_empty()
+            || c.json.is_some()
+            || c.costs.is_some()
+            || c.html.is_some()
+            || c.no_store
+            || c.force
+            || c.max_events.is_some()
+            || c.max_memory_mib.is_some()
+            || c.max_seconds.is_some();
+        if self.command.is_some() && set {
+            return Err(
+                "the suite's options (--quick, --json, --html, --costs, --no-store, --force, -v) \
+                 go after `suite` or with no command; only --db goes before a command"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The subcommands.
@@ -33,8 +63,9 @@ pub enum Command {
     Suite(SuiteArgs),
     /// Run one scenario (a built-in name or a TOML file).
     Run(RunArgs),
-    /// List the built-in scenarios and the policies.
-    List,
+    /// List the built-in scenarios, the flush policies and the NUMA
+    /// scanner versions.
+    List(ListArgs),
     /// Engine ratios against the baselines, and the simulator's speed.
     Bench(BenchArgs),
     /// Measure the simulator's per-unit costs on this host and save them.
@@ -75,10 +106,8 @@ pub struct SweepArgs {
     /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
-    /// The results database the points are stored in (jobs already stored
-    /// there are not run again).
-    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
-    pub db: PathBuf,
+    // The points go to the global `--db` (jobs already stored there are not
+    // run again).
 }
 
 /// `mmlab store …`.
@@ -100,12 +129,22 @@ pub struct MergeArgs {
     pub into: PathBuf,
 }
 
-/// The results database option.
+/// The results database option, global: `mmlab --db x history` and
+/// `mmlab history --db x` alike. Commands that store runs open (creating)
+/// it before any work; commands that read runs never create it.
 #[derive(Debug, Args, Clone, Default)]
 pub struct DbArgs {
     /// The results database (SQLite).
-    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
+    #[arg(long, value_name = "FILE", default_value = "mmlab.db", global = true)]
     pub db: PathBuf,
+}
+
+/// `mmlab list`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ListArgs {
+    /// Write the list as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `mmlab history`.
@@ -113,9 +152,9 @@ pub struct DbArgs {
 pub struct HistoryArgs {
     /// Only runs of this scenario.
     pub scenario: Option<String>,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
+    /// Write the runs as JSON to FILE (`-` for stdout, replacing the text).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `mmlab show`.
@@ -123,9 +162,10 @@ pub struct HistoryArgs {
 pub struct ShowArgs {
     /// The run (`last`, `last~N`, an id, `#id` or a tag).
     pub run: String,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
+    /// Write the run as JSON to FILE (`-` for stdout, replacing the text):
+    /// its facts and the report as `mmlab run --json` writes it.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `mmlab compare`.
@@ -137,9 +177,9 @@ pub struct CompareArgs {
     /// Also write the comparison as a self-contained HTML file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
+    /// Compare runs of different scenarios anyway (refused by default).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `mmlab tag`.
@@ -149,9 +189,6 @@ pub struct TagArgs {
     pub run: String,
     /// The name.
     pub name: String,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// `mmlab report`.
@@ -160,12 +197,10 @@ pub struct ReportArgs {
     /// One or more runs.
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// The HTML file to write.
-    #[arg(long, value_name = "FILE", default_value = "mmlab-report.html")]
-    pub html: PathBuf,
-    /// Database.
-    #[command(flatten)]
-    pub db: DbArgs,
+    /// The HTML file to write (default `out/mmlab-report.html`, as the
+    /// suite's).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Options shared by the commands that run scenarios.
@@ -181,12 +216,43 @@ pub struct CommonRunArgs {
     /// suite writes `out/mmlab-report.html` when this is not given).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// The results database the run is stored in.
-    #[arg(long, value_name = "FILE", default_value = "mmlab.db")]
-    pub db: PathBuf,
     /// Do not store the run in the results database.
     #[arg(long)]
     pub no_store: bool,
+    /// Run even when the pre-run estimate (memory, threads, simulated
+    /// events) is over the limits.
+    #[arg(long)]
+    pub force: bool,
+    /// Refuse runs estimated above this many simulated events (default
+    /// 2e10).
+    #[arg(long, value_name = "N")]
+    pub max_events: Option<f64>,
+    /// Refuse runs estimated above this much model memory in MiB (default
+    /// 4096).
+    #[arg(long, value_name = "MIB")]
+    pub max_memory_mib: Option<f64>,
+    /// Refuse real-mode runs estimated to measure longer than this many
+    /// seconds (default 3600).
+    #[arg(long, value_name = "S")]
+    pub max_seconds: Option<f64>,
+}
+
+impl CommonRunArgs {
+    /// The pre-run limits: the defaults, lowered or raised by
+    /// `--max-events`, `--max-memory-mib` and `--max-seconds`.
+    pub fn limits(&self) -> sim::spec::estimate::Limits {
+        let mut l = sim::spec::estimate::Limits::default();
+        if let Some(e) = self.max_events {
+            l.events = e;
+        }
+        if let Some(m) = self.max_memory_mib {
+            l.memory_bytes = m * f64::from(1u32 << 20);
+        }
+        if let Some(s) = self.max_seconds {
+            l.seconds = s;
+        }
+        l
+    }
 }
 
 /// `mmlab suite`.
@@ -198,6 +264,13 @@ pub struct SuiteArgs {
     /// Reduced sizes and one run each (a smoke test, not the seeds' sizes).
     #[arg(long)]
     pub quick: bool,
+    /// Print every scenario's full tables (the default prints one line per
+    /// scenario and the claims; the HTML report has the tables).
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Only these suite scenarios (comma-separated names, suite order).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 /// `mmlab run`.
@@ -225,6 +298,9 @@ pub struct RunArgs {
     /// beside the simulated ones with their ratio.
     #[arg(long)]
     pub compare_sim: bool,
+    /// Reduced sizes and one run (as `mmlab --quick`).
+    #[arg(long)]
+    pub quick: bool,
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,
@@ -244,8 +320,14 @@ pub struct BenchArgs {
 /// `mmlab calibrate`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct CalibrateArgs {
-    /// Where to save the costs.
-    #[arg(long, short, value_name = "FILE", default_value = "mmlab-costs.toml")]
+    /// Where to save the costs (the file `--costs` reads).
+    #[arg(
+        long = "costs",
+        short,
+        visible_alias = "out",
+        value_name = "FILE",
+        default_value = "mmlab-costs.toml"
+    )]
     pub out: PathBuf,
     /// Shorter measurements (noisier).
     #[arg(long)]
@@ -284,5 +366,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(Cli::try_parse_from(["mmlab", "run", "x", "--runs", "0"]).is_err());
+    }
+
+    #[test]
+    fn db_is_global() {
+        for argv in [
+            &["mmlab", "--db", "x.db", "history"][..],
+            &["mmlab", "history", "--db", "x.db"][..],
+            &["mmlab", "--db", "x.db"][..],
+            &["mmlab", "run", "stale-read", "--db", "x.db", "--quick"][..],
+        ] {
+            let c = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            assert_eq!(c.global.db, PathBuf::from("x.db"), "{argv:?}");
+        }
     }
 }

@@ -19,7 +19,8 @@ fn main() {
             let b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
                 .expect("backend");
             let setup =
-                sim::scenarios::stat_readers::sim_setup(sc, &Default::default(), items, sc.seed);
+                sim::scenarios::stat_readers::sim_setup(sc, &Default::default(), items, sc.seed)
+                    .expect("a validated stale-read scenario has writers");
             let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
             println!(
                 "stale {} of {} reads",
@@ -51,7 +52,7 @@ fn main() {
                     ..setup.clone()
                 };
                 let b = AnyBackend::build(choice, &shape, items, threads).expect("backend");
-                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup));
+                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup)).expect("threads start");
                 println!("stale {} of {} reads", o.stale_reads, o.latencies.len());
                 for e in &o.stale_examples {
                     println!("{e:?} path {}", shape.path(e.0));

@@ -98,36 +98,28 @@ impl CostModel {
     }
 
     /// Parses a cost file.
+    ///
+    /// # Errors
+    /// [`SimError::Cost`] with the line and field of the first problem.
     pub fn from_toml(text: &str) -> Result<Self, SimError> {
-        let m: CostModel = toml::from_str(text).map_err(|e| SimError::Cost(e.to_string()))?;
-        m.validate()?;
-        Ok(m)
+        Self::parse("<costs>", text).map_err(|e| SimError::Cost(e.to_string()))
+    }
+
+    /// Parses a cost file; `file` names it in errors. Every field has the
+    /// range documented in [`crate::spec::ranges::COSTS`] (in particular
+    /// `call_ns >= 0.1`, so virtual time always advances).
+    ///
+    /// # Errors
+    /// A [`crate::error::ScenarioError`] with the file, line and field of
+    /// the first problem (syntax, unknown key, missing key, range).
+    pub fn parse(file: &str, text: &str) -> Result<Self, crate::error::ScenarioError> {
+        crate::spec::ranges::check(file, text, crate::spec::ranges::COSTS)?;
+        crate::spec::deserialize(file, text)
     }
 
     /// Serializes to TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("cost model serializes")
-    }
-
-    fn validate(&self) -> Result<(), SimError> {
-        let all = [
-            ("call_ns", self.call_ns),
-            ("atomic_ns", self.atomic_ns),
-            ("shard_scanned_ns", self.shard_scanned_ns),
-            ("group_visited_ns", self.group_visited_ns),
-            ("counter_aggregated_ns", self.counter_aggregated_ns),
-            ("lock_ns", self.lock_ns),
-            ("item_read_ns", self.item_read_ns),
-            ("line_transfer_ns", self.line_transfer_ns),
-        ];
-        for (name, v) in all {
-            if !v.is_finite() || !(0.0..=1e9).contains(&v) {
-                return Err(SimError::Cost(format!(
-                    "{name} = {v} is not a cost in ns (0 to 1e9)"
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Picoseconds of `work` (exact integer sum).

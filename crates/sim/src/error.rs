@@ -25,7 +25,7 @@ impl ScenarioError {
             file: file.to_string(),
             line: crate::spec::locate(text, field),
             field: field.to_string(),
-            message,
+            message: crate::spec::elide(&crate::spec::escape(&message), crate::spec::MESSAGE_MAX),
         }
     }
 }

@@ -101,19 +101,31 @@ pub fn compare_stored(store: &Store, specs: &[&str]) -> Result<Comparison, Compa
     compare_runs(runs)
 }
 
+/// The note that says the compared runs are of different scenarios (the
+/// text renders it first, as a warning).
+pub const MIXED_SCENARIOS: &str = "the runs are of different scenarios";
+
+/// The scenarios of `runs`, each once, in order.
+pub fn distinct_scenarios(runs: &[ComparedRun]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in runs {
+        let s = crate::render::display_name(&r.report.scenario, 40);
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// Compares already loaded runs by the rules in the module docs.
 pub fn compare_runs(runs: Vec<ComparedRun>) -> Result<Comparison, CompareError> {
     if runs.len() < 2 {
         return Err(CompareError::TooFewRuns(runs.len()));
     }
     let mut notes = Vec::new();
-    let mut scenarios: Vec<&str> = runs.iter().map(|r| r.report.scenario.as_str()).collect();
-    scenarios.dedup();
+    let scenarios = distinct_scenarios(&runs);
     if scenarios.len() > 1 {
-        notes.push(format!(
-            "the runs are of different scenarios: {}",
-            scenarios.join(", ")
-        ));
+        notes.push(format!("{MIXED_SCENARIOS}: {}", scenarios.join(", ")));
     }
     // Policy names in first-seen order.
     let mut names: Vec<&str> = Vec::new();
@@ -178,6 +190,12 @@ pub fn compare_runs(runs: Vec<ComparedRun>) -> Result<Comparison, CompareError> 
 /// then one robot table per policy, then the notes.
 pub fn render_comparison(c: &Comparison) -> String {
     let mut out = String::new();
+    for n in c.notes.iter().filter(|n| n.starts_with(MIXED_SCENARIOS)) {
+        let _ = writeln!(
+            out,
+            "warning: {n}; their figures are not comparable (%change across scenarios means nothing)"
+        );
+    }
     let _ = writeln!(out, "{}", "=".repeat(89));
     let _ = writeln!(out, "run/scenario/mode/runs/seed:");
     let width = c.runs.iter().map(|r| r.label.len()).max().unwrap_or(0);
@@ -189,8 +207,15 @@ pub fn render_comparison(c: &Comparison) -> String {
             sim::report::Mode::Kernel => "kernel",
         };
         let mut line = format!(
-            "  {:<width$}  {}/{mode}/{}/{}",
-            r.label, rep.scenario, rep.runs, rep.seed
+            "  {}  {}/{mode}/{}/{}",
+            crate::render::pad(
+                &crate::render::display_name(&r.label, 40),
+                width.min(40),
+                false
+            ),
+            crate::render::display_name(&rep.scenario, 60),
+            rep.runs,
+            rep.seed
         );
         if let Some(s) = &r.summary {
             let _ = write!(line, "  {} UTC", format_utc(s.started));
@@ -204,9 +229,9 @@ pub fn render_comparison(c: &Comparison) -> String {
         let _ = writeln!(out, "\npolicy: {}\n", t.policy);
         out.push_str(&text::render_table(&t.table));
     }
-    if !c.notes.is_empty() {
+    if c.notes.iter().any(|n| !n.starts_with(MIXED_SCENARIOS)) {
         out.push('\n');
-        for n in &c.notes {
+        for n in c.notes.iter().filter(|n| !n.starts_with(MIXED_SCENARIOS)) {
             let _ = writeln!(out, "note: {n}");
         }
     }

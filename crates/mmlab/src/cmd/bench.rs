@@ -233,13 +233,13 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         for _ in 0..reps {
             h.push(two_threads(dur, |_, i| {
                 let _ = stats.add(&g, items[(i & 3) as usize], 1);
-            }));
+            })?);
             sa.push(two_threads(dur, |_, _| {
                 black_box(&cells[0].0).fetch_add(1, Ordering::Relaxed);
-            }));
+            })?);
             sh.push(two_threads(dur, |t, _| {
                 black_box(&cells[t].0).fetch_add(1, Ordering::Relaxed);
-            }));
+            })?);
         }
         ns.insert("hierstat_update_2threads".into(), median(h));
         ns.insert("shared_atomic_2threads".into(), median(sa));
@@ -459,18 +459,25 @@ fn time_add(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], 
 /// Per-thread ns per operation, 2 threads each running `op(thread, i)` in
 /// the same tight loop (chunks of 256 between stop checks), timed on each
 /// thread's own CPU time.
-fn two_threads(dur: Duration, op: impl Fn(usize, u64) + Sync) -> f64 {
-    // ORDERING: Relaxed; a stop flag (the per-op figures come back through
-    // join).
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let barrier = std::sync::Barrier::new(3);
-    let mut per_op = Vec::new();
+///
+/// # Errors
+/// A thread that cannot be spawned (the other is let go first).
+fn two_threads(dur: Duration, op: impl Fn(usize, u64) + Sync) -> Result<f64> {
+    use std::sync::atomic::AtomicBool;
+    // ORDERING: Relaxed for `stop` (it only ends the loops; the per-op
+    // figures come back through join). `go` is a start gate, not a
+    // barrier, so a thread already started is released when its sibling
+    // cannot be spawned: Release/Acquire is not needed either, the threads
+    // read nothing the spawner wrote after spawning them.
+    let (go, stop) = (AtomicBool::new(false), AtomicBool::new(false));
     std::thread::scope(|s| {
         let mut hs = Vec::new();
         for t in 0..2 {
-            let (stop, barrier, op) = (&stop, &barrier, &op);
-            hs.push(s.spawn(move || {
-                barrier.wait();
+            let (go, stop, op) = (&go, &stop, &op);
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+                while !go.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
                 let timer = CpuTimer::start();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -480,14 +487,22 @@ fn two_threads(dur: Duration, op: impl Fn(usize, u64) + Sync) -> f64 {
                     n += 256;
                 }
                 timer.elapsed_ns() / n.max(1) as f64
-            }));
+            });
+            match spawned {
+                Ok(h) => hs.push(h),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(anyhow::Error::new(e).context("spawning a benchmark thread"));
+                }
+            }
         }
-        barrier.wait();
+        go.store(true, Ordering::Relaxed);
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
-        for h in hs {
-            per_op.push(h.join().unwrap_or(f64::NAN));
-        }
-    });
-    per_op.iter().sum::<f64>() / per_op.len().max(1) as f64
+        let per_op: Vec<f64> = hs
+            .into_iter()
+            .map(|h| h.join().unwrap_or(f64::NAN))
+            .collect();
+        Ok(per_op.iter().sum::<f64>() / per_op.len().max(1) as f64)
+    })
 }

@@ -9,6 +9,11 @@ use sim::scenarios::kernel::{side_by_side, SideBySide};
 use sim::{RunOptions, Scenario};
 use std::io::Write;
 
+/// `s` cut to `n` characters for one-line output.
+fn elide(s: &str, n: usize) -> String {
+    crate::render::display_name(s, n)
+}
+
 /// The kernel scenarios of the default suite, in order.
 pub const KERNEL_SUITE: [&str; 3] = [
     "update-path-kernel",
@@ -43,11 +48,15 @@ pub fn print_side_by_side(
 ///
 /// # Errors
 /// Interrupted runs, output errors.
+#[allow(clippy::too_many_arguments)]
 pub fn suite_section(
     support: Result<(), String>,
     quick: bool,
+    verbose: bool,
     costs: &CostModel,
     json_to_stdout: bool,
+    mut store: Option<&mut crate::store::Store>,
+    ids: &mut Vec<crate::store::RunId>,
     reports: &mut Vec<RunReport>,
     claims: &mut Vec<sim::report::Claim>,
     out: &mut dyn Write,
@@ -60,12 +69,13 @@ pub fn suite_section(
         }
         if let Err(reason) = &support {
             if !json_to_stdout {
-                writeln!(out, "### {name}: skipped: {reason}\n")?;
+                writeln!(out, "  {name:<24} skipped: {}", elide(reason, 64))?;
             }
             skipped.push((name.to_string(), reason.clone()));
             continue;
         }
         let t = std::time::Instant::now();
+        let run_started = std::time::SystemTime::now();
         let pb = crate::cmd::run::progress_bar(name);
         let mut cb = |p: sim::Progress| match p {
             sim::Progress::Total(n) => pb.set_length(n),
@@ -89,22 +99,37 @@ pub fn suite_section(
                     } else {
                         "failed"
                     };
-                    writeln!(out, "### {name}: {what}: {reason}\n")?;
+                    writeln!(out, "  {name:<24} {what}: {}", elide(&reason, 64))?;
                 }
                 skipped.push((name.to_string(), reason));
                 continue;
             }
         };
-        if !json_to_stdout {
+        let id = match store.as_deref_mut() {
+            Some(st) => Some(crate::cmd::store::save_one(st, &report, run_started)?),
+            None => None,
+        };
+        ids.extend(id);
+        let these = sim::claims(&report, &sc);
+        if json_to_stdout {
+        } else if verbose {
             writeln!(out, "### {name}: {}", sc.description())?;
             if !sc.reproduces().is_empty() {
                 writeln!(out, "### reproduces {}", sc.reproduces())?;
             }
             crate::cmd::run::print_report(&report, &sc, out)?;
             print_side_by_side(&sc, &report, costs, out)?;
-            writeln!(out, "({name} took {:.1} s)\n", t.elapsed().as_secs_f64())?;
+            writeln!(
+                out,
+                "({name} took {:.1} s{})\n",
+                t.elapsed().as_secs_f64(),
+                id.map(|i| format!(", stored as run #{i}"))
+                    .unwrap_or_default()
+            )?;
+        } else {
+            crate::cmd::suite::summary_line(name, t.elapsed(), &these, id, out)?;
         }
-        claims.extend(sim::claims(&report, &sc));
+        claims.extend(these);
         reports.push(report);
     }
     Ok(skipped)
@@ -205,8 +230,11 @@ mod tests {
         let skipped = suite_section(
             Err("kernel mode needs root (effective uid 0); running as uid 1000".into()),
             true,
+            false,
             &CostModel::defaults(),
             false,
+            None,
+            &mut Vec::new(),
             &mut reports,
             &mut claims,
             &mut out,
@@ -216,7 +244,7 @@ mod tests {
         assert_eq!(skipped.len(), KERNEL_SUITE.len());
         for name in KERNEL_SUITE {
             assert!(
-                text.contains(&format!("### {name}: skipped: kernel mode needs root")),
+                text.contains(&format!("  {name:<24} skipped: kernel mode needs root")),
                 "{text}"
             );
         }

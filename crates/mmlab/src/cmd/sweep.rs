@@ -340,12 +340,12 @@ fn fmt(v: f64) -> String {
 }
 
 /// `mmlab sweep`.
-pub fn cmd_sweep(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
+pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let ls = load_sweep(&a.file)?;
     let jobs = ls.sweep.jobs();
     if a.plan {
         let n = jobs.len();
-        let stem = a.db.with_extension("");
+        let stem = db.with_extension("");
         for j in &jobs {
             let p = &ls.sweep.points[j.point];
             writeln!(
@@ -376,8 +376,8 @@ pub fn cmd_sweep(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
             CostModel::from_toml(&text).with_context(|| format!("cost file {}", p.display()))?
         }
     };
-    let mut store = Store::open(&a.db)
-        .with_context(|| format!("opening results database {}", a.db.display()))?;
+    let mut store =
+        Store::open(db).with_context(|| format!("opening results database {}", db.display()))?;
     let tty = std::io::stderr().is_terminal();
     let name = ls.sweep.spec.name.clone();
     let mut progress = |p: &JobProgress<'_>| {
@@ -404,7 +404,7 @@ pub fn cmd_sweep(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         ls.sweep.spec.name,
         tally.ran,
         tally.skipped,
-        a.db.display(),
+        db.display(),
         ls.sweep.points.len(),
         ls.sweep.seeds.len()
     )?;

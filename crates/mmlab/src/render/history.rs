@@ -1,7 +1,11 @@
 //! Text for `mmlab history` (a table of stored runs) and `mmlab show RUN`
 //! (a stored run's facts followed by its report).
 
-use crate::render::text;
+use crate::render::{display_name, text};
+
+/// The most characters of a name (scenario, policies, tags) a history row
+/// shows; `mmlab show` shows them whole.
+pub const NAME_MAX: usize = 40;
 use crate::store::{format_utc, RunSummary, StoredRun};
 use std::fmt::Write as _;
 
@@ -29,12 +33,19 @@ pub fn render_history(runs: &[RunSummary]) -> String {
                 r.id.to_string(),
                 format_utc(r.started),
                 took(r),
-                r.scenario.clone(),
+                display_name(&r.scenario, NAME_MAX),
                 mode(r).to_string(),
                 r.runs.to_string(),
                 r.seed.to_string(),
-                r.policies.join(","),
-                r.tags.join(","),
+                display_name(&r.policies.join(","), NAME_MAX),
+                display_name(
+                    &r.tags
+                        .iter()
+                        .map(|t| display_name(t, NAME_MAX))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    NAME_MAX,
+                ),
             ]
         })
         .collect();
@@ -51,11 +62,7 @@ pub fn render_history(runs: &[RunSummary]) -> String {
         let mut l = String::new();
         for (i, c) in cells.iter().enumerate() {
             let w = widths[i];
-            if right[i] {
-                let _ = write!(l, "{c:>w$}  ");
-            } else {
-                let _ = write!(l, "{c:<w$}  ");
-            }
+            let _ = write!(l, "{}  ", crate::render::pad(c, w, right[i]));
         }
         out.push_str(l.trim_end());
         out.push('\n');
@@ -95,7 +102,8 @@ pub fn render_show(run: &StoredRun) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "run:      {}", s.id);
     if !s.tags.is_empty() {
-        let _ = writeln!(out, "tags:     {}", s.tags.join(", "));
+        let tags: Vec<String> = s.tags.iter().map(|t| sim::spec::escape(t)).collect();
+        let _ = writeln!(out, "tags:     {}", tags.join(", "));
     }
     let _ = writeln!(
         out,

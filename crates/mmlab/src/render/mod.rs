@@ -7,19 +7,115 @@ pub mod html;
 pub mod json;
 pub mod text;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` through a temporary file (`PATH.tmp`) renamed
-/// into place, so a failure leaves nothing half written.
+/// Where a write to `path` lands: `path` itself, or, when it is a symbolic
+/// link, the file it points to (followed like `cp` or a shell's `>` do, so
+/// the link survives). The target must be a regular file or not exist yet,
+/// in an existing directory.
 ///
 /// # Errors
-/// The temporary file cannot be written or renamed.
+/// The target is a directory, a FIFO, a device or a socket (replacing it
+/// would destroy something that is not an output file), a link loop, or
+/// its directory does not exist.
+pub fn output_target(path: &Path) -> Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let dir = p
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !dir.is_dir() {
+                    bail!(
+                        "cannot write {}: directory {} does not exist",
+                        path.display(),
+                        dir.display()
+                    );
+                }
+                return Ok(p);
+            }
+            Err(e) => bail!("cannot write {}: {e}", path.display()),
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&p)
+                    .with_context(|| format!("reading link {}", p.display()))?;
+                p = match p.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(m) if m.is_file() => return Ok(p),
+            Ok(m) => {
+                let what = if m.is_dir() {
+                    "a directory"
+                } else {
+                    "not a regular file (a FIFO, device or socket)"
+                };
+                bail!(
+                    "refusing to write {}: {}{what}",
+                    path.display(),
+                    if p == path {
+                        String::new()
+                    } else {
+                        format!("it leads to {}, ", p.display())
+                    }
+                );
+            }
+        }
+    }
+    bail!(
+        "cannot write {}: too many levels of symbolic links",
+        path.display()
+    )
+}
+
+/// Writes `bytes` to `path` through a temporary file renamed into place,
+/// so a failure leaves nothing half written. A symbolic link is written
+/// through (its target replaced, the link kept); a target that is not a
+/// regular file is refused ([`output_target`]).
+///
+/// # Errors
+/// The target is refused, or the temporary file cannot be written or
+/// renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = PathBuf::from(path.as_os_str());
-    tmp.as_mut_os_string().push(".tmp");
+    let target = output_target(path)?;
+    let mut tmp = PathBuf::from(target.as_os_str());
+    tmp.as_mut_os_string()
+        .push(format!(".{}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    std::fs::rename(&tmp, &target).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("writing {}: {e}", path.display())
+    })
+}
+
+/// `s` padded with spaces to `width` characters, left-aligned (`right`:
+/// right-aligned). Unlike `format!("{s:<w$}")` it takes any width (std's
+/// formatter panics on widths above 65,535) and counts characters.
+pub fn pad(s: &str, width: usize, right: bool) -> String {
+    let n = s.chars().count();
+    let fill = " ".repeat(width.saturating_sub(n));
+    if right {
+        fill + s
+    } else {
+        s.to_string() + &fill
+    }
+}
+
+/// A user-supplied name (tag, scenario, policy) for a table cell: control
+/// characters escaped (`\n`, `\u{1b}`: a name cannot move the cursor or
+/// recolour the terminal) and at most `max` characters, the rest elided
+/// with `…`.
+pub fn display_name(s: &str, max: usize) -> String {
+    let escaped = sim::spec::escape(s);
+    if escaped.chars().count() <= max {
+        return escaped;
+    }
+    let mut t: String = escaped.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
 }
 
 #[cfg(test)]
@@ -33,7 +129,7 @@ mod tests {
         let p = dir.join("out.json");
         write_atomic(&p, b"{}").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"{}");
-        assert!(!dir.join("out.json.tmp").exists());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -165,7 +165,7 @@ pub fn render_table(t: &ComparisonTable) -> String {
                 l.push(' ');
             }
             let part = lines.get(k).map(String::as_str).unwrap_or("");
-            let _ = write!(l, "{part:<w$}", w = widths[i]);
+            l.push_str(&crate::render::pad(part, widths[i], false));
         }
         out.push_str(l.trim_end());
         out.push('\n');
@@ -355,7 +355,9 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        report.scenario, report.runs, report.seed
+        sim::spec::escape(&report.scenario),
+        report.runs,
+        report.seed
     );
     if !report.facts.is_empty() {
         let _ = writeln!(out, "run facts:");

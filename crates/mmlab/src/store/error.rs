@@ -90,6 +90,20 @@ pub enum StoreError {
     #[error("save interrupted: {0}")]
     Interrupted(String),
     /// Any other SQLite error, with the database path.
+    /// Another process holds the database's write lock.
+    #[error("results database {} is busy: another process is writing to it (another mmlab run?); retry when it is done, or pass --db FILE", path.display())]
+    Busy {
+        /// The database file.
+        path: std::path::PathBuf,
+    },
+    /// The database or its directory cannot be written.
+    #[error("results database {} cannot be written: {reason}", path.display())]
+    ReadOnly {
+        /// The database file.
+        path: std::path::PathBuf,
+        /// Why (which part is read-only).
+        reason: String,
+    },
     #[error("results database {}: {source}", path.display())]
     Sqlite {
         /// The database path.

@@ -40,6 +40,10 @@ pub const DEFAULT_DB: &str = "mmlab.db";
 /// How long a writer waits for another process's transaction to finish.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long opening waits for another process's write lock before
+/// reporting the database busy.
+pub const OPEN_BUSY_TIMEOUT: Duration = Duration::from_millis(1500);
+
 /// Identifier of a stored run (SQLite rowid, increasing with time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RunId(pub i64);
@@ -61,17 +65,89 @@ impl Store {
     /// Opens (creating if needed) the results database at `path` and brings
     /// its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
-        Store::open_inner(path.as_ref(), SCHEMA_VERSION)
+        Store::open_inner(path.as_ref(), SCHEMA_VERSION, true)
+    }
+
+    /// Opens an existing results database for reading (`history`, `show`,
+    /// `compare`, `report`, `tag`): a missing file is an error, never
+    /// created. A database in a read-only directory (or a read-only file)
+    /// is opened read-only and immutable, so reading still works.
+    ///
+    /// # Errors
+    /// The file is missing, not mmlab's, newer, or unreadable.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let path = path.as_ref();
+        if !path.exists() {
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                reason: "no such file (mmlab creates it when it first stores a run; \
+                         pass --db FILE to read another)"
+                    .into(),
+            });
+        }
+        match Store::open_inner(path, SCHEMA_VERSION, false) {
+            Err(StoreError::ReadOnly { .. }) => Store::open_immutable(path),
+            other => other,
+        }
+    }
+
+    /// Opens `path` read-only as an immutable file (no `-wal`/`-shm`
+    /// files, no locks): for databases that cannot be written.
+    fn open_immutable(path: &Path) -> Result<Store, StoreError> {
+        let abs = std::fs::canonicalize(path).map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let uri = format!(
+            "file:{}?immutable=1",
+            abs.display()
+                .to_string()
+                .replace('%', "%25")
+                .replace('?', "%3f")
+                .replace('#', "%23")
+        );
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&uri, flags).map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.check_identity()?;
+        let version = store.user_version()?;
+        if version != SCHEMA_VERSION {
+            return Err(StoreError::ReadOnly {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "its schema (version {version}) needs migrating to {SCHEMA_VERSION}, \
+                     and it is read-only"
+                ),
+            });
+        }
+        Ok(store)
+    }
+
+    /// Sets how long a write waits for another process's transaction
+    /// ([`BUSY_TIMEOUT`] after opening).
+    ///
+    /// # Errors
+    /// SQLite refuses the setting.
+    pub fn set_busy_timeout(&self, d: Duration) -> Result<(), StoreError> {
+        self.conn.busy_timeout(d).map_err(|e| self.sql(e))
     }
 
     /// Opens a database migrated only up to `version`: for migration tests
     /// that need a database of an older schema.
     #[doc(hidden)]
     pub fn open_at_version(path: impl AsRef<Path>, version: i64) -> Result<Store, StoreError> {
-        Store::open_inner(path.as_ref(), version.clamp(0, SCHEMA_VERSION))
+        Store::open_inner(path.as_ref(), version.clamp(0, SCHEMA_VERSION), true)
     }
 
-    fn open_inner(path: &Path, target: i64) -> Result<Store, StoreError> {
+    fn open_inner(path: &Path, target: i64, create: bool) -> Result<Store, StoreError> {
         let path = path.to_path_buf();
         let open_err = |reason: String| StoreError::Open {
             path: path.clone(),
@@ -88,19 +164,34 @@ impl Store {
                 )));
             }
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn =
-            Connection::open_with_flags(&path, flags).map_err(|e| open_err(e.to_string()))?;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(&path, flags).map_err(|e| {
+            if is_read_only(&e) {
+                StoreError::ReadOnly {
+                    path: path.clone(),
+                    reason: read_only_reason(&path),
+                }
+            } else {
+                open_err(e.to_string())
+            }
+        })?;
         let mut store = Store { conn, path };
+        // A short wait while opening: a database another process is writing
+        // is reported at once, before any work, instead of after a run.
         store
             .conn
-            .busy_timeout(BUSY_TIMEOUT)
+            .busy_timeout(OPEN_BUSY_TIMEOUT)
             .map_err(|e| store.sql(e))?;
         store.check_identity()?;
         store.configure()?;
         store.migrate(target)?;
+        store
+            .conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| store.sql(e))?;
         Ok(store)
     }
 
@@ -115,15 +206,7 @@ impl Store {
     }
 
     fn sql(&self, e: rusqlite::Error) -> StoreError {
-        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
-            return StoreError::NotSqlite {
-                path: self.path.clone(),
-            };
-        }
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        }
+        sql_err(&self.path, e)
     }
 
     fn user_version(&self) -> Result<i64, StoreError> {
@@ -325,10 +408,70 @@ impl Store {
     }
 }
 
+/// Turns an SQLite error into the [`StoreError`] a user can act on: busy,
+/// read-only (which part), not a database, or the SQLite error itself.
 fn sql_err(path: &Path, e: rusqlite::Error) -> StoreError {
-    StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source: e,
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotSqlite {
+            path: path.to_path_buf(),
+        },
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Busy {
+                path: path.to_path_buf(),
+            }
+        }
+        _ if is_read_only(&e) => StoreError::ReadOnly {
+            path: path.to_path_buf(),
+            reason: read_only_reason(path),
+        },
+        _ => StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    }
+}
+
+fn is_read_only(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+    ) && e.to_string().to_ascii_lowercase().contains("read")
+        || e.to_string().contains("READONLY")
+}
+
+/// Which part of the database cannot be written, in words.
+fn read_only_reason(path: &Path) -> String {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir_ro = std::fs::metadata(dir).is_ok_and(|m| m.permissions().readonly())
+        || tempfile_probe_fails(dir);
+    if dir_ro {
+        format!(
+            "its directory {} is read-only (SQLite writes {}-wal and -shm beside it)",
+            dir.display(),
+            path.file_name().unwrap_or_default().to_string_lossy()
+        )
+    } else {
+        "the file is read-only".to_string()
+    }
+}
+
+/// `true` when a file cannot be created in `dir` (permissions as the
+/// process sees them, root and ACLs included).
+fn tempfile_probe_fails(dir: &Path) -> bool {
+    let probe = dir.join(format!(".mmlab-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            false
+        }
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(30), // EROFS
     }
 }
 

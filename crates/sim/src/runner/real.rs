@@ -17,14 +17,15 @@
 //! `slack` being the largest update times the number of writers (a writer
 //! may be preempted between its engine update and its oracle update).
 
+use super::{spawn_scoped, Gate};
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
+use crate::error::SimError;
 use crate::spec::{ReadersSpec, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use hdrhistogram::Histogram;
 use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// CPU time consumed by the calling thread, in ns (`None` where the
@@ -116,21 +117,22 @@ pub fn run_updates<B: StatsBackend + ?Sized>(
     pages: i64,
     threads: usize,
     duration: Duration,
-) -> UpdateOutcome {
+) -> Result<UpdateOutcome, SimError> {
     // ORDERING: Relaxed for `stop` and `ops`: the flag only ends the loops
     // and the counts are read after the scope joins the threads (join
     // synchronizes).
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
-    let barrier = Barrier::new(threads + 1);
+    let barrier = Gate::default();
     let items = items.max(1);
     let mut elapsed = Duration::ZERO;
     let mut per_thread = Vec::with_capacity(threads);
-    std::thread::scope(|s| {
+    std::thread::scope(|s| -> Result<(), SimError> {
         let mut handles = Vec::with_capacity(threads);
+        let mut failed = None;
         for t in 0..threads {
             let (stop, ops, barrier) = (&stop, &ops, &barrier);
-            handles.push(s.spawn(move || {
+            let h = spawn_scoped(s, "mmlab-updater", move || {
                 let mut item = t % items;
                 let mut n = 0u64;
                 barrier.wait();
@@ -155,9 +157,22 @@ pub fn run_updates<B: StatsBackend + ?Sized>(
                 };
                 ops.fetch_add(n, Ordering::Relaxed);
                 (n, cpu)
-            }));
+            });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
-        barrier.wait();
+        if let Some(e) = failed {
+            // Let the threads already started go: they see `stop` at once.
+            stop.store(true, Ordering::Relaxed);
+            barrier.open();
+            return Err(e);
+        }
+        barrier.open();
         let start = Instant::now();
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
@@ -165,12 +180,13 @@ pub fn run_updates<B: StatsBackend + ?Sized>(
         for h in handles {
             per_thread.push(h.join().expect("update threads do not panic"));
         }
-    });
-    UpdateOutcome {
+        Ok(())
+    })?;
+    Ok(UpdateOutcome {
         ops: ops.load(Ordering::Relaxed),
         elapsed,
         per_thread,
-    }
+    })
 }
 
 /// Setup of a real readers run.
@@ -215,7 +231,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
     backend: &B,
     shape: &TreeShape,
     setup: &ReadersSetup,
-) -> ReadersOutcome {
+) -> Result<ReadersOutcome, SimError> {
     let items = setup.items;
     let parents: Vec<Option<GroupIdx>> = shape.groups().iter().map(|g| g.parent).collect();
     // ORDERING: the oracle cells are Relaxed statistics; the reader only
@@ -247,7 +263,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
     // ORDERING: Relaxed, see `run_updates`.
     let stop = AtomicBool::new(false);
     let updates = AtomicU64::new(0);
-    let barrier = Barrier::new(setup.writers + 2);
+    let barrier = Gate::default();
     let mut out = ReadersOutcome {
         latency: Histogram::new(3).expect("3 significant figures is valid"),
         latencies: Vec::new(),
@@ -256,14 +272,15 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
         updates: 0,
         elapsed: Duration::ZERO,
     };
-    std::thread::scope(|s| {
+    std::thread::scope(|s| -> Result<(), SimError> {
+        let mut failed = None;
         for t in 0..setup.writers {
             let (stop, updates, barrier, charged, uncharged, targets, parents) = (
                 &stop, &updates, &barrier, &charged, &uncharged, &targets, &parents,
             );
             let w = &setup.writer_spec;
             let seed = setup.seed.wrapping_add(1 + t as u64);
-            s.spawn(move || {
+            if let Err(e) = spawn_scoped(s, "mmlab-writer", move || {
                 let mut rng = Rng::new(seed);
                 let mut n = 0u64;
                 barrier.wait();
@@ -297,14 +314,17 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                     n += 64;
                 }
                 updates.fetch_add(n, Ordering::Relaxed);
-            });
+            }) {
+                failed = Some(e);
+                break;
+            }
         }
         // The reader thread.
         let (stop_r, barrier_r, charged_r, uncharged_r) = (&stop, &barrier, &charged, &uncharged);
         let readers = &setup.readers;
         let duration = setup.duration;
         let seed = setup.seed;
-        let reader = s.spawn(move || {
+        let reader = spawn_scoped(s, "mmlab-reader", move || {
             let mut rng = Rng::new(seed ^ 0x5EAD);
             let mut hist = Histogram::<u64>::new(3).expect("valid");
             let mut lat = Vec::new();
@@ -367,19 +387,36 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             }
             (hist, lat, stale, examples)
         });
-        barrier.wait();
+        let reader = match reader {
+            Ok(r) => Some(r),
+            Err(e) => {
+                failed = failed.or(Some(e));
+                None
+            }
+        };
+        if let Some(e) = failed {
+            // Let the threads already started go: they see `stop` at once.
+            stop.store(true, Ordering::Relaxed);
+            barrier.open();
+            return Err(e);
+        }
+        barrier.open();
         let start = Instant::now();
         std::thread::sleep(setup.duration);
         stop.store(true, Ordering::Relaxed);
         out.elapsed = start.elapsed();
+        let Some(reader) = reader else {
+            return Ok(()); // not reached: a failed spawn returned above
+        };
         let (hist, lat, stale, examples) = reader.join().expect("reader thread does not panic");
         out.stale_examples = examples;
         out.latency = hist;
         out.latencies = lat;
         out.stale_reads = stale;
-    });
+        Ok(())
+    })?;
     out.updates = updates.load(Ordering::Relaxed);
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -406,7 +443,7 @@ mod tests {
     fn update_threads_count_their_ops() {
         let shape = TreeShape::chain(2);
         let b = EagerTree::new(&shape, 2);
-        let o = run_updates(&b, 2, 2, 1, 2, Duration::from_millis(20));
+        let o = run_updates(&b, 2, 2, 1, 2, Duration::from_millis(20)).unwrap();
         assert!(o.ops > 0);
         assert_eq!(o.per_thread.iter().map(|p| p.0).sum::<u64>(), o.ops);
         assert!(o.ops_per_sec() > 0.0 && o.ops_per_sec_wall() > 0.0);

@@ -15,13 +15,14 @@
 //!   value by more than the writers can have changed it in between
 //!   (`slack`): the parent's exact value is at least the child's.
 
+use super::{spawn_scoped, Gate};
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
+use crate::error::SimError;
 use crate::spec::{SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
 use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// Setup of a real spikes run.
@@ -73,7 +74,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
     backend: &B,
     shape: &TreeShape,
     setup: &SpikesSetup,
-) -> SpikesOutcome {
+) -> Result<SpikesOutcome, SimError> {
     let leaves = shape.targets(Targets::Leaves);
     let all = shape.targets(Targets::All);
     let w = &setup.writer_spec;
@@ -82,13 +83,14 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
     // ORDERING: Relaxed; `stop` only ends loops, counts are read after join.
     let stop = AtomicBool::new(false);
     let flusher_reads = AtomicU64::new(0);
-    let barrier = Barrier::new(setup.writers + setup.flushers + 2);
+    let barrier = Gate::default();
     let mut out = SpikesOutcome::default();
-    std::thread::scope(|s| {
+    std::thread::scope(|s| -> Result<(), SimError> {
+        let mut failed = None;
         for t in 0..setup.writers {
             let (stop, barrier, leaves) = (&stop, &barrier, &leaves);
             let seed = setup.seed.wrapping_add(1 + t as u64);
-            s.spawn(move || {
+            let h = spawn_scoped(s, "mmlab-writer", move || {
                 let mut rng = Rng::new(seed);
                 // Each writer keeps its own leaves' values non-negative.
                 let mut mine = vec![0i64; leaves.len() * w.items as usize];
@@ -110,12 +112,19 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                     }
                 }
             });
+            if let Err(e) = h {
+                failed = Some(e);
+                break;
+            }
         }
         for t in 0..setup.flushers {
+            if failed.is_some() {
+                break;
+            }
             let (stop, barrier, all, flusher_reads) = (&stop, &barrier, &all, &flusher_reads);
             let seed = setup.seed.wrapping_add(1000 + t as u64);
             let pause = setup.flusher_period;
-            s.spawn(move || {
+            let h = spawn_scoped(s, "mmlab-flusher", move || {
                 let mut rng = Rng::new(seed);
                 let mut n = 0u64;
                 barrier.wait();
@@ -132,12 +141,16 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                 }
                 flusher_reads.fetch_add(n, Ordering::Relaxed);
             });
+            if let Err(e) = h {
+                failed = Some(e);
+                break;
+            }
         }
         let checker = {
             let (stop, barrier, leaves) = (&stop, &barrier, &leaves);
             let sp = setup.spikes.clone();
             let seed = setup.seed ^ 0x5911;
-            s.spawn(move || {
+            spawn_scoped(s, "mmlab-checker", move || {
                 let mut rng = Rng::new(seed);
                 let mut o = SpikesOutcome::default();
                 let gap = Duration::from_secs_f64(sp.every_ms / 1000.0);
@@ -170,13 +183,29 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                 o
             })
         };
-        barrier.wait();
+        let checker = match checker {
+            Ok(c) => Some(c),
+            Err(e) => {
+                failed = failed.or(Some(e));
+                None
+            }
+        };
+        if let Some(e) = failed {
+            // Let the threads already started go: they see `stop` at once.
+            stop.store(true, Ordering::Relaxed);
+            barrier.open();
+            return Err(e);
+        }
+        barrier.open();
         std::thread::sleep(setup.duration);
         stop.store(true, Ordering::Relaxed);
-        out = checker.join().expect("checker thread does not panic");
-    });
+        if let Some(checker) = checker {
+            out = checker.join().expect("checker thread does not panic");
+        }
+        Ok(())
+    })?;
     out.flusher_reads = flusher_reads.load(Ordering::Relaxed);
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -215,7 +244,7 @@ mod tests {
             duration: Duration::from_millis(30),
             seed: 1,
         };
-        let o = run_spikes(&b, &shape, &setup);
+        let o = run_spikes(&b, &shape, &setup).unwrap();
         assert!(o.spike_reads > 0);
         assert_eq!(o.missed, 0);
         assert_eq!(o.child_gt_parent, 0);

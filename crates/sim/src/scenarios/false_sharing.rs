@@ -19,10 +19,10 @@ use super::push;
 use crate::error::SimError;
 use crate::report::{Claim, Claims, PolicyResult, RunReport};
 use crate::run::Progress;
+use crate::runner::{spawn_scoped, Gate};
 use crate::spec::StatsScenario;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// Metric: updater operations per thread CPU-second.
@@ -134,11 +134,14 @@ impl LayoutOutcome {
 
 /// Runs `updaters` updater threads and `eventers` event threads on a fresh
 /// header of type `H` for `duration`.
+///
+/// # Errors
+/// A thread cannot be started ([`crate::runner::spawn_scoped`]).
 pub fn run_layout<H: Header>(
     updaters: usize,
     eventers: usize,
     duration: Duration,
-) -> LayoutOutcome {
+) -> Result<LayoutOutcome, SimError> {
     let header = H::default();
     // A power of two, so the slot index is a mask, not a division.
     let n_slots = updaters.max(1).next_power_of_two();
@@ -153,16 +156,17 @@ pub fn run_layout<H: Header>(
     // the threads join.
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
-    let barrier = Barrier::new(updaters + eventers + 1);
+    let barrier = Gate::default();
     let mut elapsed = Duration::ZERO;
     let mut windows = 0u64;
     let mut concurrent = Vec::new();
-    std::thread::scope(|s| {
+    std::thread::scope(|s| -> Result<(), SimError> {
         let mut handles = Vec::new();
+        let mut failed = None;
         for t in 0..updaters {
             let (header, slots, stop, ops, barrier, progress) =
                 (&header, &slots, &stop, &ops, &barrier, &progress);
-            handles.push(s.spawn(move || {
+            let h = spawn_scoped(s, "mmlab-updater", move || {
                 let mut n = 0u64;
                 let mut windows = 0u64;
                 let mut concurrent = Vec::new();
@@ -189,11 +193,21 @@ pub fn run_layout<H: Header>(
                 }
                 ops.fetch_add(n, Ordering::Relaxed);
                 (windows, concurrent)
-            }));
+            });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
         for _ in 0..eventers {
+            if failed.is_some() {
+                break;
+            }
             let (header, stop, barrier, progress) = (&header, &stop, &barrier, &progress);
-            s.spawn(move || {
+            let h = spawn_scoped(s, "mmlab-eventer", move || {
                 barrier.wait();
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
@@ -202,8 +216,18 @@ pub fn run_layout<H: Header>(
                     progress.0.fetch_add(1, Ordering::Relaxed);
                 }
             });
+            if let Err(e) = h {
+                failed = Some(e);
+                break;
+            }
         }
-        barrier.wait();
+        if let Some(e) = failed {
+            // Let the threads already started go: they see `stop` at once.
+            stop.store(true, Ordering::Relaxed);
+            barrier.open();
+            return Err(e);
+        }
+        barrier.open();
         let start = Instant::now();
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
@@ -213,25 +237,33 @@ pub fn run_layout<H: Header>(
             windows += w;
             concurrent.extend(c);
         }
-    });
-    LayoutOutcome {
+        Ok(())
+    })?;
+    Ok(LayoutOutcome {
         ops: ops.load(Ordering::Relaxed),
         elapsed,
         windows,
         concurrent_windows: concurrent,
         updaters,
-    }
+    })
 }
 
 /// Runs the named layout (`shared` or `separated`); `None` for other names.
-pub fn run_named(layout: &str, threads: usize, duration: Duration) -> Option<LayoutOutcome> {
+///
+/// # Errors
+/// A thread cannot be started ([`crate::runner::spawn_scoped`]).
+pub fn run_named(
+    layout: &str,
+    threads: usize,
+    duration: Duration,
+) -> Result<Option<LayoutOutcome>, SimError> {
     let updaters = (threads / 2).max(1);
     let eventers = threads.saturating_sub(updaters).max(1);
-    match layout {
-        "shared" => Some(run_layout::<SharedHeader>(updaters, eventers, duration)),
-        "separated" => Some(run_layout::<SeparatedHeader>(updaters, eventers, duration)),
+    Ok(match layout {
+        "shared" => Some(run_layout::<SharedHeader>(updaters, eventers, duration)?),
+        "separated" => Some(run_layout::<SeparatedHeader>(updaters, eventers, duration)?),
         _ => None,
-    }
+    })
 }
 
 /// Runs the false-sharing scenario: every layout (the scenario's
@@ -248,7 +280,7 @@ pub fn run(
     ));
     for run in 0..sc.runs {
         for p in &sc.policies {
-            let o = run_named(p, threads, duration)
+            let o = run_named(p, threads, duration)?
                 .ok_or_else(|| SimError::Config(format!("unknown layout {p}")))?;
             let r = out.entry(p.clone()).or_default();
             push(r, OPS_PER_SEC, "ops/s", o.ops_per_sec(), true);
@@ -322,9 +354,11 @@ mod tests {
     #[test]
     fn both_layouts_run() {
         for l in LAYOUTS {
-            let o = run_named(l, 2, Duration::from_millis(10)).unwrap();
+            let o = run_named(l, 2, Duration::from_millis(10)).unwrap().unwrap();
             assert!(o.ops > 0);
         }
-        assert!(run_named("other", 2, Duration::from_millis(1)).is_none());
+        assert!(run_named("other", 2, Duration::from_millis(1))
+            .unwrap()
+            .is_none());
     }
 }

@@ -115,6 +115,29 @@ macro_rules! with_backend {
     };
 }
 
+/// The error for a stats scenario without a table its workload needs
+/// (validation rejects such files; this covers a scenario built or edited
+/// in code).
+pub fn missing_table(scenario: &str, table: &str) -> SimError {
+    SimError::Config(format!("scenario `{scenario}` has no [{table}] table"))
+}
+
+/// The error for a policy no runner knows.
+pub fn unknown_policy(sc: &StatsScenario, name: &str) -> SimError {
+    SimError::UnknownPolicy {
+        name: name.to_string(),
+        scenario: sc.name.clone(),
+        known: sc
+            .workload
+            .map(known_policies)
+            .unwrap_or_default()
+            .into_iter()
+            .chain(sc.policy.iter().map(|p| p.name.clone()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 /// Checks the scenario's policies against the workload's names and its
 /// `[[policy]]` tables (not for false-sharing, which runs layouts).
 pub fn check_policies(sc: &StatsScenario, workload: Workload) -> Result<(), SimError> {

@@ -16,6 +16,10 @@ const HIGHER_IS_BETTER: [&str; 3] = [
     "thp_migration_success",
 ];
 
+/// Metric present (1 per run) when a run stopped at `numab.max_virtual_s`
+/// before its workload finished.
+pub const TRUNCATED: &str = "stopped_at_max_virtual_s";
+
 /// Runs every policy (scanner version) of `file` `runs` times from `seed`.
 pub fn run(
     file: &ScenarioFile,
@@ -48,6 +52,11 @@ pub fn run(
             let r = out.entry(name.clone()).or_default();
             for (metric, value, unit) in res.metrics() {
                 push(r, metric, unit, value, HIGHER_IS_BETTER.contains(&metric));
+            }
+            if res.truncated {
+                // Stopped at `max_virtual_s` before the workload finished:
+                // its figures are cut short, and the report says so.
+                push(r, TRUNCATED, "count", 1.0, false);
             }
             if run == 0 {
                 r.series.insert(

@@ -12,6 +12,7 @@ use crate::error::SimError;
 use crate::report::{Claim, Claims, Mode, PolicyResult, RunReport};
 use crate::run::{Progress, RunOptions};
 use crate::runner::{real_spikes, sim};
+use crate::scenarios::{missing_table, unknown_policy};
 use crate::spec::StatsScenario;
 use crate::with_backend;
 use crate::workload::TreeShape;
@@ -33,7 +34,11 @@ pub fn run(
     if sc.mode == Mode::Real {
         return run_real(sc, progress);
     }
-    let shape = TreeShape::from_spec(sc.tree.as_ref().expect("validated: tree"));
+    let shape = TreeShape::from_spec(
+        sc.tree
+            .as_ref()
+            .ok_or_else(|| missing_table(&sc.name, "tree"))?,
+    );
     let items = schema_items(sc);
     let cpus = sc.cpus.unwrap_or(1) as usize;
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
@@ -43,9 +48,9 @@ pub fn run(
     for run in 0..sc.runs {
         let seed = sc.seed.wrapping_add(u64::from(run));
         for p in &sc.policies {
-            let choice = PolicyChoice::of(sc, p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).ok_or_else(|| unknown_policy(sc, p))?;
             let b = AnyBackend::build(choice, &shape, items, cpus)?;
-            let setup = sim_setup(sc, opts, items, seed);
+            let setup = sim_setup(sc, opts, items, seed)?;
             let o: sim::SimOutcome = with_backend!(&b, be => sim::run(be, &shape, &setup));
             let r = out.entry(p.clone()).or_default();
             record_sim(r, &o);
@@ -71,10 +76,17 @@ fn run_real(
     sc: &StatsScenario,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let shape = TreeShape::from_spec(sc.tree.as_ref().expect("validated: tree"));
+    let shape = TreeShape::from_spec(
+        sc.tree
+            .as_ref()
+            .ok_or_else(|| missing_table(&sc.name, "tree"))?,
+    );
     let items = schema_items(sc);
     let threads = sc.threads.unwrap_or(2) as usize;
-    let w = sc.writers.clone().expect("validated: writers");
+    let w = sc
+        .writers
+        .clone()
+        .ok_or_else(|| missing_table(&sc.name, "writers"))?;
     let (flushers, period) = match &sc.readers {
         Some(r) => (r.count.clamp(1, 64) as usize, r.period_ms),
         None => (1, 0.0),
@@ -85,7 +97,7 @@ fn run_real(
     ));
     for run in 0..sc.runs {
         for p in &sc.policies {
-            let choice = PolicyChoice::of(sc, p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).ok_or_else(|| unknown_policy(sc, p))?;
             let b = AnyBackend::build(choice, &shape, items, threads)?;
             let setup = real_spikes::SpikesSetup {
                 writers: w.cpus.map(|c| c as usize).unwrap_or(1),
@@ -96,11 +108,14 @@ fn run_real(
                 } else {
                     std::time::Duration::from_secs_f64(period / 1000.0)
                 },
-                spikes: sc.spikes.clone().expect("validated: spikes"),
+                spikes: sc
+                    .spikes
+                    .clone()
+                    .ok_or_else(|| missing_table(&sc.name, "spikes"))?,
                 duration: std::time::Duration::from_millis(sc.duration_ms),
                 seed: sc.seed.wrapping_add(u64::from(run)),
             };
-            let o = with_backend!(&b, be => real_spikes::run_spikes(be, &shape, &setup));
+            let o = with_backend!(&b, be => real_spikes::run_spikes(be, &shape, &setup))?;
             let r = out.entry(p.clone()).or_default();
             let rate = if o.spike_reads == 0 {
                 0.0

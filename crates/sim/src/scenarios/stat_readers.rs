@@ -11,6 +11,7 @@ use crate::report::{format_us, Claim, Claims, RunReport};
 use crate::report::{Mode, PolicyResult};
 use crate::run::{Progress, RunOptions};
 use crate::runner::{real, sim};
+use crate::scenarios::{missing_table, unknown_policy};
 use crate::spec::StatsScenario;
 use crate::with_backend;
 use crate::workload::TreeShape;
@@ -32,7 +33,11 @@ pub fn run(
     opts: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let shape = TreeShape::from_spec(sc.tree.as_ref().expect("validated: tree"));
+    let shape = TreeShape::from_spec(
+        sc.tree
+            .as_ref()
+            .ok_or_else(|| missing_table(&sc.name, "tree"))?,
+    );
     let items = schema_items(sc);
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
     progress(Progress::Total(
@@ -41,7 +46,7 @@ pub fn run(
     for run in 0..sc.runs {
         let seed = sc.seed.wrapping_add(u64::from(run));
         for p in &sc.policies {
-            let choice = PolicyChoice::of(sc, p).expect("checked policies");
+            let choice = PolicyChoice::of(sc, p).ok_or_else(|| unknown_policy(sc, p))?;
             let r = out.entry(p.clone()).or_default();
             match sc.mode {
                 Mode::Kernel => {
@@ -52,14 +57,17 @@ pub fn run(
                 Mode::Sim => {
                     let cpus = sc.cpus.unwrap_or(1) as usize;
                     let b = AnyBackend::build(choice, &shape, items, cpus)?;
-                    let setup = sim_setup(sc, opts, items, seed);
+                    let setup = sim_setup(sc, opts, items, seed)?;
                     let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
                     record_sim(r, &o);
                 }
                 Mode::Real => {
                     let threads = sc.threads.unwrap_or(2) as usize;
                     let b = AnyBackend::build(choice, &shape, items, threads)?;
-                    let w = sc.writers.clone().expect("validated: writers");
+                    let w = sc
+                        .writers
+                        .clone()
+                        .ok_or_else(|| missing_table(&sc.name, "writers"))?;
                     let writers = w
                         .cpus
                         .map(|c| c as usize)
@@ -67,12 +75,15 @@ pub fn run(
                     let setup = real::ReadersSetup {
                         writers,
                         writer_spec: w,
-                        readers: sc.readers.clone().expect("validated: readers"),
+                        readers: sc
+                            .readers
+                            .clone()
+                            .ok_or_else(|| missing_table(&sc.name, "readers"))?,
                         items,
                         duration: Duration::from_millis(sc.duration_ms),
                         seed,
                     };
-                    let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup));
+                    let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup))?;
                     push_latency(r, READ_LATENCY_NS, &o.latencies);
                     let slow = o.latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
                     push(r, "reads", "count", o.latencies.len() as f64, true);
@@ -94,18 +105,29 @@ pub fn run(
 }
 
 /// The simulated setup of a readers scenario (also used by stale-read).
-pub fn sim_setup(sc: &StatsScenario, opts: &RunOptions, items: usize, seed: u64) -> sim::SimSetup {
-    sim::SimSetup {
+///
+/// # Errors
+/// The scenario has no `[writers]` table.
+pub fn sim_setup(
+    sc: &StatsScenario,
+    opts: &RunOptions,
+    items: usize,
+    seed: u64,
+) -> Result<sim::SimSetup, SimError> {
+    Ok(sim::SimSetup {
         cpus: sc.cpus.unwrap_or(1) as usize,
         duration: sc.duration_ms * MILLIS,
         seed,
         costs: opts.costs,
         items,
-        writers: sc.writers.clone().expect("validated: writers"),
+        writers: sc
+            .writers
+            .clone()
+            .ok_or_else(|| missing_table(&sc.name, "writers"))?,
         readers: sc.readers.clone(),
         flush_period: sc.flusher.as_ref().map(|f| f.period_ms * MILLIS),
         spikes: sc.spikes.clone(),
-    }
+    })
 }
 
 /// Records the read metrics of a simulated run.

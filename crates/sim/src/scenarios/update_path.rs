@@ -66,7 +66,7 @@ pub fn run(
                             u.pages as i64,
                             threads,
                             Duration::from_millis(sc.duration_ms),
-                        ));
+                        ))?;
                         wall = Some(o.ops_per_sec_wall());
                         o.ops_per_sec()
                     }

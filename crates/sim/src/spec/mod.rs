@@ -16,9 +16,11 @@
 //! The scenarios under `scenarios/` are embedded at build time
 //! ([`BUILTIN`]).
 
+pub mod estimate;
 pub mod kernel;
 pub mod numab;
 pub mod policy;
+pub mod ranges;
 pub mod refault;
 pub mod stats;
 pub mod sweep;
@@ -160,7 +162,8 @@ impl Scenario {
             kind: Kind,
         }
         let Header { kind } = deserialize(file, text)?;
-        Ok(match kind {
+        ranges::check(file, text, ranges_of(kind))?;
+        let sc = match kind {
             Kind::Stats => Scenario::Stats(Box::new(StatsScenario::parse(file, text)?)),
             Kind::Numab => Scenario::Numab {
                 file: Box::new(numab::parse(file, text)?),
@@ -174,7 +177,51 @@ impl Scenario {
                 file: Box::new(KernelScenario::parse(file, text)?),
                 source: text.to_string(),
             },
-        })
+        };
+        sc.check_policies()
+            .map_err(|message| ScenarioError::at(file, text, "policies", message))?;
+        Ok(sc)
+    }
+
+    /// The policy names this scenario's runner accepts.
+    pub fn known_policies(&self) -> Vec<String> {
+        let mut known = match self {
+            Scenario::Stats(s) => s
+                .workload
+                .map(crate::scenarios::known_policies)
+                .unwrap_or_default(),
+            Scenario::Numab { .. } => ::numab::ScannerVersion::ALL
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
+            Scenario::Refault { .. } => crate::scenarios::refault::known_policies(),
+            Scenario::Kernel { .. } => vec![kernel::HOST_POLICY.to_string()],
+        };
+        // `[[policy]]` tables define more names.
+        known.extend(self.user_policies().iter().map(|p| p.name.clone()));
+        known
+    }
+
+    /// Checks that every policy is known to the runner and named once.
+    ///
+    /// # Errors
+    /// The message naming the first unknown or repeated policy.
+    pub fn check_policies(&self) -> Result<(), String> {
+        let known = self.known_policies();
+        let policies = self.policies();
+        for (i, p) in policies.iter().enumerate() {
+            if !known.iter().any(|k| k == p) {
+                return Err(format!(
+                    "unknown policy `{}` (known: {})",
+                    crate::spec::escape(p),
+                    known.join(", ")
+                ));
+            }
+            if policies[..i].contains(p) {
+                return Err(format!("policy `{p}` is listed twice"));
+            }
+        }
+        Ok(())
     }
 
     /// Looks up an embedded scenario by name and parses it.
@@ -380,7 +427,14 @@ impl Scenario {
             Scenario::Kernel { file, .. } => (&mut file.policies, &mut file.runs, &mut file.seed),
         };
         if !o.policies.is_empty() {
-            *policies = o.policies.clone();
+            // A policy named twice runs once (the first place counts).
+            let mut unique: Vec<String> = Vec::with_capacity(o.policies.len());
+            for p in &o.policies {
+                if !unique.contains(p) {
+                    unique.push(p.clone());
+                }
+            }
+            *policies = unique;
         }
         if let Some(r) = o.runs {
             *runs = r;
@@ -390,16 +444,26 @@ impl Scenario {
         }
     }
 
-    /// Shrinks it for a smoke test (`mmlab --quick`): one run; a stats
-    /// scenario also runs a fifth as long with a fifth of the readers (the
-    /// other kinds keep the sizes set in their own tables).
+    /// Shrinks it for a smoke test (`mmlab --quick`). A simulated stats
+    /// scenario runs once, a fifth as long with a fifth of the readers
+    /// (the simulator is deterministic, so one run says what five do). A
+    /// real-mode scenario keeps up to 3 runs (its claims compare medians,
+    /// and one short run on a busy 2-vCPU host is mostly scheduling noise)
+    /// and at least 100 ms, or its full duration when shorter. The other
+    /// kinds run once and keep the sizes set in their own tables.
     pub fn shrink_for_smoke_test(&mut self) {
+        let real = self.mode() == Mode::Real;
+        let runs = if real { self.runs().min(3) } else { 1 };
         self.apply(&Overrides {
-            runs: Some(1),
+            runs: Some(runs),
             ..Overrides::default()
         });
         if let Scenario::Stats(s) = self {
-            s.duration_ms = (s.duration_ms / 5).max(1);
+            s.duration_ms = if real {
+                (s.duration_ms / 2).max(100).min(s.duration_ms)
+            } else {
+                (s.duration_ms / 5).max(1)
+            };
             if let Some(r) = &mut s.readers {
                 r.count = (r.count / 5).max(1);
             }
@@ -408,6 +472,33 @@ impl Scenario {
             file.shrink_for_smoke_test();
         }
     }
+}
+
+/// The documented ranges of a kind's numeric fields ([`ranges`]).
+pub fn ranges_of(kind: Kind) -> &'static [ranges::Range] {
+    match kind {
+        Kind::Stats => ranges::STATS,
+        Kind::Numab => ranges::NUMAB,
+        Kind::Refault => ranges::REFAULT,
+        Kind::Kernel => ranges::KERNEL,
+    }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`), for messages
+/// and tables that show user-supplied names.
+pub fn escape(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Deserializes `text` into `T`, reporting the file, the 1-based line (from
@@ -429,9 +520,23 @@ pub fn deserialize<T: serde::de::DeserializeOwned>(
             file: file.to_string(),
             line: inner.span().map(|s| line_of(text, s.start)),
             field: if field == "." { String::new() } else { field },
-            message: inner.message().trim().to_string(),
+            message: elide(&escape(inner.message().trim()), MESSAGE_MAX),
         }
     })
+}
+
+/// The most characters of an error message (a message quoting a huge
+/// value shows its start).
+pub const MESSAGE_MAX: usize = 300;
+
+/// `s` cut to `max` characters, the rest elided with `…`.
+pub fn elide(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
 }
 
 /// 1-based line of byte offset `pos` in `text`.

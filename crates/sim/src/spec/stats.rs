@@ -338,6 +338,20 @@ impl StatsScenario {
             }
         }
         if let Some(wr) = &self.writers {
+            if let Some(c) = wr.cpus {
+                let most = match self.mode {
+                    Mode::Sim => self.cpus.unwrap_or(1),
+                    Mode::Real | Mode::Kernel => 256,
+                };
+                if c == 0 || c > most {
+                    return Err(err(
+                        "writers.cpus",
+                        format!(
+                            "{c} is not in 1..={most} (the scenario's CPUs or the thread limit)"
+                        ),
+                    ));
+                }
+            }
             if !(wr.rate_per_cpu.is_finite() && wr.rate_per_cpu >= 0.0) {
                 return Err(err("writers.rate_per_cpu", "must be >= 0".into()));
             }

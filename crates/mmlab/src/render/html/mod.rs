@@ -14,8 +14,9 @@ pub mod sweep;
 use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
 use crate::analysis::stats::Significance;
 use crate::analysis::table::{robot_number, ComparisonTable};
+use crate::store::HostFacts;
 use crate::store::{format_utc, StoredRun};
-use sim::report::{Mode, RunReport};
+use sim::report::{Claim, Mode, RunReport};
 use std::fmt::Write as _;
 use svg::esc;
 
@@ -46,6 +47,8 @@ th.m{background:var(--card);z-index:2}
 .chg{display:block;font-size:.8rem}
 .chg.good{color:var(--good);font-weight:600}.chg.bad{color:var(--bad);font-weight:600}
 .chg.noise,.chg.untested{color:var(--muted)}
+.v-ok{color:var(--good);font-weight:600}.v-miss{color:var(--bad);font-weight:600}.v-info{color:var(--muted)}
+table.claims td{white-space:normal}
 .legend-note{color:var(--muted);font-size:.82rem;margin:6px 0 0}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,380px),1fr));gap:14px}
 figure{margin:0;padding:10px 10px 6px;background:var(--card);border:1px solid var(--border);border-radius:8px;min-width:0}
@@ -82,6 +85,77 @@ fn palette_css() -> String {
 /// The HTML report of `reports` (one section each), titled "mmlab report".
 pub fn render_html(reports: &[RunReport]) -> String {
     render_html_with("mmlab report", reports, &[])
+}
+
+/// The HTML report of a run or a suite: the host it ran on, then one
+/// section per report, each with its seed claims' verdicts (`[ok]`,
+/// `[MISS]`, `[info]`) above its tables and plots; a summary of the
+/// verdicts heads the page.
+pub fn render_html_checked(
+    title: &str,
+    reports: &[RunReport],
+    claims: &[Claim],
+    host: Option<&HostFacts>,
+) -> String {
+    let sections: Vec<Section<'_>> = reports
+        .iter()
+        .map(|r| Section {
+            heading: r.scenario.clone(),
+            facts: None,
+            report: r,
+        })
+        .collect();
+    let mut intro = String::new();
+    if let Some(h) = host {
+        let _ = write!(
+            intro,
+            r#"<p class="meta" data-host>host: {} CPUs, {} · kernel {} · mmlab {}{}</p>"#,
+            h.cpus,
+            esc(&h.cpu_model),
+            esc(&h.kernel),
+            esc(&h.mmlab_version),
+            h.git_commit
+                .as_deref()
+                .map(|c| format!(" ({})", esc(c)))
+                .unwrap_or_default()
+        );
+    }
+    let counted: Vec<&Claim> = claims.iter().filter(|c| !c.info).collect();
+    if !counted.is_empty() {
+        let ok = counted.iter().filter(|c| c.pass).count();
+        let _ = write!(
+            intro,
+            r#"<p class="meta" data-verdicts>seed claims: <b class="v-ok">{ok} [ok]</b> · <b class="v-miss">{} [MISS]</b> of {} ([info] lines are references)</p>"#,
+            counted.len() - ok,
+            counted.len()
+        );
+    }
+    page_with(title, &sections, &[], &intro, claims)
+}
+
+/// The verdicts of `claims` as a table.
+fn claims_html(claims: &[&Claim]) -> String {
+    let mut s = String::from(
+        r#"<div class="tablewrap"><table class="claims"><tr><th class="m">verdict</th><th class="m">claim</th><th>measured</th><th>seed</th></tr>"#,
+    );
+    for c in claims {
+        let (mark, class) = if c.info {
+            ("[info]", "v-info")
+        } else if c.pass {
+            ("[ok]", "v-ok")
+        } else {
+            ("[MISS]", "v-miss")
+        };
+        let _ = write!(
+            s,
+            r#"<tr><td class="m {class}">{mark}</td><td class="m">{}</td><td>{}</td><td>{}</td></tr>"#,
+            esc(&c.claim),
+            esc(&c.measured),
+            esc(&c.seed)
+        );
+    }
+    s.push_str("</table></div>");
+    s
 }
 
 /// The HTML report with a title, one section per report and then one
@@ -151,12 +225,26 @@ struct Section<'a> {
 }
 
 fn page(title: &str, sections: &[Section<'_>], comparisons: &[Comparison]) -> String {
+    page_with(title, sections, comparisons, "", &[])
+}
+
+fn page_with(
+    title: &str,
+    sections: &[Section<'_>],
+    comparisons: &[Comparison],
+    intro: &str,
+    claims: &[Claim],
+) -> String {
     let mut body = String::new();
     let mut nav = String::new();
     for (i, sec) in sections.iter().enumerate() {
         let id = format!("r{i}-{}", slug(&sec.report.scenario));
         let _ = write!(nav, r##"<a href="#{id}">{}</a>"##, esc(&sec.heading));
-        body.push_str(&report_section(&id, sec));
+        let mine: Vec<&Claim> = claims
+            .iter()
+            .filter(|c| c.scenario == sec.report.scenario)
+            .collect();
+        body.push_str(&report_section(&id, sec, &mine));
     }
     for (i, c) in comparisons.iter().enumerate() {
         let id = format!("cmp{i}");
@@ -169,7 +257,7 @@ fn page(title: &str, sections: &[Section<'_>], comparisons: &[Comparison]) -> St
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark"><title>{t}</title><style>{CSS}{pal}</style></head>
-<body><header><h1>{t}</h1><p class="meta">{n} report{s}{c}. Tables: mean over runs, ± standard deviation, change against the first column; bold green/red changes are significant (Welch's t-test, p &lt; 0.05).</p><nav>{nav}</nav></header>
+<body><header><h1>{t}</h1><p class="meta">{n} report{s}{c}. Tables: mean over runs, ± standard deviation, change against the first column; bold green/red changes are significant (Welch's t-test, p &lt; 0.05).</p>{intro}<nav>{nav}</nav></header>
 <main>{body}</main><footer>Generated by mmlab. Self-contained: no scripts, no external resources.</footer></body></html>
 "#,
         t = esc(title),
@@ -201,7 +289,7 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
-fn report_section(id: &str, sec: &Section<'_>) -> String {
+fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
     let r = sec.report;
     let mode = match r.mode {
         Mode::Sim => "simulated",
@@ -228,6 +316,10 @@ fn report_section(id: &str, sec: &Section<'_>) -> String {
             r#"<p class="meta">run facts: {}</p>"#,
             esc(&facts.join(" · "))
         );
+    }
+    if !claims.is_empty() {
+        s.push_str("<h3>Seed claims</h3>");
+        s.push_str(&claims_html(claims));
     }
     let table = ComparisonTable::for_report(r);
     if !table.rows.is_empty() {

@@ -7,6 +7,7 @@
 //! | `latency-cdf`         | the same histograms as cumulative distributions         |
 //! | `throughput-vs-depth` | series `throughput_vs_depth`, else metrics `update_ops_per_sec_depthN` |
 //! | `refault-vs-mismatch` | metrics `refault_latency_ns` and `decision_mismatch_rate` |
+//! | `layout-throughput`   | metric `ops_per_sec` (false-sharing), one bar per layout |
 //! | `local-fraction`      | series `local_fraction`                                 |
 //! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
 
@@ -38,6 +39,7 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
     out.extend(latency_cdfs(report));
     out.extend(throughput_vs_depth(report));
     out.extend(refault_vs_mismatch(report));
+    out.extend(layout_throughput(report));
     out.extend(series_plot(
         report,
         &["local_fraction"],
@@ -378,6 +380,71 @@ fn refault_vs_mismatch(report: &RunReport) -> Option<Plot> {
         title,
         legend: pts.iter().map(|p| (p.0.clone(), p.1)).collect(),
         svg: chart.finish(None),
+    })
+}
+
+/// Update throughput per layout (the false-sharing scenario's
+/// `ops_per_sec`): one bar per policy at its mean, each run's value in the
+/// tooltip.
+fn layout_throughput(report: &RunReport) -> Option<Plot> {
+    let cols: Vec<(String, usize, Vec<f64>)> = colors(report)
+        .into_iter()
+        .filter_map(|(p, c)| {
+            let m = report.policies.get(p)?.metrics.get("ops_per_sec")?;
+            (!m.values.is_empty()).then(|| (p.to_string(), c, m.values.clone()))
+        })
+        .collect();
+    // Only where the metric is the report's point: the false-sharing
+    // layouts (other reports plot throughput against depth).
+    if cols.len() < 2
+        || report
+            .policies
+            .values()
+            .any(|r| r.metrics.contains_key("update_ops_per_sec_depth2"))
+    {
+        return None;
+    }
+    let means: Vec<f64> = cols.iter().map(|(_, _, v)| stats::mean(v)).collect();
+    let x = Axis::fit(
+        ScaleKind::Linear,
+        "layout",
+        TickFormat::Number,
+        [0.0, 1.0],
+        true,
+    );
+    let y = Axis::fit(
+        ScaleKind::Linear,
+        "updates per second",
+        TickFormat::Number,
+        means.iter().copied().chain([0.0]),
+        true,
+    );
+    let title = "Update throughput by layout (higher is better)".to_string();
+    let mut chart = Chart::new("layout-throughput", &title, x, y);
+    for (i, (name, c, values)) in cols.iter().enumerate() {
+        let bars: Vec<(f64, f64, String)> = (0..cols.len())
+            .map(|j| {
+                let v = if j == i { means[i] } else { f64::NAN };
+                let runs: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
+                (
+                    j as f64,
+                    v,
+                    format!(
+                        "{name}: mean {:.0} ops/s (runs: {})",
+                        means[i],
+                        runs.join(", ")
+                    ),
+                )
+            })
+            .collect();
+        chart.bars(&bars, *c);
+    }
+    let ticks: Vec<String> = cols.iter().map(|(n, _, _)| n.clone()).collect();
+    Some(Plot {
+        kind: "layout-throughput",
+        title,
+        legend: cols.iter().map(|(n, c, _)| (n.clone(), *c)).collect(),
+        svg: chart.finish(Some(&ticks)),
     })
 }
 

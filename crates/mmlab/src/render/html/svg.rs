@@ -395,6 +395,9 @@ impl Chart {
             self.y.lo
         }));
         for (i, (_, v, tip)) in bars.iter().enumerate() {
+            if v.is_nan() {
+                continue; // an empty slot (another series' bar)
+            }
             let x = LEFT + i as f64 * slot + slot * 0.1;
             let top = if v.is_finite() && *v > 0.0 {
                 self.py(v.min(self.y.hi))
@@ -412,22 +415,72 @@ impl Chart {
         }
     }
 
-    /// Draws labelled points.
+    /// Draws labelled points. Labels never overlap one another: each is
+    /// placed at the first free spot among positions around its point
+    /// (right or left of it, then stepped up and down), in order of the
+    /// points' heights; a label with no free spot near its point keeps the
+    /// nearest one and is joined to its point by a leader line.
     pub fn scatter(&mut self, points: &[(String, usize, f64, f64)]) {
-        for (name, c, x, y) in points {
-            if !self.visible(*x, *y) {
-                continue;
-            }
+        /// Approximate width of one 13 px label character.
+        const CHAR_W: f64 = 7.6;
+        const LABEL_H: f64 = 15.0;
+        let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
+        let mut order: Vec<usize> = (0..points.len())
+            .filter(|&i| self.visible(points[i].2, points[i].3))
+            .collect();
+        order.sort_by(|&a, &b| {
+            let (ya, yb) = (self.py(points[a].3), self.py(points[b].3));
+            ya.total_cmp(&yb).then(a.cmp(&b))
+        });
+        let overlaps = |b: &(f64, f64, f64, f64), placed: &[(f64, f64, f64, f64)]| {
+            placed
+                .iter()
+                .any(|p| b.0 < p.2 && p.0 < b.2 && b.1 < p.3 && p.1 < b.3)
+        };
+        for i in order {
+            let (name, c, x, y) = &points[i];
             let (px, py) = (self.px(*x), self.py(*y));
-            let anchor = if px > W * 0.7 { "end" } else { "start" };
-            let dx = if anchor == "end" { -8.0 } else { 8.0 };
+            let w = name.chars().count() as f64 * CHAR_W;
+            let prefer_left = px > W * 0.7;
+            // Candidate baselines: above the point, below it, then further
+            // away in steps of a label height.
+            let mut candidates: Vec<(f64, bool)> = Vec::new();
+            for k in 0..8 {
+                let dy = [-8.0, 20.0][k % 2]
+                    + (k / 2) as f64 * LABEL_H * if k % 2 == 0 { -1.0 } else { 1.0 };
+                candidates.push((py + dy, prefer_left));
+                candidates.push((py + dy, !prefer_left));
+            }
+            let boxed = |base: f64, left: bool| {
+                let x0 = if left { px - 8.0 - w } else { px + 8.0 };
+                (x0, base - LABEL_H + 3.0, x0 + w, base + 3.0)
+            };
+            let (base, left) = candidates
+                .iter()
+                .copied()
+                .find(|&(b, l)| {
+                    let bx = boxed(b, l);
+                    bx.0 >= 0.0 && bx.2 <= W && bx.1 >= 0.0 && bx.3 <= H && !overlaps(&bx, &placed)
+                })
+                .unwrap_or(candidates[0]);
+            placed.push(boxed(base, left));
+            let (anchor, lx) = if left {
+                ("end", px - 8.0)
+            } else {
+                ("start", px + 8.0)
+            };
+            if (base - (py - 8.0)).abs() > LABEL_H * 1.5 {
+                let _ = write!(
+                    self.body,
+                    r#"<line class="grid" x1="{px:.1}" y1="{py:.1}" x2="{lx:.1}" y2="{:.1}"/>"#,
+                    base - 4.0
+                );
+            }
             let _ = write!(
                 self.body,
-                r#"<circle class="dot big s{}" cx="{px:.1}" cy="{py:.1}" r="6"><title>{}</title></circle><text class="ptlabel" x="{:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+                r#"<circle class="dot big s{}" cx="{px:.1}" cy="{py:.1}" r="6"><title>{}</title></circle><text class="ptlabel" x="{lx:.1}" y="{base:.1}" text-anchor="{anchor}">{}</text>"#,
                 c % PALETTE,
                 esc(name),
-                px + dx,
-                py - 8.0,
                 esc(name)
             );
         }
@@ -520,6 +573,41 @@ impl Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scatter_labels_at_one_point_do_not_overlap() {
+        let x = Axis::fit(ScaleKind::Linear, "x", TickFormat::Number, [0.0, 1.0], true);
+        let y = Axis::fit(ScaleKind::Linear, "y", TickFormat::Number, [0.0, 1.0], true);
+        let mut c = Chart::new("t", "t", x, y);
+        let names = ["linux-5.15-async", "linux-6.8", "linux-6.17", "hierstat"];
+        let pts: Vec<(String, usize, f64, f64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i, 0.5, 0.5 + i as f64 * 0.001))
+            .collect();
+        c.scatter(&pts);
+        let svg = c.finish(None);
+        let mut boxes = Vec::new();
+        for part in svg.split("<text class=\"ptlabel\" ").skip(1) {
+            let num = |key: &str| -> f64 {
+                let v = part.split(key).nth(1).unwrap().split('"').nth(1).unwrap();
+                v.parse().unwrap()
+            };
+            let (x, y) = (num("x="), num("y="));
+            let end = part.contains("text-anchor=\"end\"");
+            let text = part.split('>').nth(1).unwrap().split('<').next().unwrap();
+            let w = text.chars().count() as f64 * 7.6;
+            let x0 = if end { x - w } else { x };
+            boxes.push((x0, y - 12.0, x0 + w, y + 3.0));
+        }
+        assert_eq!(boxes.len(), 4);
+        for (i, a) in boxes.iter().enumerate() {
+            for b in &boxes[i + 1..] {
+                let overlap = a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
+                assert!(!overlap, "{a:?} overlaps {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn ticks_and_formats() {
