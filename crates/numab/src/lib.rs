@@ -141,7 +141,7 @@ use state::Machine;
 pub enum NumabError {
     /// A scanner version name that is not one of [`ScannerVersion::ALL`].
     #[error(
-        "unknown scanner version {0:?} (known: v6.3, v6.5, rfc-2of6, v6.7, v6.8, v6.12, mmlab)"
+        "unknown scanner version {0:?} (known: v6.3, v6.5, rfc-1of6, rfc-2of6, v6.7, v6.8, v6.12, mmlab)"
     )]
     UnknownVersion(String),
     /// A scenario whose parameters the model cannot run.
