@@ -229,9 +229,15 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         let p0: Vec<_> = a.scans.iter().filter(|s| s.process == 0).collect();
         assert!(a.skips.mpol_no_mof > 0);
         assert_eq!(p0[1].t_ns - p0[0].t_ns, 1_000_000_000, "{:?}", &p0[..3]);
-        assert!(p0[..2].iter().all(|s| s.seq == s.seq_start + 1 && s.updated == 0));
+        assert!(p0[..2]
+            .iter()
+            .all(|s| s.seq == s.seq_start + 1 && s.updated == 0));
         // The first call that marks anything runs at seq >= 2.
-        let first = b.scans.iter().find(|s| s.updated > 0).expect("rfc-2of6 marks");
+        let first = b
+            .scans
+            .iter()
+            .find(|s| s.updated > 0)
+            .expect("rfc-2of6 marks");
         assert!(first.seq_start >= 2, "{first:?}");
         let (ca, cb) = (a.counters, b.counters);
         assert!(ca.numa_pte_updates <= 10_000, "v6.5 {ca:?}");
@@ -247,7 +253,10 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         // `MPOL_BIND` policy never asks for a migration.
         let remote = cb.numa_hint_faults - cb.numa_hint_faults_local;
         assert!(cb.numa_pages_migrated <= remote, "rfc-2of6 {cb:?}");
-        assert!(cb.numa_pages_migrated * 1000 >= remote * 999, "rfc-2of6 {cb:?}");
+        assert!(
+            cb.numa_pages_migrated * 1000 >= remote * 999,
+            "rfc-2of6 {cb:?}"
+        );
         assert!(a
             .coverage
             .iter()
