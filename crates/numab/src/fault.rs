@@ -462,6 +462,34 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_thread_allocates_on_its_node_and_its_hint_faults_do_not_migrate() {
+        let mut s = sim();
+        let ti = 0;
+        let local = s.task_node(ti);
+        let far = 1 - local;
+        let buffer = s.mms[0]
+            .vmas
+            .iter()
+            .position(|v| v.name == "buffer")
+            .expect("buffer");
+        s.tasks[ti].bind = Some(far as u8);
+        s.touch(ti, buffer, 0, false);
+        assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), far);
+        // A remote hint fault under MPOL_BIND: counted, not migrated.
+        s.mms[0].vmas[buffer].units[0].protnone = true;
+        s.touch(ti, buffer, 0, false);
+        assert!(s.counters.numa_hint_faults > 0);
+        assert_eq!(s.counters.numa_pages_migrated, 0);
+        assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), far);
+        // Back on MPOL_DEFAULT the same fault migrates the page here.
+        s.tasks[ti].bind = None;
+        s.mms[0].vmas[buffer].units[0].protnone = true;
+        s.touch(ti, buffer, 0, false);
+        assert!(s.counters.numa_pages_migrated > 0);
+        assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), local);
+    }
+
+    #[test]
     fn a_numa_move_to_an_idle_cpu_resets_the_period_to_task_scan_start() {
         let mut s = sim();
         // Task 0 (the main thread) runs; 3 GiB of RSS: task_scan_min and

@@ -968,6 +968,31 @@ mod gate_tests {
     }
 
     #[test]
+    fn a_bound_scanner_skips_every_vma_and_still_wraps_the_seq() {
+        let mut s = sim();
+        s.mms[0].numa_next_scan = 250;
+        s.tasks[1].bind = Some(0);
+        // MPOL_BIND: `!vma_policy_mof()` skips every VMA before
+        // numab_state exists; reaching the end wraps the seq.
+        s.task_numa_work(1, S);
+        assert_eq!(s.mms[0].scan_seq, 1);
+        assert_eq!(s.counters.numa_pte_updates, 0);
+        assert!(s.skips.mpol_no_mof > 0);
+        assert!(s.mms[0].vmas.iter().all(|v| v.numab.is_none()));
+        // Back on MPOL_DEFAULT, the next call allocates numab_state at the
+        // seq the bound calls left behind.
+        s.tasks[1].bind = None;
+        s.task_numa_work(1, 2 * S);
+        let firsts: Vec<i64> = s.mms[0]
+            .vmas
+            .iter()
+            .filter_map(|v| v.numab.as_ref().map(|n| n.start_scan_seq))
+            .collect();
+        assert!(!firsts.is_empty());
+        assert!(firsts.iter().all(|&q| q == 1), "{firsts:?}");
+    }
+
+    #[test]
     fn a_tiny_period_times_users_wins_the_min_in_nanoseconds() {
         let mut s = sim();
         // With the parent's period at 0 ms the ns product is 0 and the
