@@ -41,6 +41,16 @@ impl Sysctl {
         1_000_000_000 / u64::from(self.hz.max(1))
     }
 
+    /// `jiffies` at virtual time `ns` (time 0 is jiffy 0).
+    pub fn jiffies(&self, ns: u64) -> u64 {
+        ns / self.tick_ns()
+    }
+
+    /// `msecs_to_jiffies(ms)`: rounds up to whole ticks.
+    pub fn msecs_to_jiffies(&self, ms: u32) -> u64 {
+        (u64::from(ms) * NS_PER_MS).div_ceil(self.tick_ns())
+    }
+
     /// `VMA_PID_RESET_PERIOD` = 4 × scan delay, in ns.
     pub fn pid_reset_period_ns(&self) -> u64 {
         4 * u64::from(self.scan_delay_ms) * NS_PER_MS

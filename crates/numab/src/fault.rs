@@ -35,7 +35,6 @@ impl Machine {
     pub(crate) fn touch(&mut self, ti: usize, vi: usize, ui: usize, convoy: bool) -> (u64, u64) {
         self.units_processed += 1;
         let mm = self.tasks[ti].mm;
-        let node = self.task_node(ti);
         let mut sys = 0;
         let (present, protnone, pages, huge) = {
             let u = &self.mms[mm].vmas[vi].units[ui];
@@ -51,7 +50,7 @@ impl Machine {
             0
         };
         if !present {
-            let target = self.alloc_node(node, pages);
+            let target = self.alloc_node(self.policy_node(ti), pages);
             let u = &mut self.mms[mm].vmas[vi].units[ui];
             u.present = true;
             u.nid = target as u8;
@@ -84,8 +83,7 @@ impl Machine {
                 (u.present, u.protnone, u.base_pages())
             };
             if !present {
-                let node = self.task_node(ti);
-                let target = self.alloc_node(node, pages);
+                let target = self.alloc_node(self.policy_node(ti), pages);
                 let u = &mut self.mms[mm].vmas[vi].units[ui];
                 u.present = true;
                 u.nid = target as u8;
@@ -100,7 +98,16 @@ impl Machine {
         (0, sys)
     }
 
-    /// First-touch node: the local node, else the first node with room.
+    /// The node a first touch by `ti` asks for: the bound node under
+    /// `MPOL_BIND`, else the local one.
+    fn policy_node(&self, ti: usize) -> usize {
+        self.tasks[ti]
+            .bind
+            .map_or_else(|| self.task_node(ti), usize::from)
+    }
+
+    /// First-touch node: `node`, else the first node with room (a full
+    /// bound node falls back too: the model has no reclaim or OOM).
     fn alloc_node(&self, node: usize, pages: u64) -> usize {
         if self.node_used[node] + pages <= self.node_capacity {
             return node;
@@ -146,7 +153,10 @@ impl Machine {
         };
         let mut migrated = false;
         let mut failed = false;
-        if !local && self.should_migrate(ti, last, src, dst) {
+        // `mpol_misplaced()`: a policy without `MPOL_F_MOF` (MPOL_BIND)
+        // never asks for a migration.
+        let mof = self.tasks[ti].bind.is_none();
+        if !local && mof && self.should_migrate(ti, last, src, dst) {
             if self.room_for(dst, pages) {
                 self.mms[mm].vmas[vi].units[ui].nid = dst as u8;
                 self.node_used[src] -= pages;
@@ -321,8 +331,9 @@ impl Machine {
         if local + shared == 0 || failed > 0 {
             let t = &mut self.tasks[ti];
             t.period_ms = t.period_max_ms.min(t.period_ms.saturating_mul(2));
-            let p = u64::from(t.period_ms);
-            self.mms[mm].numa_next_scan = self.now + p * NS_PER_MS;
+            let p = t.period_ms;
+            self.mms[mm].numa_next_scan =
+                self.sysctl.jiffies(self.now) + self.sysctl.msecs_to_jiffies(p);
             return;
         }
         let period = u64::from(self.tasks[ti].period_ms);
@@ -448,6 +459,51 @@ mod tests {
         let sc = builtin_scenario("numa02").expect("builtin").numab;
         let plan = sc.plan().expect("plan");
         Machine::new(&sc, &plan, ScannerVersion::V6_5, 1)
+    }
+
+    #[test]
+    fn a_bound_thread_allocates_on_its_node_and_its_hint_faults_do_not_migrate() {
+        let mut s = sim();
+        let ti = 0;
+        let local = s.task_node(ti);
+        let far = 1 - local;
+        let buffer = s.mms[0]
+            .vmas
+            .iter()
+            .position(|v| v.name == "buffer")
+            .expect("buffer");
+        s.tasks[ti].bind = Some(far as u8);
+        s.touch(ti, buffer, 0, false);
+        assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), far);
+        // A remote hint fault under MPOL_BIND: counted, not migrated.
+        s.mms[0].vmas[buffer].units[0].protnone = true;
+        s.touch(ti, buffer, 0, false);
+        assert!(s.counters.numa_hint_faults > 0);
+        assert_eq!(s.counters.numa_pages_migrated, 0);
+        assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), far);
+        // Back on MPOL_DEFAULT the same fault migrates the page here.
+        s.tasks[ti].bind = None;
+        s.mms[0].vmas[buffer].units[0].protnone = true;
+        s.touch(ti, buffer, 0, false);
+        assert!(s.counters.numa_pages_migrated > 0);
+        assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), local);
+    }
+
+    #[test]
+    fn a_numa_move_to_an_idle_cpu_resets_the_period_to_task_scan_start() {
+        let mut s = sim();
+        // Task 0 (the main thread) runs; 3 GiB of RSS: task_scan_min and
+        // task_scan_start (no group) are 100 ms.
+        s.mms[0].rss_pages = (3 << 30) >> 12;
+        let ti = 0;
+        let src = s.task_node(ti);
+        let dst = 1 - src;
+        s.tasks[ti].total_faults = 1;
+        s.tasks[ti].period_ms = 4000;
+        s.task_numa_migrate(ti, dst);
+        assert_eq!(s.task_node(ti), dst);
+        assert_eq!(s.counters.numa_task_moves, 1);
+        assert_eq!(s.tasks[ti].period_ms, 100);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! filter, `task_numa_fault()`, placement toward the preferred node and
 //! scan-period adaptation. Scanner behaviour is selected by
 //! [`ScannerVersion`]: v6.3 (no access-PID filter: the reference point
-//! of T1/T2), v6.5, RFC V1 2/6, v6.7, v6.8, v6.12 and mmlab's own.
+//! of T1/T2), v6.5, RFC V1 1/6 and 1/6+2/6, v6.7, v6.8, v6.12 and mmlab's own.
 //!
 //! Model choices (see `research/numa-workingset.md`, "Simulator
 //! specification"):
@@ -63,20 +63,27 @@
 //! lasts a few seconds: numa01's 51 full-buffer convoy passes take about
 //! 5 s each on the test robot's 224-CPU box (T4: 271 s), so a 45 s first
 //! pass, which an earlier calibration had, left too little slice time for
-//! placement to matter.
+//! placement to matter. Under `NO_BIND_FORCE_SAME_NODE` the whole buffer
+//! lands on one node, so the convoy's remote half takes about 17 s; the
+//! v6.8 `start_scan_seq` histogram (first visits at seq 2–4, one call a
+//! second) suggests 2–4 s on the seed's box, so the model's bind phase is
+//! long. v6.5's collapse needs only two calls in it.
 //!
-//! Full size, seed 4 (`mmlab run numa01-thread-alloc`): v6.5 84.2 s with 0
-//! PTE updates (seed: 82.8 s, 6,985); RFC 2/6 82.0 s with 681,576 PTE
-//! updates (seed: 69.2 s, 1,573,363); v6.7 84.2 s (T9 on the seed's box:
-//! 81.79 s, flat against v6.5; T7's −29.8% is a 2-socket machine with
-//! fewer threads, and the 64-CPU test twin shows it); v6.8 59.2 s (T9:
-//! 67.74 s, −17%); mmlab 57.9 s with nothing starved. Directions match;
-//! RFC 2/6's gain is −2.6% against the seed's −16%: its every-other forced
-//! visit restarts at the buffer's start after every skipped visit, so it
-//! keeps re-marking the first 256 MB, and the model covers about 40% of a
-//! pass where the kernel covered one.
+//! # Scan-call gating (read in `kernel/sched/fair.c`)
 //!
-//! # The v6.5 collapse (seed: 6,985 PTE updates, RFC 2/6: 1,573,363)
+//! Each thread's tick gates on its own CPU time (`sum_exec_runtime >
+//! node_stamp + numa_scan_period`, then `node_stamp += period`), sampled at
+//! 4 ms ticks; work is queued only if `jiffies` is not before
+//! `mm->numa_next_scan`, and the winner sets it to `jiffies` plus its *own*
+//! period. A new thread starts at `scan_delay` (1 s) with a stamp of about
+//! two ticks; the first `pthread_create()` of a process (`sched_fork()`,
+//! `mm_users == 1`) resets the mm's next scan to 1 s ahead and its
+//! `numa_scan_seq` to 0; cross-node moves reset a task's period to
+//! `task_scan_start()` (100 ms at 3 GiB). With 128 threads in phase the
+//! process makes one call a second. Each rule has a unit test against a
+//! hand-computed timeline (`state::gate_tests`).
+//!
+//! # The v6.5 collapse, derived (seed: 6,985 PTE updates)
 //!
 //! The modelled rules contain the seed's starvation as an absorbing
 //! state: a VMA with empty PID windows is skipped by v6.5's filter once
@@ -85,24 +92,48 @@
 //! windows only after the filter passed) nothing ever changes. A VMA
 //! enters that state iff no hint fault hit it before the filter applied.
 //!
-//! The benchmark's buffer and stacks do, per the kernel's own counters:
-//! the v6.8 `start_scan_seq` changelog's histogram has the mmtests runs'
-//! VMAs getting their `numab_state` at seq 0 (459) or 2–4 (290), none at
-//! 1, and the v6.7 series' skip counts have about one first-visit
-//! `scan_delay` skip per such VMA. Read literally, the program maps its
-//! buffer at once and the first passes would find it being populated; the
-//! model does not know what takes the real process through two passes
-//! first, and reproduces the observed state with the workload's
-//! `premap_passes = 2` (see [`WorkloadSpec`]): the main thread computes,
-//! driving `task_numa_work()` with its own CPU time, until
-//! `numa_scan_seq >= 2`, then maps the buffer and starts the threads. The
-//! built-in `numa01-thread-alloc` sets it; `numa01` and `numa02` keep 0,
-//! since their published counters show no collapse (T4/T5: numa02 flat)
-//! and with 2 the model would contradict them.
+//! mmtests builds numa01_THREAD_ALLOC with `-DNO_BIND_FORCE_SAME_NODE`:
+//! every thread zeroes the buffer under `MPOL_BIND` to one node, then
+//! returns to `MPOL_DEFAULT` (`force_same_node`, see [`WorkloadSpec`]).
+//! `MPOL_BIND` has no `MPOL_F_MOF`, so every call a bound thread makes
+//! skips every VMA at `!vma_policy_mof()`, before `numab_state` exists, and
+//! wraps the seq: the bind phase (about 17 s on 256 CPUs, one call a
+//! second) leaves the first visit at seq 17, and v6.5 marks nothing. No
+//! parameter is fitted; `premap_passes`, the earlier fitted stand-in, is
+//! kept as a what-if and is 0 in every built-in scenario. The bind also
+//! puts both processes' buffers on one node, so half the threads start
+//! with their slices remote.
 //!
-//! Not reproduced: Mel Gorman's +68% numa02 regression for RFC 2/6 (our
-//! numa02 converges within its unconditional passes; RFC 2/6 is within
-//! 0.2% of v6.7).
+//! Full size (`mmlab run numa01-thread-alloc`, seed 4): v6.5 87.8 s with 0
+//! PTE updates; v6.3 (no filter) 62.1 s with 1,574,696 (one pass over
+//! each 3 GiB buffer; T2: 61.5 s); rfc-1of6 87.8 s; rfc-2of6 85.5 s
+//! (−2.7%) with 386,060; v6.7 87.8 s (T9: 81.79 s, flat); v6.8 62.4 s (T9:
+//! 67.74 s); mmlab 60.1 s with nothing starved. Seeds 1–3: v6.5 88.3 s,
+//! rfc-2of6 83.3 s (−5.7%). The 64-CPU twin: −4.8% (seeds 1–3).
+//!
+//! Not reproduced: the size of RFC 2/6's gain. The test robot measured
+//! patch 2/6 alone at 76.44 → 67.36 s (−11.9%; the seed's 82.758 → 69.2 s
+//! and 1,573,363 PTE updates are the whole series'); the model gives
+//! 3–6%. Its timeline (`cargo run --release -p numab --example timeline
+//! -- numa01-thread-alloc rfc-2of6 4`) shows why: after the bind phase
+//! the forced every-other visits of 128 thread stacks charge 2,048 pages
+//! each to the 65,536-page window, so the scanner needs four calls to get
+//! past them; the threads whose slices are remote take only remote
+//! private faults, so `update_task_scan_period()` doubles their periods
+//! and pushes `numa_next_scan` back (calls every 2–6 s, not 1 s); and a
+//! skipped visit to the buffer wraps the scan, so the next forced visit
+//! restarts at its first 256 MB. The model has no load balancer, whose
+//! cross-node moves would reset periods to `task_scan_start()` (100 ms).
+//!
+//! Not reproduced either: Mel Gorman's numa02 regression (6.5-rc6 + RFC
+//! 1/6 → + 2/6: 12.93 → 21.69 s, system 2.35 → 1.86 s). The model's
+//! numa02 has migrated its misplaced half (131,072 pages) and runs 96%
+//! local within the unconditional passes (seq < 2, the first 16 s), so
+//! 2/6's forced visits only add PTE updates (steady state 65,540 →
+//! 196,864) and system time (12.4 → 14.2 s) and elapsed is flat (25.09
+//! → 25.13 s). Mel's loss needs locality still being fixed when the PID
+//! filter applies, with forced stack visits taking budget from the data
+//! VMA; user time, not system time, is what grew there.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -141,7 +172,7 @@ use state::Machine;
 pub enum NumabError {
     /// A scanner version name that is not one of [`ScannerVersion::ALL`].
     #[error(
-        "unknown scanner version {0:?} (known: v6.3, v6.5, rfc-2of6, v6.7, v6.8, v6.12, mmlab)"
+        "unknown scanner version {0:?} (known: v6.3, v6.5, rfc-1of6, rfc-2of6, v6.7, v6.8, v6.12, mmlab)"
     )]
     UnknownVersion(String),
     /// A scenario whose parameters the model cannot run.

@@ -85,6 +85,16 @@ pub enum Op {
         /// Target `numa_scan_seq`.
         seq: i64,
     },
+    /// `set_mempolicy()` of the calling thread: `Some(node)` is `MPOL_BIND`
+    /// to that one node (without `MPOL_F_NUMA_BALANCING`, so without
+    /// `MPOL_F_MOF`), `None` is `MPOL_DEFAULT`. While bound, the thread's
+    /// first touches allocate on the bound node, its hint faults migrate
+    /// nothing (`mpol_misplaced()`), and every `task_numa_work()` call it
+    /// makes skips every VMA (`vma_policy_mof()`).
+    SetMempolicy {
+        /// The bound node, or `None` for the default policy.
+        bind: Option<u8>,
+    },
     /// Sleep (off CPU; no runtime, no ticks).
     Sleep {
         /// Duration, ns.

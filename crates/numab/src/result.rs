@@ -46,6 +46,12 @@ pub struct Counters {
 pub struct SkipReasons {
     /// Not migratable, hugetlb, mixedmap, PFN mapping.
     pub unsuitable: u64,
+    /// `!vma_policy_mof()`: the scanning thread's task policy (the VMA has
+    /// none of its own) lacks `MPOL_F_MOF`, as `MPOL_BIND` does. The kernel
+    /// traces it as `unsuitable`; it is counted apart here because it is
+    /// what delays the benchmark's first visits (see
+    /// [`crate::WorkloadSpec`]).
+    pub mpol_no_mof: u64,
     /// Read-only file mapping.
     pub shared_ro: u64,
     /// PROT_NONE VMA.
@@ -68,9 +74,10 @@ pub struct SkipReasons {
 
 impl SkipReasons {
     /// `(reason, count)` pairs in the kernel's trace order, then forced passes.
-    pub fn entries(&self) -> [(&'static str, u64); 10] {
+    pub fn entries(&self) -> [(&'static str, u64); 11] {
         [
             ("unsuitable", self.unsuitable),
+            ("mpol_no_mof", self.mpol_no_mof),
             ("shared_ro", self.shared_ro),
             ("inaccessible", self.inaccessible),
             ("scan_delay", self.scan_delay),
@@ -255,6 +262,7 @@ impl NumabResult {
         for (name, v) in s.entries() {
             let key: &'static str = match name {
                 "unsuitable" => "skip_unsuitable",
+                "mpol_no_mof" => "skip_mpol_no_mof",
                 "shared_ro" => "skip_shared_ro",
                 "inaccessible" => "skip_inaccessible",
                 "scan_delay" => "skip_scan_delay",

@@ -292,15 +292,23 @@ impl Machine {
     /// `task_numa_work()` run by task `ti` at `now`; returns its system time.
     pub(crate) fn task_numa_work(&mut self, ti: usize, now: u64) -> u64 {
         let mm = self.tasks[ti].mm;
-        if now < self.mms[mm].numa_next_scan {
+        let jiffies = self.sysctl.jiffies(now);
+        if self.mms[mm].numa_next_scan == 0 {
+            // A fresh mm: the first call only arms the delay.
+            self.mms[mm].numa_next_scan =
+                jiffies + self.sysctl.msecs_to_jiffies(self.sysctl.scan_delay_ms);
+        }
+        if jiffies < self.mms[mm].numa_next_scan {
             return 0;
         }
         if self.tasks[ti].period_ms == 0 {
             self.tasks[ti].period_ms = self.task_scan_start_ms(ti);
         }
         // The cmpxchg on numa_next_scan: events are serialized, so the first
-        // task to get here in a period wins and the others see the new value.
-        self.mms[mm].numa_next_scan = now + u64::from(self.tasks[ti].period_ms) * NS_PER_MS;
+        // task to get here in a period wins, with its *own* period, and the
+        // others see the new value.
+        self.mms[mm].numa_next_scan =
+            jiffies + self.sysctl.msecs_to_jiffies(self.tasks[ti].period_ms);
         self.tasks[ti].node_stamp += 2 * self.sysctl.tick_ns();
         self.counters.scan_calls += 1;
         let updates_before = self.counters.numa_pte_updates;
@@ -334,6 +342,15 @@ impl Machine {
                 match self.mms[mm].vmas[vi].kind {
                     VmaKind::Unsuitable => {
                         self.skips.unsuitable += 1;
+                        continue;
+                    }
+                    // `vma_policy_mof()`: no VMA of the model has a policy
+                    // of its own, so the scanning thread's task policy
+                    // decides; `MPOL_BIND` lacks `MPOL_F_MOF`. The skip
+                    // comes before `numab_state` is allocated and costs no
+                    // pages.
+                    _ if self.tasks[ti].bind.is_some() => {
+                        self.skips.mpol_no_mof += 1;
                         continue;
                     }
                     VmaKind::FileReadOnly => {

@@ -78,28 +78,35 @@ fn default_stack_pages() -> u64 {
 
 /// Workload generators, selected by `kind` in `[numab.workload]`.
 ///
-/// # `premap_passes`
+/// # Why the benchmark's VMAs are first visited late: `force_same_node`
 ///
-/// The autonuma-benchmark programs `malloc()` their buffer and start their
-/// threads at once, so read literally the scanner's first two passes
-/// (`numa_scan_seq` 0 and 1, unconditional before v6.8) would meet the
-/// buffer and the thread stacks. The kernel's own measurements say they do
-/// not: the v6.8 `start_scan_seq` changelog (T9) lists the
-/// `numa_scan_seq` at which the mmtests autonuma runs' VMAs got their
-/// `numab_state` as 0: 459, 2: 138, 3: 144, 4: 8 (none at 1; 282 at 2–3,
-/// about what two processes' buffer and 128 stacks each make), and the v6.7
-/// series' skip counts (T7) have one `scan_delay` skip, the first-visit
-/// skip at `seq >= 1`, per such VMA. Both say the benchmark's VMAs are
-/// first visited after two full passes, which is the RFC cover letter's
-/// case (e) and what makes v6.5 (493 and 6,985 PTE updates in T2/T3)
-/// starve them. The model does not know what takes the process through
-/// two passes before `malloc()`; `premap_passes = N` reproduces the
-/// observed state by letting the main thread compute (so its CPU time
-/// drives `task_numa_work()`) until `numa_scan_seq >= N` before it maps
-/// the buffer. The built-in `numa01-thread-alloc` scenarios set 2 (the
-/// benchmark the counters come from); `numa01` and `numa02` keep 0, the
-/// program read literally, since with 2 the model contradicts their
-/// published results (T1, T4/T5).
+/// The kernel's own counters say the autonuma-benchmark VMAs get their
+/// `numab_state` late: the v6.8 `start_scan_seq` changelog (T9) lists the
+/// `numa_scan_seq` at which the mmtests runs' VMAs got it as 0: 459, 2: 138,
+/// 3: 144, 4: 8 (none at 1), which is the RFC cover letter's case (e) and
+/// what makes v6.5 (493 and 6,985 PTE updates in T2/T3) starve them.
+///
+/// mmtests builds `numa01_THREAD_ALLOC` with `-DNO_BIND_FORCE_SAME_NODE`:
+/// each thread calls `set_mempolicy(MPOL_BIND, nodemask_global)` (one node,
+/// the same for both processes), zeroes the whole 3 GiB buffer, then calls
+/// `set_mempolicy(MPOL_DEFAULT)` and loops over its slice.
+/// `force_same_node = true` runs that sequence ([`crate::Op::SetMempolicy`]).
+/// `MPOL_BIND` carries no `MPOL_F_MOF`, so every `task_numa_work()` call a
+/// bound thread makes skips every VMA at `!vma_policy_mof()`, before
+/// `numab_state` is allocated, and still wraps `numa_scan_seq`; after the
+/// first `pthread_create()` resets the seq to 0, the calls of the bind
+/// phase (one a second) leave the seq at 2 or more when the first VMA is
+/// visited. Nothing is fitted: the seq at the first visit follows from the
+/// call rate and how long the first `bzero()` takes. The benchmark picks
+/// the node from `time(NULL) & 1`; the model's CPU permutation is seeded,
+/// so by symmetry it always binds to node 0.
+///
+/// # `premap_passes` (a what-if, off in every built-in scenario)
+///
+/// The earlier way to reach the same state: the main thread computes (so
+/// its CPU time drives `task_numa_work()`) until `numa_scan_seq >= N`
+/// before it maps the buffer. Kept to compare against the derived
+/// mechanism; no built-in scenario sets it.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadSpec {
@@ -122,11 +129,16 @@ pub enum WorkloadSpec {
         /// Stack pages a thread keeps touching.
         #[serde(default = "default_stack_pages")]
         stack_pages: u64,
-        /// Scanner passes (`numa_scan_seq`) the process completes before
-        /// it maps its buffer and starts its threads; see
-        /// [`WorkloadSpec`].
+        /// What-if: scanner passes (`numa_scan_seq`) the process
+        /// completes before it maps its buffer and starts its threads; see
+        /// [`WorkloadSpec`]. 0 in every built-in scenario.
         #[serde(default)]
         premap_passes: u32,
+        /// `-DNO_BIND_FORCE_SAME_NODE`: each thread zeroes the whole buffer
+        /// under `MPOL_BIND` to one node (the same for both processes),
+        /// then returns to `MPOL_DEFAULT`; see [`WorkloadSpec`].
+        #[serde(default)]
+        force_same_node: bool,
     },
     /// numa01_THREAD_ALLOC (mmtests NUMA01_THREADLOCAL): as numa01, but
     /// after the whole-buffer `bzero` thread i loops `passes` times over its
@@ -148,11 +160,16 @@ pub enum WorkloadSpec {
         /// Stack pages a thread keeps touching.
         #[serde(default = "default_stack_pages")]
         stack_pages: u64,
-        /// Scanner passes (`numa_scan_seq`) the process completes before
-        /// it maps its buffer and starts its threads; see
-        /// [`WorkloadSpec`].
+        /// What-if: scanner passes (`numa_scan_seq`) the process
+        /// completes before it maps its buffer and starts its threads; see
+        /// [`WorkloadSpec`]. 0 in every built-in scenario.
         #[serde(default)]
         premap_passes: u32,
+        /// `-DNO_BIND_FORCE_SAME_NODE`: each thread zeroes the whole buffer
+        /// under `MPOL_BIND` to one node (the same for both processes),
+        /// then returns to `MPOL_DEFAULT`; see [`WorkloadSpec`].
+        #[serde(default)]
+        force_same_node: bool,
     },
     /// numa02: one process, `malloc(buffer)`, the main thread zeroes it
     /// (first touch on its node), then `threads` threads each zero their
@@ -174,8 +191,8 @@ pub enum WorkloadSpec {
         /// Stack pages a thread keeps touching.
         #[serde(default = "default_stack_pages")]
         stack_pages: u64,
-        /// Scanner passes completed before the buffer is mapped; see
-        /// [`WorkloadSpec`].
+        /// What-if: scanner passes completed before the buffer is mapped;
+        /// see [`WorkloadSpec`]. 0 in every built-in scenario.
         #[serde(default)]
         premap_passes: u32,
     },
@@ -270,6 +287,18 @@ impl NumabScenario {
             )));
         }
         for p in &plan.processes {
+            for t in &p.threads {
+                for op in &t.ops {
+                    if let crate::plan::Op::SetMempolicy { bind: Some(n) } = op {
+                        if u32::from(*n) >= self.nodes {
+                            return Err(NumabError::BadScenario(format!(
+                                "MPOL_BIND to node {n} on {} nodes",
+                                self.nodes
+                            )));
+                        }
+                    }
+                }
+            }
             for v in &p.vmas {
                 if !(0.0..=1.0).contains(&v.thp_fraction) {
                     return Err(NumabError::BadScenario(format!(

@@ -119,6 +119,8 @@ pub(crate) struct Mm {
     pub vmas: Vec<Vma>,
     /// Indices of existing VMAs sorted by start address.
     pub order: Vec<usize>,
+    /// `mm->numa_next_scan` in jiffies (see [`crate::Sysctl::jiffies`]);
+    /// 0 = unset, as in a freshly exec'd mm.
     pub numa_next_scan: u64,
     pub scan_offset: u64,
     pub scan_seq: i64,
@@ -158,6 +160,10 @@ pub(crate) struct Task {
     pub period_ms: u32,
     pub period_max_ms: u32,
     pub scan_seq: i64,
+    /// The task mempolicy: `Some(node)` for `MPOL_BIND` to one node (no
+    /// `MPOL_F_MOF`), `None` for `MPOL_DEFAULT` (the kernel then uses
+    /// `preferred_node_policy[]`, which carries `MPOL_F_MOF`).
+    pub bind: Option<u8>,
     pub preferred: Option<u8>,
     pub migrate_retry: u64,
     pub faults_mem: [[u64; 2]; MAX_NODES],
@@ -332,11 +338,15 @@ impl Machine {
                 covered_seq: None,
             });
         }
-        let delay = u64::from(self.sysctl.scan_delay_ms) * NS_PER_MS;
+        // fork(): `init_numa_balancing()` of the (single-threaded) parent
+        // sets `numa_next_scan = jiffies + scan_delay`, and `dup_mm()`
+        // copies it into the child.
+        let next_scan =
+            self.sysctl.jiffies(0) + self.sysctl.msecs_to_jiffies(self.sysctl.scan_delay_ms);
         let mut mm = Mm {
             vmas,
             order: Vec::new(),
-            numa_next_scan: delay,
+            numa_next_scan: next_scan,
             scan_offset: 0,
             scan_seq: 0,
             users: 0,
@@ -373,6 +383,7 @@ impl Machine {
                 period_ms: self.sysctl.scan_delay_ms,
                 period_max_ms: self.sysctl.scan_period_max_ms,
                 scan_seq: 0,
+                bind: None,
                 preferred: None,
                 migrate_retry: 0,
                 faults_mem: [[0; 2]; MAX_NODES],
@@ -428,22 +439,42 @@ impl Machine {
             self.tasks[ti].speed_permille = 1000 - spread + r;
         }
         let mm = self.tasks[ti].mm;
+        if let Some(sp) = spawner {
+            self.init_numa_balancing_clone(ti, sp, at);
+        }
         self.mms[mm].users += 1;
-        let tick = self.sysctl.tick_ns();
         let t = &mut self.tasks[ti];
         t.state = RunState::Running;
         t.scan_seq = self.mms[mm].scan_seq;
-        if let Some(sp) = spawner {
-            // A CLONE_VM child: `min_t(unsigned int, task_scan_max(current),
-            // current->numa_scan_period * mm_users * NSEC_PER_MSEC)` mixes ms
-            // and ns and truncates to 32 bits; the model keeps that.
-            let users = u64::from(self.mms[mm].users);
-            let smax = u64::from(self.task_scan_max_ms(sp));
-            let ns = (u64::from(self.tasks[sp].period_ms) * users * NS_PER_MS) as u32;
-            let stamp = smax.min(u64::from(ns));
-            self.tasks[ti].node_stamp = stamp + 2 * tick;
-        }
         self.push(at, ti);
+    }
+
+    /// `init_numa_balancing()` for a `CLONE_VM` child `ti` of `parent`,
+    /// created at `at`. It runs in `sched_fork()`, before `copy_mm()`, so
+    /// `mm_users` does not count the child yet:
+    /// * `node_stamp = min_t(unsigned int, task_scan_max(current),
+    ///   current->numa_scan_period * mm_users * NSEC_PER_MSEC) + 2 *
+    ///   TICK_NSEC`, which mixes ms and ns and truncates to 32 bits (the
+    ///   model keeps both);
+    /// * the child's own period is `scan_delay` (set when the task was
+    ///   built): it does not inherit its parent's;
+    /// * with `mm_users == 1` (the first `pthread_create()` of a
+    ///   single-threaded process) the mm's `numa_next_scan` becomes
+    ///   `jiffies + scan_delay` and its `numa_scan_seq` 0.
+    pub(crate) fn init_numa_balancing_clone(&mut self, ti: usize, parent: usize, at: u64) {
+        let mm = self.tasks[ti].mm;
+        let users = u64::from(self.mms[mm].users);
+        let smax = u64::from(self.task_scan_max_ms(parent));
+        let ns = (u64::from(self.tasks[parent].period_ms) * users * NS_PER_MS) as u32;
+        let stamp = smax.min(u64::from(ns));
+        self.tasks[ti].node_stamp = stamp + 2 * self.sysctl.tick_ns();
+        self.tasks[ti].period_ms = self.sysctl.scan_delay_ms;
+        if users == 1 {
+            let m = &mut self.mms[mm];
+            m.numa_next_scan =
+                self.sysctl.jiffies(at) + self.sysctl.msecs_to_jiffies(self.sysctl.scan_delay_ms);
+            m.scan_seq = 0;
+        }
     }
 
     pub fn push(&mut self, at: u64, ti: usize) {
@@ -527,6 +558,10 @@ impl Machine {
                     }
                     self.spin(ti, self.sysctl.tick_ns());
                     return;
+                }
+                Op::SetMempolicy { bind } => {
+                    self.tasks[ti].bind = bind;
+                    self.tasks[ti].pc += 1;
                 }
                 Op::Sleep { ns } => {
                     self.tasks[ti].pc += 1;
@@ -688,25 +723,54 @@ impl Machine {
     /// Charges `dur` of CPU time and runs `task_tick_numa()`; returns the
     /// system time of any `task_numa_work()` it triggered.
     fn account_runtime(&mut self, ti: usize, dur: u64) -> u64 {
-        let end = self.now + dur;
+        let r0 = self.tasks[ti].runtime;
         self.tasks[ti].runtime += dur;
-        let period_ns = u64::from(self.tasks[ti].period_ms) * NS_PER_MS;
-        let t = &self.tasks[ti];
-        if t.runtime <= t.node_stamp + period_ns {
+        let Some(at) = self.task_tick_numa(ti, r0, dur) else {
             return 0;
+        };
+        let cost = self.task_numa_work(ti, at);
+        self.tasks[ti].runtime += cost;
+        self.tasks[ti].sys_ns += cost;
+        cost
+    }
+
+    /// `task_tick_numa()` over one step of task `ti` that starts at
+    /// `self.now` with `r0` of CPU time and runs on CPU for `dur`. Returns
+    /// the virtual time at which `task_numa_work()` is queued, if it is.
+    ///
+    /// The scheduler tick comes at every multiple of `TICK_NSEC` (all CPUs
+    /// in phase) and samples the thread's own CPU time: the gate opens at
+    /// the first tick of the step at which `sum_exec_runtime > node_stamp
+    /// + numa_scan_period`; a step without such a tick leaves the gate to
+    /// the next step. When it opens, `node_stamp` advances by the period it
+    /// was tested with (it is not reset to the runtime), a task whose
+    /// `node_stamp` was still 0 (a process's main thread) takes
+    /// `task_scan_start()` as its period, and work is queued only if
+    /// `jiffies` is not before `mm->numa_next_scan`.
+    pub(crate) fn task_tick_numa(&mut self, ti: usize, r0: u64, dur: u64) -> Option<u64> {
+        let tick = self.sysctl.tick_ns();
+        let t = &self.tasks[ti];
+        let period_ns = u64::from(t.period_ms) * NS_PER_MS;
+        let open = t.node_stamp + period_ns;
+        if r0 + dur <= open {
+            return None;
+        }
+        // Wall time at which the runtime first exceeds `open`, then the
+        // first tick at or after it (and strictly after the step's start).
+        let crossing = self.now + (open + 1).saturating_sub(r0);
+        let at = crossing.max(self.now + 1).div_ceil(tick) * tick;
+        if at > self.now + dur {
+            return None;
         }
         if self.tasks[ti].node_stamp == 0 {
             self.tasks[ti].period_ms = self.task_scan_start_ms(ti);
         }
         self.tasks[ti].node_stamp += period_ns;
         let mm = self.tasks[ti].mm;
-        if end < self.mms[mm].numa_next_scan {
-            return 0;
+        if self.sysctl.jiffies(at) < self.mms[mm].numa_next_scan {
+            return None;
         }
-        let cost = self.task_numa_work(ti, end);
-        self.tasks[ti].runtime += cost;
-        self.tasks[ti].sys_ns += cost;
-        cost
+        Some(at)
     }
 
     /// Records `pages` accessed at `self.now`, `local` or not.
@@ -740,5 +804,201 @@ impl Unit {
             last_visit: 0,
             local_skips: 0,
         }
+    }
+}
+
+/// The scan-call gating as read in `kernel/sched/fair.c` (v6.5 line
+/// numbers: `task_tick_numa` 3208, `task_numa_work` 2979-3000,
+/// `init_numa_balancing` 3138), each rule against a timeline computed by
+/// hand. `HZ = 250`: one tick, one jiffy, is 4 ms; jiffy `j` starts at
+/// `j * 4 ms`.
+#[cfg(test)]
+mod gate_tests {
+    use super::Machine;
+    use crate::{builtin_scenario, ScannerVersion};
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+    /// Base pages of a 3 GiB RSS: `task_scan_min` = 100 ms there.
+    const RSS_3G: u64 = (3 << 30) >> 12;
+
+    fn sim() -> Machine {
+        let sc = builtin_scenario("numa02").expect("builtin").numab;
+        let plan = sc.plan().expect("plan");
+        Machine::new(&sc, &plan, ScannerVersion::V6_5, 1)
+    }
+
+    /// Runs `task_tick_numa` for a step of `dur` starting at `now` with
+    /// the task's runtime equal to `now` (a thread on CPU since time 0).
+    fn tick(s: &mut Machine, ti: usize, now: u64, dur: u64) -> Option<u64> {
+        s.now = now;
+        s.task_tick_numa(ti, now, dur)
+    }
+
+    #[test]
+    fn gate_opens_at_the_first_tick_past_node_stamp_plus_period() {
+        let mut s = sim();
+        let ti = 1;
+        s.tasks[ti].node_stamp = 8 * MS;
+        s.tasks[ti].period_ms = 1000;
+        s.mms[0].numa_next_scan = 250;
+        // The runtime passes 1.008 s inside [1.000, 1.009]; the next tick
+        // after the crossing is 1.012 s, outside the step: nothing yet,
+        // and node_stamp does not move.
+        assert_eq!(tick(&mut s, ti, S, 9 * MS), None);
+        assert_eq!(s.tasks[ti].node_stamp, 8 * MS);
+        // The next step [1.009, 1.018] holds the 1.012 s tick: the gate
+        // opens there, jiffy 253 >= 250 queues the work, and node_stamp
+        // advances by the period (1.008 s), not to the runtime.
+        assert_eq!(tick(&mut s, ti, S + 9 * MS, 9 * MS), Some(S + 12 * MS));
+        assert_eq!(s.tasks[ti].node_stamp, S + 8 * MS);
+        // Next opening: runtime > 2.008 s, first tick 2.012 s.
+        assert_eq!(tick(&mut s, ti, 2 * S, 8 * MS), None);
+        assert_eq!(
+            tick(&mut s, ti, 2 * S + 8 * MS, 8 * MS),
+            Some(2 * S + 12 * MS)
+        );
+        assert_eq!(s.tasks[ti].node_stamp, 2 * S + 8 * MS);
+    }
+
+    #[test]
+    fn gate_without_the_jiffy_still_advances_node_stamp() {
+        let mut s = sim();
+        let ti = 1;
+        s.tasks[ti].node_stamp = 8 * MS;
+        s.tasks[ti].period_ms = 1000;
+        // numa_next_scan at jiffy 254 (1.016 s): the 1.012 s opening is in
+        // jiffy 253, before it, so no work is queued, but the stamp moved.
+        s.mms[0].numa_next_scan = 254;
+        assert_eq!(tick(&mut s, ti, S + 9 * MS, 9 * MS), None);
+        assert_eq!(s.tasks[ti].node_stamp, S + 8 * MS);
+        // Equal jiffies pass (`!time_before`).
+        s.mms[0].numa_next_scan = 503;
+        assert_eq!(
+            tick(&mut s, ti, 2 * S + 9 * MS, 9 * MS),
+            Some(2 * S + 12 * MS)
+        );
+    }
+
+    #[test]
+    fn first_opening_of_a_main_thread_takes_task_scan_start() {
+        let mut s = sim();
+        let ti = 0;
+        s.mms[0].rss_pages = RSS_3G;
+        assert_eq!(s.task_scan_start_ms(ti), 100);
+        s.tasks[ti].node_stamp = 0;
+        s.tasks[ti].period_ms = 1000;
+        s.mms[0].numa_next_scan = 0;
+        // runtime > 0 + 1000 ms at 1.000 s; first tick after it 1.004 s.
+        assert_eq!(tick(&mut s, ti, 996 * MS, 8 * MS), Some(1004 * MS));
+        // The stamp advances by the period it was tested with (1000 ms),
+        // and the period becomes task_scan_start() = 100 ms.
+        assert_eq!(s.tasks[ti].node_stamp, S);
+        assert_eq!(s.tasks[ti].period_ms, 100);
+        // So the next opening is at runtime > 1.1 s: tick 1.104 s.
+        assert_eq!(tick(&mut s, ti, 1004 * MS, 92 * MS), None);
+        assert_eq!(tick(&mut s, ti, 1096 * MS, 8 * MS), Some(1104 * MS));
+        assert_eq!(s.tasks[ti].node_stamp, 1100 * MS);
+    }
+
+    #[test]
+    fn the_winner_sets_the_next_scan_with_its_own_period() {
+        let mut s = sim();
+        let (a, b) = (1, 2);
+        s.tasks[a].period_ms = 400;
+        s.tasks[b].period_ms = 1000;
+        s.mms[0].numa_next_scan = 250;
+        let stamp_a = s.tasks[a].node_stamp;
+        // A at 1.000 s (jiffy 250) wins: next scan = 250 + 100 jiffies.
+        let cost = s.task_numa_work(a, S);
+        assert_eq!(s.counters.scan_calls, 1);
+        assert_eq!(s.mms[0].numa_next_scan, 350);
+        // The winner's stamp: + 2 ticks + 32 x the call's system time.
+        assert_eq!(s.tasks[a].node_stamp, stamp_a + 8 * MS + 32 * cost);
+        // B at 1.396 s (jiffy 349) loses: nothing changes.
+        let stamp_b = s.tasks[b].node_stamp;
+        assert_eq!(s.task_numa_work(b, 1396 * MS), 0);
+        assert_eq!(s.counters.scan_calls, 1);
+        assert_eq!(s.mms[0].numa_next_scan, 350);
+        assert_eq!(s.tasks[b].node_stamp, stamp_b);
+        // B at 1.400 s (jiffy 350) wins with its 1000 ms period.
+        s.task_numa_work(b, 1400 * MS);
+        assert_eq!(s.counters.scan_calls, 2);
+        assert_eq!(s.mms[0].numa_next_scan, 600);
+    }
+
+    #[test]
+    fn an_unset_next_scan_only_arms_the_scan_delay() {
+        let mut s = sim();
+        s.mms[0].numa_next_scan = 0;
+        assert_eq!(s.task_numa_work(1, 2 * S), 0);
+        assert_eq!(s.counters.scan_calls, 0);
+        // jiffy 500 + msecs_to_jiffies(1000) = 750.
+        assert_eq!(s.mms[0].numa_next_scan, 750);
+    }
+
+    #[test]
+    fn first_pthread_create_resets_the_mm_and_later_ones_do_not() {
+        let mut s = sim();
+        // The main thread runs (mm_users 1); the mm has scanned a while.
+        assert_eq!(s.mms[0].users, 1);
+        s.mms[0].scan_seq = 3;
+        s.mms[0].numa_next_scan = 9999;
+        s.tasks[0].period_ms = 700;
+        s.start_task(1, 2500 * MS, Some(0));
+        // sched_fork() with mm_users == 1: next scan = jiffy 625 + 250, seq 0.
+        assert_eq!(s.mms[0].scan_seq, 0);
+        assert_eq!(s.mms[0].numa_next_scan, 875);
+        assert_eq!(s.tasks[1].scan_seq, 0);
+        assert_eq!(s.mms[0].users, 2);
+        // node_stamp = min(task_scan_max = 60000 (ms, compared as ns),
+        // 700 ms x 1 user in ns) + 2 ticks; the child's period is the
+        // scan delay, not the parent's 700 ms.
+        assert_eq!(s.task_scan_max_ms(0), 60_000);
+        assert_eq!(s.tasks[1].node_stamp, 60_000 + 8 * MS);
+        assert_eq!(s.tasks[1].period_ms, 1000);
+        // The second pthread_create (mm_users 2) leaves the mm alone.
+        s.mms[0].scan_seq = 5;
+        s.mms[0].numa_next_scan = 9999;
+        s.start_task(2, 2600 * MS, Some(0));
+        assert_eq!(s.mms[0].scan_seq, 5);
+        assert_eq!(s.mms[0].numa_next_scan, 9999);
+        assert_eq!(s.tasks[2].scan_seq, 5);
+        assert_eq!(s.tasks[2].node_stamp, 60_000 + 8 * MS);
+    }
+
+    #[test]
+    fn a_bound_scanner_skips_every_vma_and_still_wraps_the_seq() {
+        let mut s = sim();
+        s.mms[0].numa_next_scan = 250;
+        s.tasks[1].bind = Some(0);
+        // MPOL_BIND: `!vma_policy_mof()` skips every VMA before
+        // numab_state exists; reaching the end wraps the seq.
+        s.task_numa_work(1, S);
+        assert_eq!(s.mms[0].scan_seq, 1);
+        assert_eq!(s.counters.numa_pte_updates, 0);
+        assert!(s.skips.mpol_no_mof > 0);
+        assert!(s.mms[0].vmas.iter().all(|v| v.numab.is_none()));
+        // Back on MPOL_DEFAULT, the next call allocates numab_state at the
+        // seq the bound calls left behind.
+        s.tasks[1].bind = None;
+        s.task_numa_work(1, 2 * S);
+        let firsts: Vec<i64> = s.mms[0]
+            .vmas
+            .iter()
+            .filter_map(|v| v.numab.as_ref().map(|n| n.start_scan_seq))
+            .collect();
+        assert!(!firsts.is_empty());
+        assert!(firsts.iter().all(|&q| q == 1), "{firsts:?}");
+    }
+
+    #[test]
+    fn a_tiny_period_times_users_wins_the_min_in_nanoseconds() {
+        let mut s = sim();
+        // With the parent's period at 0 ms the ns product is 0 and the
+        // stagger is just the 2 ticks.
+        s.tasks[0].period_ms = 0;
+        s.start_task(1, S, Some(0));
+        assert_eq!(s.tasks[1].node_stamp, 8 * MS);
     }
 }

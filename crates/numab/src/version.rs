@@ -24,6 +24,12 @@ pub enum ScannerVersion {
     /// 4 × scan_delay *after* the filter), unconditional scanning while
     /// `mm->numa_scan_seq < 2`, and the per-VMA scan delay.
     V6_5,
+    /// v6.5 plus RFC V1 patch 1/6 alone ("sched/numa: Move up the access
+    /// pid reset logic", Mel Gorman's "pidclear" kernel on 6.5.0-rc6): the
+    /// PID windows rotate *before* the accessed test, so a VMA's stale PIDs
+    /// age out even while it is being skipped. The baseline of Mel Gorman's
+    /// RFC 2/6 numa02 comparison.
+    Rfc1of6,
     /// v6.5 plus RFC V1 patches 1/6 ("Move up the access pid reset logic")
     /// and 2/6 ("Add disjoint vma unconditional scan logic",
     /// 1ef5cbb92bdb): a PID-inactive VMA is still scanned when its
@@ -128,9 +134,10 @@ impl Features {
 
 impl ScannerVersion {
     /// Every version, in chronological order with mmlab last.
-    pub const ALL: [ScannerVersion; 7] = [
+    pub const ALL: [ScannerVersion; 8] = [
         ScannerVersion::V6_3,
         ScannerVersion::V6_5,
+        ScannerVersion::Rfc1of6,
         ScannerVersion::Rfc2of6,
         ScannerVersion::V6_7,
         ScannerVersion::V6_8,
@@ -143,6 +150,7 @@ impl ScannerVersion {
         match self {
             ScannerVersion::V6_3 => "v6.3",
             ScannerVersion::V6_5 => "v6.5",
+            ScannerVersion::Rfc1of6 => "rfc-1of6",
             ScannerVersion::Rfc2of6 => "rfc-2of6",
             ScannerVersion::V6_7 => "v6.7",
             ScannerVersion::V6_8 => "v6.8",
@@ -172,6 +180,10 @@ impl ScannerVersion {
                 ..none
             },
             ScannerVersion::V6_5 => none,
+            ScannerVersion::Rfc1of6 => Features {
+                reset_before_filter: true,
+                ..none
+            },
             ScannerVersion::Rfc2of6 => Features {
                 reset_before_filter: true,
                 disjoint_select: true,
@@ -217,7 +229,8 @@ impl FromStr for ScannerVersion {
         let wanted = match wanted.as_str() {
             "6.3" | "v6.3-nofilter" => "v6.3",
             "6.5" | "v6.5-base" | "base" => "v6.5",
-            "rfc2023-p2" | "rfc-2/6" | "rfc2of6" => "rfc-2of6",
+            "rfc2023-p1" | "rfc-1/6" | "rfc1of6" | "pidclear" => "rfc-1of6",
+            "rfc2023-p2" | "rfc-2/6" | "rfc2of6" | "forcescan" => "rfc-2of6",
             "6.7" => "v6.7",
             "6.8" => "v6.8",
             "6.12" => "v6.12",

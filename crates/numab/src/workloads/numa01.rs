@@ -16,8 +16,14 @@ struct Numa01Like {
     stack_kib: u64,
     stack_pages: u64,
     premap_passes: u32,
+    force_same_node: bool,
     thread_alloc: bool,
 }
+
+/// The node `NO_BIND_FORCE_SAME_NODE` binds to: the benchmark takes
+/// `(time(NULL) & 1) + 1` as the node mask, node 0 or 1; the model's CPU
+/// permutation is seeded, so by symmetry node 0 stands for either.
+const FORCE_NODE: u8 = 0;
 
 fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
     let size = mib(p.buffer_mib);
@@ -51,24 +57,31 @@ fn numa01_plan(p: &Numa01Like) -> Result<Plan, NumabError> {
             let tid = pid + 1 + i as u32;
             let stack = add_thread_stack(&mut vmas, tid, p.stack_kib, p.stack_pages);
             let from = if p.thread_alloc { slice * i as u64 } else { 0 };
-            let ops = vec![
-                Op::Sweep {
-                    vma: buffer,
-                    from: 0,
-                    len: size,
-                    passes: 1,
-                    sleep_ns: 0,
-                    convoy: true,
-                },
-                Op::Sweep {
-                    vma: buffer,
-                    from,
-                    len: slice,
-                    passes: p.passes,
-                    sleep_ns: 0,
-                    convoy: false,
-                },
-            ];
+            let mut ops = Vec::with_capacity(4);
+            if p.force_same_node {
+                ops.push(Op::SetMempolicy {
+                    bind: Some(FORCE_NODE),
+                });
+            }
+            ops.push(Op::Sweep {
+                vma: buffer,
+                from: 0,
+                len: size,
+                passes: 1,
+                sleep_ns: 0,
+                convoy: true,
+            });
+            if p.force_same_node {
+                ops.push(Op::SetMempolicy { bind: None });
+            }
+            ops.push(Op::Sweep {
+                vma: buffer,
+                from,
+                len: slice,
+                passes: p.passes,
+                sleep_ns: 0,
+                convoy: false,
+            });
             threads.push(worker_thread(ops, stack));
         }
         processes.push(ProcessPlan { vmas, threads, pid });
@@ -88,6 +101,7 @@ pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
             stack_kib,
             stack_pages,
             premap_passes,
+            force_same_node,
         }
         | WorkloadSpec::Numa01ThreadAlloc {
             buffer_mib,
@@ -97,6 +111,7 @@ pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
             stack_kib,
             stack_pages,
             premap_passes,
+            force_same_node,
         } => numa01_plan(&Numa01Like {
             buffer_mib: *buffer_mib,
             passes: *passes,
@@ -105,6 +120,7 @@ pub(crate) fn plan(w: &WorkloadSpec, ncpus: u32) -> Result<Plan, NumabError> {
             stack_kib: *stack_kib,
             stack_pages: *stack_pages,
             premap_passes: *premap_passes,
+            force_same_node: *force_same_node,
             thread_alloc: matches!(w, WorkloadSpec::Numa01ThreadAlloc { .. }),
         }),
         _ => unreachable!("called for the numa01 workloads only"),

@@ -87,8 +87,10 @@ pub fn run(
 }
 
 /// The seed's claims on a NUMA-balancing run (seed 004): on
-/// `numa01-thread-alloc`, v6.5's collapse and the versions that end it;
-/// on `numa02`, Mel Gorman's RFC 2/6 regression; on every numab scenario,
+/// `numa01-thread-alloc`, v6.5's collapse and the versions that end it,
+/// RFC 2/6 measured against what the test robot measured (patch 2/6 alone)
+/// and the whole series' figures as reference rows; on `numa02`, Mel
+/// Gorman's RFC 2/6 regression against RFC 1/6, his baseline; on every numab scenario,
 /// mmlab starving nothing and keeping up with the best kernel version.
 pub fn claims(report: &RunReport) -> Vec<Claim> {
     let mut claims = Claims::new(report);
@@ -105,26 +107,47 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
             );
         }
         if let (Some(a), Some(b)) = (pte("v6.5"), pte("rfc-2of6")) {
+            // No fitted first-visit parameter: the bind phase of
+            // NO_BIND_FORCE_SAME_NODE (every VMA skipped at
+            // !vma_policy_mof) brings the first visits to seq >= 2.
             claims.add(
-                "v6.5 collapses to <= 10^4 PTE updates, rfc-2of6 restores >= 10^5",
+                "v6.5 collapses (PTE updates <= 1% of rfc-2of6's, >= 10^5), first visits derived from MPOL_BIND",
                 format!("{a:.0} → {b:.0}"),
-                "6,985 → 1.57 M",
-                a <= 1e4 && b >= 1e5,
+                "v6.5 6,985 PTE updates (seed)",
+                a <= 0.01 * b && b >= 1e5,
             );
         }
         if let (Some(a), Some(b)) = (el("v6.5"), el("rfc-2of6")) {
+            // The robot measured patch 2/6 alone; the target is within 2x
+            // of its gain: 6-24%.
+            let gain = 100.0 * (1.0 - b / a);
             claims.add(
-                "rfc-2of6 finishes faster than v6.5",
-                format!("{a:.1} s → {b:.1} s"),
-                "82.8 s → 69.2 s",
-                b < a,
+                "rfc-2of6 finishes 6–24% faster than v6.5",
+                format!("{a:.1} s → {b:.1} s ({:+.1}%)", -gain),
+                "LKP, 2/6 alone: 76.44 → 67.36 s (−11.9%)",
+                (6.0..=24.0).contains(&gain),
+            );
+        }
+        if let (Some(a), Some(b), Some(pa), Some(pb)) =
+            (el("v6.5"), el("rfc-2of6"), pte("v6.5"), pte("rfc-2of6"))
+        {
+            // The seed's figures are the whole series' (cover letter), not
+            // patch 2/6's: shown for reference only.
+            claims.add(
+                "v6.5 → rfc-2of6 beside the whole RFC series' figures (reference)",
+                format!("{a:.1} → {b:.1} s; {pa:.0} → {pb:.0} PTE updates"),
+                "whole series: 82.758 → 69.2 s; 6,985 → 1,573,363",
+                true,
             );
         }
         if let (Some(a), Some(b)) = (el("v6.5"), el("v6.7")) {
-            // v6.7 forces one PID-inactive VMA per call: on 64 CPUs it gets
-            // through 32 stacks to the buffer (T7, a 2-socket box: −29.8%);
-            // on 256 CPUs the 128 stacks take the whole run (T9 on the
-            // seed's box: v6.7 81.79 s against v6.5's 82.8 s).
+            // v6.7 forces one PID-inactive VMA per call (T7, a 2-socket
+            // box: −29.8%; T9 on the seed's box: v6.7 81.79 s against
+            // v6.5's 82.8 s). Since the bind phase is modelled, the model
+            // misses T7 on 64 CPUs too: after it, the threads whose slices
+            // are remote double their scan periods (only remote private
+            // faults), calls come every 2–6 s, and one forced VMA per call
+            // does not get through 32 stacks to the buffer in time.
             if scaled {
                 claims.add(
                     "v6.7 finishes at least 1% faster than v6.5",
@@ -165,12 +188,38 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
         }
     }
     if report.scenario == "numa02" {
-        if let (Some(a), Some(b)) = (el("v6.7"), el("rfc-2of6")) {
+        let m = |p: &str, k: &str| report.mean_of(p, k);
+        if let (Some(a), Some(b)) = (el("rfc-1of6"), el("rfc-2of6")) {
+            // Mel Gorman compared 6.5-rc6 + 1/6 ("pidclear") with + 2/6
+            // ("forcescan"). The evidence row says why the model misses when
+            // it does: forced visits only add PTE updates and system time
+            // once locality has converged within the unconditional passes.
+            let ev = |p: &str| {
+                format!(
+                    "sys {:.1} s, steady PTE {:.0}, local {:.2}",
+                    m(p, "sys_s").unwrap_or(f64::NAN),
+                    m(p, "numa_pte_updates_steady").unwrap_or(f64::NAN),
+                    m(p, "local_fraction").unwrap_or(f64::NAN)
+                )
+            };
             claims.add(
-                "rfc-2of6 makes numa02 slower than v6.7",
-                format!("{a:.2} s vs {b:.2} s"),
-                "T6 (Mel): 12.93 → 21.69 s",
-                b > a,
+                "rfc-2of6 makes numa02 >= 1% slower than rfc-1of6",
+                format!(
+                    "{a:.2} → {b:.2} s ({:+.1}%); 1/6: {}; 2/6: {}",
+                    100.0 * (b / a - 1.0),
+                    ev("rfc-1of6"),
+                    ev("rfc-2of6")
+                ),
+                "Mel Gorman, 6.5-rc6+1/6 → +2/6: 12.93 → 21.69 s, sys 2.35 → 1.86 s",
+                b >= 1.01 * a,
+            );
+        }
+        if let (Some(a), Some(b)) = (el("v6.5"), el("rfc-2of6")) {
+            claims.add(
+                "rfc-2of6 alone vs v6.5 on numa02 (reference)",
+                format!("{a:.2} → {b:.2} s ({:+.1}%)", 100.0 * (b / a - 1.0)),
+                "LKP, 2/6 alone: 8.04 → 8.05 s",
+                true,
             );
         }
     }
