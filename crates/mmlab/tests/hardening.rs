@@ -655,12 +655,14 @@ fn list_shows_real_sizes_numa_versions_and_distinct_descriptions() {
     };
     assert!(!desc("linux-6.8").is_empty());
     assert_ne!(desc("linux-6.8"), desc("linux-6.17"));
-    for v in ["v6.3", "v6.5", "rfc-2of6", "v6.7", "v6.8", "v6.12", "mmlab"] {
+    for v in [
+        "v6.3", "v6.5", "rfc-1of6", "rfc-2of6", "v6.7", "v6.8", "v6.12", "mmlab",
+    ] {
         assert!(!desc(v).is_empty(), "{v} in {out}");
     }
     let o = mmlab_in(dir.path(), &["list", "--json", "-"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["scanner_versions"].as_array().map(Vec::len), Some(7));
+    assert_eq!(v["scanner_versions"].as_array().map(Vec::len), Some(8));
 }
 
 #[test]

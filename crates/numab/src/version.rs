@@ -145,6 +145,30 @@ impl ScannerVersion {
         ScannerVersion::Mmlab,
     ];
 
+    /// What the version is, in one line (`mmlab list`).
+    pub const fn description(self) -> &'static str {
+        match self {
+            ScannerVersion::V6_3 => "every VMA scanned on every pass (no per-VMA filters)",
+            ScannerVersion::V6_5 => {
+                "access-PID filter: a VMA is scanned only by tasks that faulted on it"
+            }
+            ScannerVersion::Rfc1of6 => {
+                "v6.5 plus RFC 1/6 alone: PID windows rotate before the access test"
+            }
+            ScannerVersion::Rfc2of6 => "v6.5 plus forced scans of VMAs no task was allowed to scan",
+            ScannerVersion::V6_7 => "v6.5 plus a forced scan every other pass for tasks that fault",
+            ScannerVersion::V6_8 => {
+                "v6.7 plus start_scan_seq: new VMAs wait a pass before the filter"
+            }
+            ScannerVersion::V6_12 => {
+                "v6.8 plus forced scans after as many passes as the process has threads"
+            }
+            ScannerVersion::Mmlab => {
+                "ours: tight starvation bound, budget charged by changed PTEs only"
+            }
+        }
+    }
+
     /// The name used on the command line and in scenario files.
     pub const fn name(self) -> &'static str {
         match self {

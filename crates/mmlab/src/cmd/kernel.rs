@@ -50,6 +50,7 @@ pub fn print_side_by_side(
 /// Interrupted runs, output errors.
 #[allow(clippy::too_many_arguments)]
 pub fn suite_section(
+    names: &[&str],
     support: Result<(), String>,
     quick: bool,
     verbose: bool,
@@ -62,7 +63,7 @@ pub fn suite_section(
     out: &mut dyn Write,
 ) -> Result<Vec<(String, String)>> {
     let mut skipped = Vec::new();
-    for name in KERNEL_SUITE {
+    for &name in names {
         let mut sc = crate::cmd::run::load(name)?;
         if quick {
             sc.shrink_for_smoke_test();
@@ -228,6 +229,7 @@ mod tests {
         let mut claims = Vec::new();
         let mut out = Vec::new();
         let skipped = suite_section(
+            &KERNEL_SUITE,
             Err("kernel mode needs root (effective uid 0); running as uid 1000".into()),
             true,
             false,

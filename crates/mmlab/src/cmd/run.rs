@@ -303,20 +303,6 @@ pub fn policy_description(name: &str) -> &'static str {
     }
 }
 
-/// What each NUMA-balancing scanner version is, in one line.
-pub fn scanner_description(name: &str) -> &'static str {
-    match name {
-        "v6.3" => "every VMA scanned on every pass (no per-VMA filters)",
-        "v6.5" => "access-PID filter: a VMA is scanned only by tasks that faulted on it",
-        "rfc-2of6" => "v6.5 plus forced scans of VMAs no task was allowed to scan",
-        "v6.7" => "v6.5 plus a forced scan every other pass for tasks that fault",
-        "v6.8" => "v6.7 plus start_scan_seq: new VMAs wait a pass before the filter",
-        "v6.12" => "v6.8 plus forced scans after as many passes as the process has threads",
-        "mmlab" => "ours: tight starvation bound, budget charged by changed PTEs only",
-        _ => "",
-    }
-}
-
 /// `mmlab list`: the built-in scenarios (their real CPU or thread count,
 /// their policies), the flush policies and the NUMA scanner versions.
 pub fn cmd_list(json: Option<&Path>, out: &mut dyn Write) -> Result<()> {
@@ -340,7 +326,7 @@ pub fn cmd_list(json: Option<&Path>, out: &mut dyn Write) -> Result<()> {
                 .map(|n| serde_json::json!({"name": n, "description": policy_description(n)}))
                 .collect::<Vec<_>>(),
             "scanner_versions": numab::ScannerVersion::ALL.iter()
-                .map(|v| { let n = v.to_string(); serde_json::json!({"description": scanner_description(&n), "name": n}) })
+                .map(|v| serde_json::json!({"description": v.description(), "name": v.to_string()}))
                 .collect::<Vec<_>>(),
         });
         return write_json(p, &v, out);
@@ -384,8 +370,7 @@ pub fn cmd_list(json: Option<&Path>, out: &mut dyn Write) -> Result<()> {
     }
     writeln!(out, "\nNUMA scanner versions (numab scenarios):")?;
     for v in numab::ScannerVersion::ALL {
-        let n = v.to_string();
-        writeln!(out, "  {n:<24} {}", scanner_description(&n))?;
+        writeln!(out, "  {:<24} {}", v.to_string(), v.description())?;
     }
     writeln!(out, "\nlayouts (false-sharing): separated, shared")?;
     writeln!(

@@ -75,20 +75,21 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
     let mut reports = Vec::new();
     let mut all_claims: Vec<Claim> = Vec::new();
     let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
+    let kernel = crate::cmd::kernel::KERNEL_SUITE;
     for name in &args.only {
-        if !SUITE.contains(&name.as_str()) {
+        if !SUITE.contains(&name.as_str()) && !kernel.contains(&name.as_str()) {
             anyhow::bail!(
-                "--only: `{}` is not a suite scenario (suite: {})",
+                "--only: `{}` is not a suite scenario (suite: {}, {})",
                 display_name(name, 60),
-                SUITE.join(", ")
+                SUITE.join(", "),
+                kernel.join(", ")
             );
         }
     }
+    let chosen = |n: &&str| args.only.is_empty() || args.only.iter().any(|o| o == n);
+    let kernel_names: Vec<&str> = kernel.into_iter().filter(chosen).collect();
     let mut scenarios = Vec::new();
-    for name in SUITE
-        .into_iter()
-        .filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n))
-    {
+    for name in SUITE.into_iter().filter(chosen) {
         let mut sc = load(name)?;
         if args.quick {
             sc.shrink_for_smoke_test();
@@ -112,7 +113,7 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         writeln!(
             out,
             "mmlab suite: {} scenarios{}\n(-v prints every table; so does the HTML report)\n",
-            scenarios.len(),
+            scenarios.len() + kernel_names.len(),
             match &store {
                 Some(s) => format!(
                     ", each stored in {} as it finishes",
@@ -162,6 +163,7 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         reports.push(report);
     }
     let skipped = crate::cmd::kernel::suite_section(
+        &kernel_names,
         sim::scenarios::kernel::host_support(),
         args.quick,
         args.verbose,
