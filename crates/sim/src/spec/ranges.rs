@@ -7,7 +7,7 @@
 //! A range is `min..=max` over `f64` (integers are compared exactly when
 //! they fit in 53 bits, which every bound here does). An array's elements
 //! share the array's range. Fields not listed here are either not numeric
-//! or rejected by `deny_unknown_fields`; [`tests`] checks that every
+//! or rejected by `deny_unknown_fields`; the module's tests check that every
 //! numeric field of every built-in file has a range.
 
 use crate::error::ScenarioError;
