@@ -269,17 +269,37 @@ impl RowRef {
     #[inline(always)]
     pub(crate) fn owner_row(&self, slot: usize) -> Option<OwnerRow<'_>> {
         if slot < self.owners {
-            // SAFETY: as in `row`: `slot < owners <= shards`.
-            let row = unsafe { self.row_unchecked(slot) };
-            // SAFETY: `new` checked `len >= CELLS`, and `row` is `len` long.
-            let (head, cells) = unsafe { row.split_at_unchecked(CELLS) };
-            Some(OwnerRow {
-                header: &head[0],
-                residue: &head[OWNER_RESIDUE],
-                cells,
-            })
+            // SAFETY: as in `row`: `slot < owners <= shards`; the row is
+            // `len >= CELLS` words (`new` asserts it).
+            Some(unsafe { Self::split(self.row_unchecked(slot)) })
         } else {
             None
+        }
+    }
+
+    /// The row on `shard`, split for the owner path.
+    ///
+    /// # Panics
+    /// As [`row`](Self::row).
+    #[inline(always)]
+    pub(crate) fn owned_row(&self, shard: usize) -> OwnerRow<'_> {
+        // SAFETY: `row` returns `len >= CELLS` words (`new` asserts it).
+        unsafe { Self::split(self.row(shard)) }
+    }
+
+    /// Splits a row into header, residue and cells.
+    ///
+    /// # Safety
+    /// `row.len() >= CELLS` (every row is: `new` asserts `len >= CELLS`).
+    #[inline(always)]
+    unsafe fn split(row: &[AtomicU64]) -> OwnerRow<'_> {
+        debug_assert!(row.len() >= CELLS);
+        // SAFETY: the caller guarantees `row.len() >= CELLS`.
+        let (head, cells) = unsafe { row.split_at_unchecked(CELLS) };
+        OwnerRow {
+            header: &head[0],
+            residue: &head[OWNER_RESIDUE],
+            cells,
         }
     }
 

@@ -66,7 +66,7 @@ use crate::node::{Group, Node};
 use crate::policy::{ThresholdRule, ThresholdScheme};
 use crate::schema::{ItemId, NodeItemId};
 use crate::shard::{self, Shard};
-use crate::slab::{OwnerRow, CELLS, OWNER_RES, OWNER_RESIDUE, QUEUED, RESIDUE_MASK, SHARED_RES};
+use crate::slab::{OwnerRow, OWNER_RES, QUEUED, RESIDUE_MASK, SHARED_RES};
 use crate::stats::{Core, HierStats};
 use crate::sync::{AtomicU64, Ordering};
 use crate::work::{Work, WorkSink};
@@ -265,14 +265,7 @@ impl Core {
         mag: u64,
         work: &mut W,
     ) {
-        let row = node.hot.rows.row(s);
-        let (head, cells) = row.split_at(CELLS);
-        let row = OwnerRow {
-            header: &head[0],
-            residue: &head[OWNER_RESIDUE],
-            cells,
-        };
-        self.update_owned_row(row, s, node, slot, delta, mag, work);
+        self.update_owned_row(node.hot.rows.owned_row(s), s, node, slot, delta, mag, work);
     }
 
     /// [`update_owned`](Self::update_owned) on `node`'s row on shard `s`.

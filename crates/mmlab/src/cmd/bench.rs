@@ -42,7 +42,8 @@ use serde_json::json;
 use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
 use sim::engine::EngineBackend;
-use sim::runner::{real, sim as simrun};
+use sim::report::median;
+use sim::runner::{real, sim as simrun, spawn_scoped, Gate};
 use sim::spec::{Targets, WritersSpec};
 use sim::workload::TreeShape;
 use std::collections::BTreeMap;
@@ -241,9 +242,9 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
                 black_box(&cells[t].0).fetch_add(1, Ordering::Relaxed);
             })?);
         }
-        ns.insert("hierstat_update_2threads".into(), median(h));
-        ns.insert("shared_atomic_2threads".into(), median(sa));
-        ns.insert("sharded_counter_2threads".into(), median(sh));
+        ns.insert("hierstat_update_2threads".into(), median(&h));
+        ns.insert("shared_atomic_2threads".into(), median(&sa));
+        ns.insert("sharded_counter_2threads".into(), median(&sh));
         ns.insert(
             "hierstat_flush_barrier".into(),
             median_of(reps, || time_barrier(shards, dur)),
@@ -422,12 +423,6 @@ fn time_barrier(shards: usize, dur: Duration) -> f64 {
 #[repr(align(128))]
 struct Padded(AtomicU64);
 
-/// Median of `v`.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// A tree of `shards` shards with 4 state items and a chain of `depth`
 /// groups below the root: (tree, deepest group, items).
 fn chain_tree(
@@ -458,26 +453,23 @@ fn time_add(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], 
 
 /// Per-thread ns per operation, 2 threads each running `op(thread, i)` in
 /// the same tight loop (chunks of 256 between stop checks), timed on each
-/// thread's own CPU time.
+/// thread's own CPU time. They start together through the real runner's
+/// [`Gate`], so a thread that cannot be spawned is an error, not a hang.
 ///
 /// # Errors
-/// A thread that cannot be spawned (the other is let go first).
+/// A thread that cannot be spawned.
 fn two_threads(dur: Duration, op: impl Fn(usize, u64) + Sync) -> Result<f64> {
-    use std::sync::atomic::AtomicBool;
-    // ORDERING: Relaxed for `stop` (it only ends the loops; the per-op
-    // figures come back through join). `go` is a start gate, not a
-    // barrier, so a thread already started is released when its sibling
-    // cannot be spawned: Release/Acquire is not needed either, the threads
-    // read nothing the spawner wrote after spawning them.
-    let (go, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+    // ORDERING: Relaxed; a stop flag (the per-op figures come back through
+    // join).
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let gate = Gate::default();
     std::thread::scope(|s| {
         let mut hs = Vec::new();
+        let mut failed = None;
         for t in 0..2 {
-            let (go, stop, op) = (&go, &stop, &op);
-            let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
-                while !go.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-                    std::thread::yield_now();
-                }
+            let (gate, stop, op) = (&gate, &stop, &op);
+            match spawn_scoped(s, "mmlab-bench", move || {
+                gate.wait();
                 let timer = CpuTimer::start();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -487,16 +479,15 @@ fn two_threads(dur: Duration, op: impl Fn(usize, u64) + Sync) -> Result<f64> {
                     n += 256;
                 }
                 timer.elapsed_ns() / n.max(1) as f64
-            });
-            match spawned {
+            }) {
                 Ok(h) => hs.push(h),
                 Err(e) => {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(anyhow::Error::new(e).context("spawning a benchmark thread"));
+                    failed = Some(e);
+                    break;
                 }
             }
         }
-        go.store(true, Ordering::Relaxed);
+        gate.start(&stop, failed)?;
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
         let per_op: Vec<f64> = hs

@@ -2,17 +2,13 @@
 //! simulated twin (`mmlab run X-kernel --compare-sim`, the suite's kernel
 //! section) and the suite's host check.
 
+use crate::render::display_name;
 use anyhow::{Context, Result};
 use sim::cost::CostModel;
 use sim::report::RunReport;
 use sim::scenarios::kernel::{side_by_side, SideBySide};
 use sim::{RunOptions, Scenario};
 use std::io::Write;
-
-/// `s` cut to `n` characters for one-line output.
-fn elide(s: &str, n: usize) -> String {
-    crate::render::display_name(s, n)
-}
 
 /// The kernel scenarios of the default suite, in order.
 pub const KERNEL_SUITE: [&str; 3] = [
@@ -70,7 +66,7 @@ pub fn suite_section(
         }
         if let Err(reason) = &support {
             if !json_to_stdout {
-                writeln!(out, "  {name:<24} skipped: {}", elide(reason, 64))?;
+                writeln!(out, "  {name:<24} skipped: {}", display_name(reason, 64))?;
             }
             skipped.push((name.to_string(), reason.clone()));
             continue;
@@ -100,7 +96,7 @@ pub fn suite_section(
                     } else {
                         "failed"
                     };
-                    writeln!(out, "  {name:<24} {what}: {}", elide(&reason, 64))?;
+                    writeln!(out, "  {name:<24} {what}: {}", display_name(&reason, 64))?;
                 }
                 skipped.push((name.to_string(), reason));
                 continue;

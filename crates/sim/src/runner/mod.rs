@@ -31,6 +31,26 @@ impl Gate {
         *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.cv.notify_all();
     }
+
+    /// Starts the run once every spawn was tried: opens the gate and, if a
+    /// spawn `failed`, first sets `stop` so the threads already started see
+    /// it at once and return, then hands the failure back.
+    ///
+    /// # Errors
+    /// `failed`, if any.
+    pub fn start<E>(
+        &self,
+        stop: &std::sync::atomic::AtomicBool,
+        failed: Option<E>,
+    ) -> Result<(), E> {
+        if failed.is_some() {
+            // ORDERING: Relaxed; the threads only poll the flag to end
+            // their loops (they are joined by the scope).
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.open();
+        failed.map_or(Ok(()), Err)
+    }
 }
 
 /// Spawns a scoped thread, turning a failure (the process or user thread

@@ -166,13 +166,7 @@ pub fn run_updates<B: StatsBackend + ?Sized>(
                 }
             }
         }
-        if let Some(e) = failed {
-            // Let the threads already started go: they see `stop` at once.
-            stop.store(true, Ordering::Relaxed);
-            barrier.open();
-            return Err(e);
-        }
-        barrier.open();
+        barrier.start(&stop, failed)?;
         let start = Instant::now();
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
@@ -394,13 +388,7 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                 None
             }
         };
-        if let Some(e) = failed {
-            // Let the threads already started go: they see `stop` at once.
-            stop.store(true, Ordering::Relaxed);
-            barrier.open();
-            return Err(e);
-        }
-        barrier.open();
+        barrier.start(&stop, failed)?;
         let start = Instant::now();
         std::thread::sleep(setup.duration);
         stop.store(true, Ordering::Relaxed);

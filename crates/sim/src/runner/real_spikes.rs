@@ -190,13 +190,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                 None
             }
         };
-        if let Some(e) = failed {
-            // Let the threads already started go: they see `stop` at once.
-            stop.store(true, Ordering::Relaxed);
-            barrier.open();
-            return Err(e);
-        }
-        barrier.open();
+        barrier.start(&stop, failed)?;
         std::thread::sleep(setup.duration);
         stop.store(true, Ordering::Relaxed);
         if let Some(checker) = checker {
