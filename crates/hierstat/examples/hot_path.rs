@@ -70,7 +70,7 @@ fn plain_loop(cells: &mut [u64; 16]) -> f64 {
 }
 
 #[inline(never)]
-fn read_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
+fn read_loop(stats: &HierStats, g: &Group, items: &[ItemId; 16]) -> f64 {
     let t = Stopwatch::start();
     let mut acc = 0u64;
     for i in 0..N {
@@ -81,7 +81,7 @@ fn read_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
 }
 
 #[inline(never)]
-fn counter_loop(counters: &[Counter]) -> f64 {
+fn counter_loop(counters: &[Counter; 16]) -> f64 {
     let t = Stopwatch::start();
     for i in 0..N {
         black_box(&counters[(i & 15) as usize]).add(1).unwrap();
@@ -90,7 +90,7 @@ fn counter_loop(counters: &[Counter]) -> f64 {
 }
 
 #[inline(never)]
-fn owner_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
+fn owner_loop(stats: &HierStats, g: &Group, items: &[ItemId; 16]) -> f64 {
     let t = Stopwatch::start();
     for i in 0..N {
         stats
@@ -101,7 +101,7 @@ fn owner_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
 }
 
 #[inline(never)]
-fn shared_loop(stats: &HierStats, g: &Group, items: &[ItemId]) -> f64 {
+fn shared_loop(stats: &HierStats, g: &Group, items: &[ItemId; 16]) -> f64 {
     let t = Stopwatch::start();
     for i in 0..N {
         stats
@@ -125,9 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(41);
     let mut b = Schema::builder();
-    let items: Vec<_> = (0..16)
-        .map(|i| b.state(&format!("s{i}"), Unit::Pages))
-        .collect();
+    let items: [ItemId; 16] = std::array::from_fn(|i| b.state(&format!("s{i}"), Unit::Pages));
     let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(4))?;
     let mut g = stats.root();
     let mut chain = Vec::new();
@@ -139,6 +137,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|&it| stats.counter(&chain[0], it))
         .collect::<Result<_, _>>()?;
+    let counters: [Counter; 16] = counters.try_into().expect("16 counters");
     stats.flush_forced(&stats.root())?;
     let atomic = AtomicU64::new(0);
     let mut plain = [0u64; 16];

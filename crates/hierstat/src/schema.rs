@@ -86,13 +86,16 @@ impl ItemKind {
 
 /// Handle of a state or event item (cheap to copy).
 ///
-/// A handle knows which item it names: its position and a 48-bit
-/// fingerprint of the item's definition (name, kind, unit) chained with
-/// every item defined before it. A schema accepts a handle only if its own
-/// item at that position has the same fingerprint, so a handle of a schema
-/// with other items is an [`Error::ForeignItem`], while schemas built by the
-/// same sequence of definitions (a tree rebuilt per run) share handles.
-/// The check is one compare of a word the lookup loads anyway.
+/// A handle knows which item it names: its position, whether it is an
+/// event, and a 47-bit fingerprint of the item's definition (name, kind,
+/// unit) chained with every item defined before it. A schema accepts a
+/// handle only if its own item at that position has the same handle bits,
+/// so a handle of a schema with other items is an [`Error::ForeignItem`],
+/// while schemas built by the same sequence of definitions (a tree rebuilt
+/// per run) share handles. The check is one compare of a word the lookup
+/// loads anyway; the kind needs no further load (a matching handle was
+/// minted by [`SchemaBuilder::state`] or [`SchemaBuilder::event`], and says
+/// which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ItemId(pub(crate) u64);
 
@@ -103,6 +106,9 @@ pub struct NodeItemId(pub(crate) u64);
 /// Bits of a handle holding the index; the fingerprint is above them.
 const INDEX_BITS: u32 = 16;
 
+/// The handle bit set for event items (the fingerprint's top bit).
+const EVENT_BIT: u64 = 1 << 63;
+
 impl ItemId {
     /// Dense index of the item in its schema.
     pub fn index(self) -> usize {
@@ -111,6 +117,17 @@ impl ItemId {
 
     fn tag(self) -> u64 {
         self.0 >> INDEX_BITS
+    }
+
+    /// The kind the handle was minted with (meaningful once the handle has
+    /// matched its schema's).
+    #[inline(always)]
+    fn kind(self) -> ItemKind {
+        if self.0 & EVENT_BIT != 0 {
+            ItemKind::Event
+        } else {
+            ItemKind::State
+        }
     }
 }
 
@@ -140,9 +157,15 @@ fn chain(mut h: u64, name: &str, kind: ItemKind, unit: Unit) -> u64 {
 /// Fingerprint chain start (the FNV offset basis).
 const CHAIN_START: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// Packs an index and a chained fingerprint into handle bits.
-fn handle(index: u16, chain: u64) -> u64 {
-    ((chain ^ (chain >> 48)) << INDEX_BITS) | index as u64
+/// Packs an index, a chained fingerprint and the event flag into handle
+/// bits.
+fn handle(index: u16, chain: u64, kind: ItemKind) -> u64 {
+    let event = if kind == ItemKind::Event {
+        EVENT_BIT
+    } else {
+        0
+    };
+    (((chain ^ (chain >> 48)) << INDEX_BITS) & !EVENT_BIT) | event | index as u64
 }
 
 /// Description of one item.
@@ -173,12 +196,11 @@ pub struct Schema {
 }
 
 /// The update path's view of an item: its handle bits (for the identity
-/// check), first slot, kind and unit, in one 16-byte entry.
+/// check, and the kind), first slot and unit, in one 16-byte entry.
 #[derive(Debug, Clone, Copy)]
 struct HotItem {
     handle: u64,
     slot: u32,
-    kind: ItemKind,
     unit: Unit,
 }
 
@@ -207,7 +229,7 @@ impl SchemaBuilder {
     fn push(&mut self, name: &str, kind: ItemKind, unit: Unit) -> u64 {
         self.chain = chain(self.chain, name, kind, unit);
         self.items.push((name.to_string(), kind, unit));
-        handle((self.items.len() - 1) as u16, self.chain)
+        handle((self.items.len() - 1) as u16, self.chain, kind)
     }
 
     /// Adds a signed state item.
@@ -265,9 +287,8 @@ impl SchemaBuilder {
                 slot: slot_units.len() as u32,
             });
             hot.push(HotItem {
-                handle: handle(i as u16, fp),
+                handle: handle(i as u16, fp, *kind),
                 slot: slot_units.len() as u32,
-                kind: *kind,
                 unit: *unit,
             });
             slot_units.extend(std::iter::repeat_n(*unit, width));
@@ -388,11 +409,9 @@ impl Schema {
     #[inline(always)]
     pub(crate) fn slot_and_kind(&self, item: ItemId) -> Result<(usize, ItemKind), Error> {
         // The hot table alone: one bounds check and one compare of the
-        // whole handle.
+        // whole handle, which also settles the kind (see `ItemId`).
         match self.hot.get(item.index()) {
-            Some(h) if h.handle == item.0 && h.kind != ItemKind::NodeState => {
-                Ok((h.slot as usize, h.kind))
-            }
+            Some(h) if h.handle == item.0 => Ok((h.slot as usize, item.kind())),
             _ => Err(self.lookup_error(item)),
         }
     }
@@ -410,11 +429,9 @@ impl Schema {
     /// handle belongs here: events only count up.
     #[inline(always)]
     pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<(usize, Unit), Error> {
+        // As `slot_and_kind`; an event must not go down.
         match self.hot.get(item.index()) {
-            Some(h)
-                if h.handle == item.0
-                    && (h.kind == ItemKind::State || (h.kind == ItemKind::Event && delta >= 0)) =>
-            {
+            Some(h) if h.handle == item.0 && (delta >= 0 || item.kind() == ItemKind::State) => {
                 Ok((h.slot as usize, h.unit))
             }
             _ => Err(self.update_error(item, delta)),
