@@ -45,10 +45,8 @@ PY
 }
 out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
 echo "baseline passes"
-mutant "shared path: header fetch_add AcqRel -> Acquire" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Acquire);"
-mutant "shared path: header fetch_add AcqRel -> Release" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Release);"
-mutant "claim: fetch_or AcqRel -> Release" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);"
-mutant "claim: fetch_or AcqRel -> Acquire" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Acquire);"
+mutant "shared path: header fetch_add Release -> Relaxed" src/update.rs "let old = hdr.fetch_add(small, Ordering::Release);" "let old = hdr.fetch_add(small, Ordering::Relaxed);"
+mutant "claim: fetch_or Release -> Relaxed" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Relaxed);"
 mutant "owner path: light barrier removed" src/update.rs "        #[cfg(loom)]
         crate::sync::fence_seqcst();" ""
 mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.barrier_before_reading(s, work);" ""
@@ -56,4 +54,11 @@ mutant "claims: end_claim Release -> Relaxed" src/updated.rs "self.claiming[t.0]
 mutant "claims: wait load Acquire -> Relaxed" src/updated.rs "while self.claiming[p].load(Ordering::Acquire) != 0" "while self.claiming[p].load(Ordering::Relaxed) != 0"
 mutant "list: push CAS Release -> Relaxed" src/updated.rs ".compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)" ".compare_exchange_weak(head, me, Ordering::Relaxed, Ordering::Relaxed)"
 mutant "list: take_all swap Acquire -> Relaxed" src/updated.rs "self.head.swap(0, Ordering::Acquire)" "self.head.swap(0, Ordering::Relaxed)"
+mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && self.flushing.0.load(Ordering::Acquire) == 0;" "let may_skip = owner;"
+mutant "fold skip: flush count load Acquire -> Relaxed" src/update.rs "self.flushing.0.load(Ordering::Acquire)" "self.flushing.0.load(Ordering::Relaxed)"
+mutant "fold skip: flush exit Release -> Relaxed" src/flush.rs "self.0.fetch_sub(1, Ordering::Release);" "self.0.fetch_sub(1, Ordering::Relaxed);"
+mutant "fold skip: flusher's fence after counting itself removed" src/flush.rs "core.flushing.0.fetch_add(1, Ordering::Relaxed);
+        crate::sync::fence_seqcst();" "core.flushing.0.fetch_add(1, Ordering::Relaxed);"
+mutant "fold skip: owner's fence after its push removed" src/update.rs "        // \`FlushingGuard\`).
+        crate::sync::fence_seqcst();" "        // \`FlushingGuard\`)."
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }

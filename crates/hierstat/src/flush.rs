@@ -29,7 +29,9 @@ use crate::node::{Group, Node};
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::slab::RESIDUE_MASK;
 use crate::stats::{Core, HierStats};
-use crate::sync::{lock, lock_tree, ranked, Arc, Held, MutexGuard, Ordering, Rank, Ranked};
+use crate::sync::{
+    lock, lock_tree, ranked, Arc, AtomicU64, Held, MutexGuard, Ordering, Rank, Ranked,
+};
 use crate::tree::Structure;
 use crate::updated::{drain_next, RowMap, ShardTree};
 use crate::work::{Work, WorkSink};
@@ -500,6 +502,7 @@ impl Core {
     /// otherwise the gate is already held and the structure lock is taken
     /// once for the whole flush.
     fn flush_subtree<W: WorkSink>(&self, x: &Arc<Node>, gate: &Gate<'_>, work: &mut W) {
+        let _flushing = FlushingGuard::enter(self);
         let is_root = x.hot.parent.is_none();
         if is_root {
             // ORDERING: Relaxed; a timestamp (the kernel records the start).
@@ -721,5 +724,58 @@ impl Core {
             }
         }
         work.count(Work::Atomic, atomics);
+    }
+}
+
+/// Counts a flush in [`Core::flushing`] from before its first drain until
+/// after its threshold reset (also when it unwinds).
+///
+/// An owner that finds no flush in progress may skip the threshold
+/// counter of a group already above `T` (see `Core::add_up`). That must
+/// not lose magnitude a running flush's reset then removes: every page a
+/// skipped fold stands for must be carried by any flush of the group that
+/// is running when the owner reads the count, or starts later. The owner
+/// reads the count (Acquire) after writing its cells and checking or
+/// claiming its pair; the flush counts itself, then issues a `SeqCst`
+/// fence, before its first drain. Two store-buffering pairs decide:
+/// * the pair's push against the flush's list take: the owner's claim
+///   ends with a `SeqCst` fence after its push, so either the owner sees
+///   the count (and counts its fold), or the flush's first drain takes the
+///   pushed pair (with any earlier push of it): the pair is in the flush;
+/// * the cell writes against the flush's read of them: the owner's
+///   barrier point (the heavy barrier the flush issues for a shard with
+///   queued rows; a `SeqCst` fence in loom) against the flush's fence
+///   after its drain: either the owner sees the count, or the flush reads
+///   the cells with the writes.
+///
+/// So a skipping owner's pages are in the flush. (The flush's own `SeqCst`
+/// fence is needed for the first pair: loom, without it, finds a root
+/// reset with the owner's pages neither counted nor carried.)
+///
+/// The same fence is the acquire side of the claim handshake: an updater
+/// that found its pair claimed by a claimer still in progress trusts it to
+/// push, and any flush the updater starts afterwards must see that claim
+/// begun (so its drain waits for it); the fence acquires the claimer's
+/// Release `fetch_or`, which the updater's header RMW read.
+///
+/// The exit's Release decrement pairs with the same Acquire load: an owner
+/// that reads the count after a flush has left reads the threshold
+/// counters as that flush's reset left them.
+struct FlushingGuard<'a>(&'a AtomicU64);
+
+impl<'a> FlushingGuard<'a> {
+    fn enter(core: &'a Core) -> Self {
+        // ORDERING: Relaxed, then a `SeqCst` fence before the flush's
+        // first drain (see the type's docs).
+        core.flushing.0.fetch_add(1, Ordering::Relaxed);
+        crate::sync::fence_seqcst();
+        FlushingGuard(&core.flushing.0)
+    }
+}
+
+impl Drop for FlushingGuard<'_> {
+    fn drop(&mut self) {
+        // ORDERING: Release; see the type's docs.
+        self.0.fetch_sub(1, Ordering::Release);
     }
 }

@@ -48,7 +48,7 @@
 //! alone (plain load and store).
 //!
 //! Shared writers put the residue and the claim bit in one word: the
-//! updater's residue `fetch_add` (AcqRel) and the flusher's drain are
+//! updater's residue `fetch_add` (Release) and the flusher's drain are
 //! read-modify-writes of the same location, so one of them is first —
 //! either the flusher sees the update's counter write, or the updater sees
 //! `QUEUED` clear and queues the row again. The owner's plain path closes

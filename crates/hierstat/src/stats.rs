@@ -70,6 +70,11 @@ pub(crate) struct Core {
     /// Tree-wide magnitude counter (`ThresholdRule::Global`). ORDERING:
     /// Relaxed; it only decides when to flush.
     pub(crate) global_updates: CachePadded<AtomicU64>,
+    /// Flushes in progress (between `flush_subtree`'s first drain and its
+    /// threshold reset). While there are none, an owner's fold skips the
+    /// threshold counters of groups already above `T` (see
+    /// `Core::add_up`). ORDERING: see `FlushingGuard` and `add_up`.
+    pub(crate) flushing: CachePadded<AtomicU64>,
     /// Clock time of the last root flush start. ORDERING: Relaxed; a timestamp.
     pub(crate) last_root_flush: AtomicU64,
     /// An async flush was requested and not yet served.
@@ -191,6 +196,7 @@ impl HierStats {
             active: Mutex::new(Vec::new()),
             active_cv: Condvar::new(),
             global_updates: CachePadded(AtomicU64::new(0)),
+            flushing: CachePadded(AtomicU64::new(0)),
             last_root_flush: AtomicU64::new(now),
             async_requested: AtomicBool::new(false),
             flushers: AtomicU64::new(0),

@@ -12,7 +12,9 @@
 //!    last drain: claim it (`fetch_or`, cold) — push the row on the shard's
 //!    update list if it was not queued, reserve thresholds;
 //! 4. if the residue reached `batch`: fold it into the threshold counters
-//!    (cold, once per `batch` pages), as the kernel's `stats_updates` does.
+//!    (cold, once per `batch` pages), as the kernel's `stats_updates` does,
+//!    skipping (as the kernel does since 6.8) the counters of groups
+//!    already above the threshold while no flush runs (see `add_up`).
 //!
 //! The common case is two plain loads, two plain stores and one load:
 //! no read-modify-write, whatever the depth.
@@ -317,7 +319,7 @@ impl Core {
             self.walk_ancestors_owned(s, node, mag, work);
         }
         if fold {
-            self.account(node, r, work);
+            self.account(node, r, true, work);
         }
     }
 
@@ -348,6 +350,10 @@ impl Core {
         }
         crate::sync::fence_seqcst();
         self.claim(s, node, hdr, OWNER_RES, work);
+        // After the push, before this update's fold reads the flush count:
+        // pairs with the fence a flush issues after counting itself (see
+        // `FlushingGuard`).
+        crate::sync::fence_seqcst();
     }
 
     /// The shared (atomic) path (see the module docs).
@@ -378,10 +384,12 @@ impl Core {
         // ORDERING: Release: the flusher's drain clears this word after it
         // (release sequences continue through RMWs), and the pass's
         // `SeqCst` fence after the drain acquires it (`flush_subtree`).
-        // Acquire pairs with a claimer's Release `fetch_or`: if we find the
-        // pair claimed, the claimer's `begin_claim` is visible to any flush
-        // we start afterwards (see `ListHead`).
-        let old = hdr.fetch_add(small, Ordering::AcqRel);
+        // No Acquire: if we find the pair claimed by a claimer still in
+        // progress, its `begin_claim` (published by its Release `fetch_or`)
+        // must be visible to any flush this thread starts afterwards
+        // (see `ListHead`), and every flush starts with a `SeqCst` fence
+        // (`FlushingGuard::enter`), which acquires what this RMW read.
+        let old = hdr.fetch_add(small, Ordering::Release);
         work.count(Work::Atomic, 2);
         if old & SHARED_RES == 0 {
             self.claim(s, node, hdr, SHARED_RES, work);
@@ -395,7 +403,7 @@ impl Core {
         }
         if (old & RESIDUE_MASK) + small >= self.batch || small != mag {
             let m = self.take_residue(s, node, work) + (mag - small);
-            self.account(node, m, work);
+            self.account(node, m, false, work);
         }
     }
 
@@ -408,16 +416,17 @@ impl Core {
         let list = &self.lists[s];
         let token = list.begin_claim();
         // ORDERING: Release publishes `begin_claim` to updaters that find
-        // the row queued (their header RMWs acquire), and the owner's cell
-        // writes to the flusher (its pass's `SeqCst` fence after the drain
-        // acquires this word's release sequence). Acquire: if the row is
-        // queued by a claimer still in progress, this thread trusts it to
-        // push; the claimer's `begin_claim` must then be visible to any
-        // flush this thread starts (the shared path's header RMW already
-        // acquired it; the owner path's first acquiring access is this).
+        // the row queued (the `SeqCst` fence that starts any flush they run
+        // afterwards acquires it), and the owner's cell writes to the
+        // flusher (its pass's `SeqCst` fence after the drain acquires this
+        // word's release sequence). No Acquire: if the row is queued by a
+        // claimer still in progress, this thread trusts it to push, and the
+        // claimer's `begin_claim` must be visible to any flush this thread
+        // starts; that flush's opening `SeqCst` fence (`FlushingGuard`)
+        // acquires it, as does the owner's fence after its claim.
         // A real RMW, never a plain store: the flusher clears the bits from
         // another thread (the kernel learned this in `3309b63a2281`).
-        let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);
+        let old = hdr.fetch_or(QUEUED | res, Ordering::Release);
         work.count(Work::Atomic, 3);
         if old & QUEUED == 0 {
             list.push(node.hot.row, hdr, work);
@@ -440,8 +449,9 @@ impl Core {
         list.end_claim(token);
     }
 
-    /// Accounts `m` folded pages of `node`'s updates per the threshold rule.
-    fn account<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
+    /// Accounts `m` folded pages of `node`'s updates per the threshold rule;
+    /// `owner`: the fold comes from the owner path (see `add_up`).
+    fn account<W: WorkSink>(&self, node: &Node, m: u64, owner: bool, work: &mut W) {
         match self.policy.threshold {
             // No threshold to feed.
             ThresholdRule::None => {}
@@ -454,7 +464,7 @@ impl Core {
                 // Kernel-exact: the group's own counter; the ancestors
                 // have their own residues.
                 ThresholdScheme::PerAncestor => self.add_own(node, m, work),
-                ThresholdScheme::Folded => self.add_up(node, m, work),
+                ThresholdScheme::Folded => self.add_up(node, m, owner, work),
             },
         }
     }
@@ -462,15 +472,34 @@ impl Core {
     /// Adds `m` to the threshold counters of `node` and its ancestors,
     /// stopping at the first one above the break level (its ancestors are
     /// above it too: every amount added below reached them as well).
-    fn add_up<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
+    ///
+    /// An owner's fold (`owner`) that finds no flush in progress skips the
+    /// counters already above the threshold `T`, as the kernel (6.8+) skips
+    /// `stats_updates` of a memcg that is already flushable: those groups
+    /// report no bound and need a flush whatever is added, and the next
+    /// flush of each carries the skipped pages (see `FlushingGuard`). With
+    /// a flush running, every fold is counted: the flush's reset removes
+    /// only what it snapshotted. This keeps the counters of the root and of
+    /// busy groups (written by every thread's folds) out of the hot path
+    /// between flushes. The shared path keeps its RMW-ordered protocol and
+    /// always counts.
+    fn add_up<W: WorkSink>(&self, node: &Node, m: u64, owner: bool, work: &mut W) {
+        // ORDERING: Acquire, after this update's cell writes and its pair's
+        // check or claim; pairs with `FlushingGuard` (read before the
+        // threshold counters below, so that a flush that has left is seen
+        // with its reset).
+        let may_skip = owner && self.flushing.0.load(Ordering::Acquire) == 0;
         let mut a = Some(node);
         while let Some(n) = a {
-            // ORDERING: Relaxed; flush trigger only.
-            if n.updates.load(Ordering::Relaxed) > self.break_above {
+            // ORDERING: Relaxed; flush trigger and bound only.
+            let u = n.updates.load(Ordering::Relaxed);
+            if u > self.break_above {
                 break;
             }
-            n.updates.fetch_add(m, Ordering::Relaxed);
-            work.count(Work::Atomic, 1);
+            if !(may_skip && u > self.threshold) {
+                n.updates.fetch_add(m, Ordering::Relaxed);
+                work.count(Work::Atomic, 1);
+            }
             a = n.hot.parent.as_deref();
         }
     }

@@ -150,7 +150,7 @@ fn combined_rmw_protocol_is_safe() {
 
 mod engine {
     use super::model;
-    use hierstat::{Config, HierStats, ItemId, Preset, Schema, Shard, Unit};
+    use hierstat::{Config, HierStats, ItemId, Preset, Schema, Shard, ThresholdSize, Unit};
     use loom::thread;
 
     fn tree(preset: Preset) -> (HierStats, ItemId) {
@@ -365,6 +365,99 @@ mod engine {
             assert_eq!(w.list_pops, 1, "the row was pushed exactly once");
             assert_eq!(t.read(&g, x).unwrap(), 2);
             t.verify_clean().unwrap();
+        });
+    }
+
+    /// A tree whose groups pass the threshold after one fold: `batch` 2
+    /// pages, `T` = 1 page (a fold of 2 lands above it).
+    fn tight_tree() -> (HierStats, ItemId) {
+        let mut b = Schema::builder();
+        let x = b.event("x", Unit::Count);
+        let mut p = Preset::Hierstat.policy();
+        p.batch = 2;
+        p.threshold_size = ThresholdSize::Fixed(1);
+        let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+        (t, x)
+    }
+
+    /// The bound of `g` holds against the exact value `exact`.
+    fn assert_bounded(t: &HierStats, g: &hierstat::Group, x: ItemId, exact: i64) {
+        let b = t.read_bounded(g, x).unwrap();
+        if let Some(bound) = b.bound {
+            assert!(
+                (exact - b.signed).unsigned_abs() <= bound,
+                "bound {bound} misses: read {} of {exact}",
+                b.signed
+            );
+        }
+    }
+
+    /// An owner's fold into a group already above the threshold may skip
+    /// its counter when it sees no flush in progress. Against a flush of
+    /// the group (its pair queued before): the flush carries the skipped
+    /// pages, or the fold sees the flush and counts, so the bound holds
+    /// afterwards (loom: skipping without looking at the flush count
+    /// fails here).
+    #[test]
+    fn a_skipped_fold_is_carried_by_the_racing_flush() {
+        model(|| {
+            let (t, x) = tight_tree();
+            let g = t.create(&t.root(), "g").unwrap();
+            t.add_owned_with(Shard(0), &g, x, 2).unwrap();
+            t.add_owned_with(Shard(0), &g, x, 2).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            assert_bounded(&t, &g, x, 6);
+            assert_bounded(&t, &t.root(), x, 6);
+        });
+    }
+
+    /// As above, with the owner's pair drained before (its update claims
+    /// and pushes the pair while the flush runs): above the threshold
+    /// through a child's folds, whose own flush left the parent's count.
+    #[test]
+    fn a_skipped_fold_with_a_claim_is_carried_by_the_racing_flush() {
+        model(|| {
+            let (t, x) = tight_tree();
+            let g = t.create(&t.root(), "g").unwrap();
+            let c = t.create(&g, "c").unwrap();
+            t.add_owned_with(Shard(0), &c, x, 2).unwrap();
+            t.flush_forced(&c).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            assert_bounded(&t, &g, x, 4);
+            assert_bounded(&t, &t.root(), x, 4);
+        });
+    }
+
+    /// The fold skips the root, which a sibling's queued pair puts in the
+    /// flush; the owner claims its own pair during the flush, possibly
+    /// after the flush took the list. Such a claim read the flush's claim
+    /// epoch advance, so it sees the flush counted and does not skip
+    /// (loom: a Relaxed epoch fails here).
+    #[test]
+    fn a_fold_whose_claim_follows_the_flushs_drain_is_counted() {
+        model(|| {
+            let (t, x) = tight_tree();
+            let a = t.create(&t.root(), "a").unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            t.add_owned_with(Shard(0), &a, x, 2).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            assert_bounded(&t, &g, x, 2);
+            assert_bounded(&t, &t.root(), x, 4);
         });
     }
 
