@@ -6,7 +6,9 @@
 //! else. The handler does nothing but that (and, on a *second* signal,
 //! restores the default action and re-raises it, so a process that does not
 //! come back can still be stopped; the next run's stale sweep then removes
-//! what it left). Cleanup itself always runs in normal code: the experiment
+//! what it left). The handler is in place only while a token from
+//! [`Cancel::with_signals`] lives: the actions before it come back when the
+//! last clone drops. Cleanup itself always runs in normal code: the experiment
 //! sees the flag, returns [`Error::Interrupted`], and the RAII owners
 //! ([`crate::CgroupTree`], the worker handles) kill, reap and remove.
 
@@ -20,7 +22,9 @@ use crate::sys;
 #[derive(Debug, Clone, Default)]
 pub struct Cancel {
     flag: Arc<AtomicBool>,
-    signals: bool,
+    /// The handler's scope: the previous SIGINT/SIGTERM actions come back
+    /// when the last clone of a [`Cancel::with_signals`] token drops.
+    signals: Option<Arc<sys::SignalScope>>,
 }
 
 impl Cancel {
@@ -29,15 +33,18 @@ impl Cancel {
         Cancel::default()
     }
 
-    /// Installs the process's SIGINT/SIGTERM handler (idempotent) and
-    /// returns a token that also reads "cancelled" once either signal has
-    /// arrived. After this, Ctrl-C no longer kills the process outright: the
-    /// caller must poll the token (the experiments do) and exit.
+    /// Installs the process's SIGINT/SIGTERM handler and returns a token
+    /// that also reads "cancelled" once either signal has arrived. While
+    /// the token (or a clone) lives, Ctrl-C no longer kills the process
+    /// outright: the caller must poll the token (the experiments do) and
+    /// exit. When the last clone drops, the actions in place before come
+    /// back (drop tokens in the reverse order of their creation).
     pub fn with_signals() -> Result<Cancel, Error> {
-        sys::install_signal_handlers().map_err(|e| Error::io("sigaction", "SIGINT/SIGTERM", e))?;
+        let scope = sys::install_signal_handlers()
+            .map_err(|e| Error::io("sigaction", "SIGINT/SIGTERM", e))?;
         Ok(Cancel {
             flag: Arc::default(),
-            signals: true,
+            signals: Some(Arc::new(scope)),
         })
     }
 
@@ -49,7 +56,7 @@ impl Cancel {
     /// Whether cancellation was requested (by [`Cancel::cancel`] or, for a
     /// token from [`Cancel::with_signals`], by SIGINT/SIGTERM).
     pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst) || (self.signals && sys::signalled())
+        self.flag.load(Ordering::SeqCst) || (self.signals.is_some() && sys::signalled())
     }
 
     /// `Err(Error::Interrupted)` if cancelled.
@@ -65,6 +72,25 @@ impl Cancel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A caller's own handler comes back when the last token drops
+    /// (mmlab's Ctrl-C report after a suite's kernel section).
+    #[test]
+    fn the_previous_handler_comes_back_when_the_last_token_drops() {
+        // SAFETY: SIGTERM set to "ignore" for the test; nothing else in
+        // this crate's unit tests installs signal handlers.
+        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+        let c = Cancel::with_signals().unwrap();
+        let c2 = c.clone();
+        assert_eq!(sys::current_handler(libc::SIGTERM), sys::our_handler());
+        drop(c);
+        assert_eq!(sys::current_handler(libc::SIGTERM), sys::our_handler());
+        assert!(!c2.is_cancelled());
+        drop(c2);
+        assert_eq!(sys::current_handler(libc::SIGTERM), libc::SIG_IGN);
+        // SAFETY: back to the default action.
+        unsafe { libc::signal(libc::SIGTERM, libc::SIG_DFL) };
+    }
 
     #[test]
     fn clones_share_the_flag() {

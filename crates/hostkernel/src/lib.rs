@@ -42,7 +42,8 @@
 //!   `kill -9` of the parent kills them too.
 //! * Ctrl-C / SIGTERM: [`Cancel::with_signals`] installs a handler that only
 //!   sets a flag; experiments poll it and return [`Error::Interrupted`]
-//!   after the normal RAII cleanup.
+//!   after the normal RAII cleanup. The caller's own handler comes back
+//!   when the token drops.
 //! * Panics unwind through the same destructors (with `panic = "abort"`
 //!   nothing runs, and the next run's [`sweep_stale`] removes what is left).
 //! * A `kill -9`'d run's groups are removed by [`sweep_stale`], which

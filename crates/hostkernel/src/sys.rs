@@ -156,21 +156,74 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Installs the SIGINT/SIGTERM handler (idempotent).
-pub(crate) fn install_signal_handlers() -> io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction is plain old data; all-zero is valid and the
-        // fields are then set explicitly.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        sa.sa_flags = libc::SA_RESTART;
-        // SAFETY: sa_mask is a valid sigset_t inside `sa`.
-        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-        // SAFETY: `sa` is fully initialised; the handler only touches an
-        // atomic and async-signal-safe functions.
-        cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
+/// The signals the handler takes.
+const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+/// The SIGINT/SIGTERM actions that were in place before
+/// [`install_signal_handlers`]; dropping it puts them back, so a caller
+/// that had its own handler (mmlab's Ctrl-C report) gets it back after a
+/// run. Scopes must end in the reverse order of their start (each run
+/// holds one for its duration).
+pub(crate) struct SignalScope {
+    old: [libc::sigaction; 2],
+}
+
+impl std::fmt::Debug for SignalScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SignalScope")
     }
-    Ok(())
+}
+
+impl Drop for SignalScope {
+    fn drop(&mut self) {
+        for (sig, old) in SIGNALS.iter().zip(&self.old) {
+            // SAFETY: `old` is the action the kernel returned for `sig`.
+            // Nothing to do on failure (it cannot fail for a valid action).
+            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Installs the SIGINT/SIGTERM handler until the returned scope drops,
+/// and clears a signal left over from an earlier scope.
+pub(crate) fn install_signal_handlers() -> io::Result<SignalScope> {
+    // SAFETY (both): sigaction is plain old data; all-zero is valid, and
+    // the kernel fills `old` in.
+    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    sa.sa_flags = libc::SA_RESTART;
+    // SAFETY: sa_mask is a valid sigset_t inside `sa`.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    SIGNALLED.store(false, Ordering::SeqCst);
+    for (i, sig) in SIGNALS.iter().enumerate() {
+        // SAFETY: `sa` is fully initialised; the handler only touches an
+        // atomic and async-signal-safe functions; `old[i]` is writable.
+        if let Err(e) = cvt(unsafe { libc::sigaction(*sig, &sa, &mut old[i]) }) {
+            // Put back what was already replaced.
+            for j in 0..i {
+                // SAFETY: as in `SignalScope::drop`.
+                unsafe { libc::sigaction(SIGNALS[j], &old[j], std::ptr::null_mut()) };
+            }
+            return Err(e);
+        }
+    }
+    Ok(SignalScope { old })
+}
+
+/// The handler currently installed for `sig` (tests).
+#[cfg(test)]
+pub(crate) fn current_handler(sig: libc::c_int) -> libc::sighandler_t {
+    // SAFETY: a query (null new action) into a zeroed, writable struct.
+    let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    unsafe { libc::sigaction(sig, std::ptr::null(), &mut cur) };
+    cur.sa_sigaction
+}
+
+/// The address of the crate's handler (tests).
+#[cfg(test)]
+pub(crate) fn our_handler() -> libc::sighandler_t {
+    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t
 }
 
 /// Whether SIGINT or SIGTERM arrived since the handler was installed.

@@ -15,7 +15,8 @@
 //! | stale-read | `gap_after_charge_pages_{S}kib`, `stat_lag_after_charge_pages_{S}kib`, `gap_after_free_pages_{S}kib`, `over_threshold_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_window_ms_{S}kib`, `threshold_pages` |
 //!
 //! Cancellation: the runner installs the process's SIGINT/SIGTERM handler
-//! ([`hostkernel::Cancel::with_signals`]) for the run; a signal makes the
+//! ([`hostkernel::Cancel::with_signals`]) for the run only (the caller's
+//! handler, such as mmlab's Ctrl-C report, is back after it); a signal makes the
 //! experiment stop, kill and reap its workers, remove its groups and return
 //! [`SimError::Kernel`] with [`hostkernel::Error::Interrupted`].
 
