@@ -389,6 +389,68 @@ fn a_busy_db_is_reported_at_once() {
     conn.execute_batch("ROLLBACK").unwrap();
 }
 
+/// A database that another process locks while a run is measuring: the
+/// run says it waits, then stores once the lock is released (nothing is
+/// lost).
+#[test]
+fn a_db_locked_during_the_run_is_waited_for_at_save() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    store_a_run(dir.path(), "t.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mmlab"))
+        .args([
+            "run",
+            "stale-read-real",
+            "-p",
+            "hierstat",
+            "--duration-ms",
+            "1500",
+            "--runs",
+            "1",
+            "--db",
+            "t.db",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mmlab runs");
+    // Lock once the run has opened the database and started measuring.
+    std::thread::sleep(Duration::from_millis(500));
+    let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // Read stderr until the run says it waits (or gives up), then release.
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 256];
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(60) {
+            match err.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+            if String::from_utf8_lossy(&seen).contains("waiting up to") {
+                break;
+            }
+        }
+        (seen, err)
+    });
+    let (seen, mut err) = reader.join().unwrap();
+    let said = String::from_utf8_lossy(&seen).into_owned();
+    assert!(said.contains("is busy"), "{said}");
+    std::thread::sleep(Duration::from_millis(300));
+    conn.execute_batch("ROLLBACK").unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{said}{rest}");
+    let o = mmlab_in(dir.path(), &["history", "--db", "t.db"]);
+    assert!(stdout(&o).contains("stale-read-real"), "{}", stdout(&o));
+}
+
 #[test]
 fn read_commands_never_create_a_db() {
     let dir = tempfile::tempdir().unwrap();
