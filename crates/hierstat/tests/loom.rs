@@ -392,6 +392,16 @@ mod engine {
         }
     }
 
+    /// One owner update of 2 to `g` (a fold) racing a forced root flush.
+    fn owner_add_racing_a_root_flush(t: &HierStats, g: &hierstat::Group, x: ItemId) {
+        let (t2, g2) = (t.clone(), g.clone());
+        let u = thread::spawn(move || {
+            t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
+        });
+        t.flush_forced(&t.root()).unwrap();
+        u.join().unwrap();
+    }
+
     /// An owner's fold into a group already above the threshold may skip
     /// its counter when it sees no flush in progress. Against a flush of
     /// the group (its pair queued before): the flush carries the skipped
@@ -405,12 +415,7 @@ mod engine {
             let g = t.create(&t.root(), "g").unwrap();
             t.add_owned_with(Shard(0), &g, x, 2).unwrap();
             t.add_owned_with(Shard(0), &g, x, 2).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
-                t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
+            owner_add_racing_a_root_flush(&t, &g, x);
             assert_bounded(&t, &g, x, 6);
             assert_bounded(&t, &t.root(), x, 6);
         });
@@ -427,12 +432,7 @@ mod engine {
             let c = t.create(&g, "c").unwrap();
             t.add_owned_with(Shard(0), &c, x, 2).unwrap();
             t.flush_forced(&c).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
-                t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
+            owner_add_racing_a_root_flush(&t, &g, x);
             assert_bounded(&t, &g, x, 4);
             assert_bounded(&t, &t.root(), x, 4);
         });
@@ -450,12 +450,7 @@ mod engine {
             let a = t.create(&t.root(), "a").unwrap();
             let g = t.create(&t.root(), "g").unwrap();
             t.add_owned_with(Shard(0), &a, x, 2).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
-                t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
+            owner_add_racing_a_root_flush(&t, &g, x);
             assert_bounded(&t, &g, x, 2);
             assert_bounded(&t, &t.root(), x, 4);
         });
