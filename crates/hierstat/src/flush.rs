@@ -105,6 +105,8 @@ pub struct FlushStats {
     pub ratelimited: u64,
     /// Async requests.
     pub async_requests: u64,
+    /// Flushes running at the time of the call (not cumulative).
+    pub running: u64,
 }
 
 /// Exclusion held by a running flush (rank `Gate`, see `sync::Rank`).
@@ -281,6 +283,7 @@ impl HierStats {
             not_needed: c.not_needed.load(Ordering::Relaxed),
             ratelimited: c.ratelimited.load(Ordering::Relaxed),
             async_requests: c.async_requests.load(Ordering::Relaxed),
+            running: self.core.flushing.0.load(Ordering::Relaxed),
         }
     }
 }
@@ -401,6 +404,9 @@ impl Core {
             FlushScope::Root => self.root.clone(),
             FlushScope::Subtree => node.clone(),
         };
+        if let Concurrency::WaitOngoing { max_wait_ms } = self.policy.concurrency {
+            return self.flush_read_waiting(node, &target, max_wait_ms, work);
+        }
         let blocking = self.policy.concurrency != Concurrency::Skip;
         match self.enter(&target, blocking, work) {
             Some(gate) => {
@@ -410,6 +416,49 @@ impl Core {
                 }
             }
             None => FlushOutcome::Skipped,
+        }
+    }
+
+    /// [`Concurrency::WaitOngoing`]'s guarded flush: take the flush lock,
+    /// waiting at most `max_wait_ms` for a running flush; after a wait,
+    /// flush only if `node` is still over its threshold.
+    fn flush_read_waiting<W: WorkSink>(
+        &self,
+        node: &Arc<Node>,
+        target: &Arc<Node>,
+        max_wait_ms: u32,
+        work: &mut W,
+    ) -> FlushOutcome {
+        let held = ranked(Rank::Gate);
+        let guard = match self.flush_lock.try_lock() {
+            Ok(g) => g,
+            Err(_) => {
+                work.count(Work::LockWaited, 1);
+                let deadline = std::time::Instant::now()
+                    + std::time::Duration::from_millis(u64::from(max_wait_ms));
+                let got = loop {
+                    if let Ok(g) = self.flush_lock.try_lock() {
+                        break Some(g);
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        break None;
+                    }
+                    // A running flush takes microseconds to milliseconds:
+                    // poll, yielding the CPU to it.
+                    crate::sync::yield_now();
+                };
+                match got {
+                    Some(g) if self.needs_flush(node) => g,
+                    Some(_) => return FlushOutcome::NotNeeded,
+                    None => return FlushOutcome::Skipped,
+                }
+            }
+        };
+        work.count(Work::LockAcquired, 1);
+        let gate = Gate::Whole(Ranked::with(guard, held));
+        self.flush_subtree(target, &gate, work);
+        FlushOutcome::Flushed {
+            root: target.hot.parent.is_none(),
         }
     }
 
@@ -444,7 +493,7 @@ impl Core {
         work: &mut W,
     ) -> Option<Gate<'_>> {
         match self.policy.concurrency {
-            Concurrency::Skip | Concurrency::Serialize => {
+            Concurrency::Skip | Concurrency::Serialize | Concurrency::WaitOngoing { .. } => {
                 if self.policy.concurrency == Concurrency::Serialize && self.policy.lock_per_shard {
                     return Some(Gate::PerPass);
                 }

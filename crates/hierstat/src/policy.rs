@@ -96,6 +96,19 @@ pub enum Concurrency {
     /// Wait only for flushes of an ancestor or descendant; flushes of
     /// disjoint subtrees run in parallel (ours).
     DisjointParallel,
+    /// One flush at a time; a threshold-guarded flush that finds one
+    /// running waits for it at most `max_wait_ms`, then checks its
+    /// threshold again (the flush it waited for usually made its own
+    /// unneeded) and flushes only if still over it; past the wait it skips
+    /// and reads what is there. Forced and periodic flushes wait as under
+    /// [`Concurrency::Serialize`]. The "ongoing flusher" proposals (J. D.
+    /// Brouer, 2024: waiters on a running root flush), with a bound on the
+    /// wait.
+    WaitOngoing {
+        /// The longest a guarded flush waits for a running one (0: skip at
+        /// once, as [`Concurrency::Skip`]).
+        max_wait_ms: u32,
+    },
 }
 
 /// What the refault / reclaim path does about stale stats.

@@ -12,8 +12,8 @@ use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
 use hierstat::{
-    Concurrency, Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema,
-    Shard, ThresholdRule, Unit, WorkCounters,
+    Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema, Shard,
+    ThresholdRule, Unit, WorkCounters,
 };
 
 /// hierstat under a preset, with the workload's tree built in it.
@@ -72,11 +72,7 @@ impl EngineBackend {
         }
         let p = *stats.policy();
         let rules = FlushRules {
-            lock: match p.concurrency {
-                Concurrency::Skip => LockMode::Skip,
-                Concurrency::Serialize => LockMode::Serialize,
-                Concurrency::DisjointParallel => LockMode::DisjointParallel,
-            },
+            lock: LockMode::for_policy(p.concurrency),
             scope: match p.scope {
                 hierstat::FlushScope::Root => FlushScope::Root,
                 hierstat::FlushScope::Subtree => FlushScope::Subtree,

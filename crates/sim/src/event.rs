@@ -24,6 +24,15 @@ pub enum Event {
         /// The request id that held the lock.
         request: u32,
     },
+    /// A read's bounded wait for the flush lock runs out
+    /// ([`crate::lock::LockMode::WaitOngoing`]): if it still waits, it
+    /// skips its flush.
+    WaitTimeout {
+        /// The request id of the read.
+        request: u32,
+        /// When it started waiting (request ids are reused).
+        since: u64,
+    },
     /// A read finishes: its value is taken and checked against the oracle.
     ReadDone {
         /// The request id of the read.

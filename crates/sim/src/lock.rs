@@ -9,7 +9,12 @@
 //! * [`LockMode::Skip`]: it does not flush at all and reads what is there
 //!   (the 5.15–6.7 `trylock` / "flush ongoing" rule);
 //! * [`LockMode::DisjointParallel`]: flushes of disjoint subtrees run in
-//!   parallel; overlapping ones wait (FIFO among conflicting requests).
+//!   parallel; overlapping ones wait (FIFO among conflicting requests);
+//! * [`LockMode::WaitOngoing`]: it waits (FIFO); a guarded (read) flush
+//!   waits for at most a bound: the runner withdraws it at the deadline
+//!   ([`FlushLock::withdraw`]) and it skips, and once granted it checks its
+//!   threshold again. Forced and periodic flushes wait as under
+//!   `Serialize`.
 //!
 //! A flush's scope is its subtree as a preorder interval `[lo, hi]` of the
 //! group tree, so two scopes overlap iff one subtree contains the other.
@@ -28,6 +33,27 @@ pub enum LockMode {
     Skip,
     /// Disjoint subtrees flush in parallel; overlapping flushes wait.
     DisjointParallel,
+    /// One flusher at a time; a guarded flush waits at most `max_wait`,
+    /// then skips; granted after a wait, it flushes only if still needed
+    /// ([`hierstat::Concurrency::WaitOngoing`]).
+    WaitOngoing {
+        /// The longest wait (virtual ns).
+        max_wait: SimTime,
+    },
+}
+
+impl LockMode {
+    /// The lock mode of a policy's concurrency rule.
+    pub fn for_policy(c: hierstat::Concurrency) -> LockMode {
+        match c {
+            hierstat::Concurrency::Skip => LockMode::Skip,
+            hierstat::Concurrency::Serialize => LockMode::Serialize,
+            hierstat::Concurrency::DisjointParallel => LockMode::DisjointParallel,
+            hierstat::Concurrency::WaitOngoing { max_wait_ms } => LockMode::WaitOngoing {
+                max_wait: u64::from(max_wait_ms) * 1_000_000,
+            },
+        }
+    }
 }
 
 /// A subtree as an inclusive preorder interval of group indices.
@@ -113,7 +139,7 @@ impl FlushLock {
 
     fn conflicts(&self, a: &Scope, b: &Scope) -> bool {
         match self.mode {
-            LockMode::Serialize | LockMode::Skip => true,
+            LockMode::Serialize | LockMode::Skip | LockMode::WaitOngoing { .. } => true,
             LockMode::DisjointParallel => a.overlaps(b),
         }
     }
@@ -199,6 +225,24 @@ impl FlushLock {
         grants
     }
 
+    /// Withdraws the waiting request `request` queued at `since` (its wait
+    /// ran out: [`LockMode::WaitOngoing`]); `false` if it is not waiting
+    /// any more (granted, or an id reused by a later request).
+    pub fn withdraw(&mut self, request: u32, since: SimTime) -> bool {
+        match self
+            .waiters
+            .iter()
+            .position(|w| w.request == request && w.since == since)
+        {
+            Some(i) => {
+                self.waiters.remove(i);
+                self.skipped += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Number of grants so far.
     pub fn acquisitions(&self) -> u64 {
         self.acquisitions
@@ -265,6 +309,32 @@ mod tests {
         assert_eq!(l.skipped(), 1);
         assert!(l.release(1, 10).is_empty());
         assert_eq!(l.request(11, 3, ALL), Acquire::Granted);
+    }
+
+    #[test]
+    fn wait_ongoing_waits_then_can_be_withdrawn() {
+        let mut l = FlushLock::new(LockMode::WaitOngoing { max_wait: 50 });
+        assert_eq!(l.request(0, 1, ALL), Acquire::Granted);
+        l.set_until(1, 100);
+        assert_eq!(l.request(10, 2, ALL), Acquire::Queued);
+        assert_eq!(l.request(20, 3, ALL), Acquire::Queued);
+        // Request 2's wait runs out at 60: it leaves the queue, skipped.
+        assert!(l.withdraw(2, 10));
+        assert!(!l.withdraw(2, 10), "withdrawn once");
+        assert_eq!(l.skipped(), 1);
+        // Request 3 is granted at the release; its stale deadline is a no-op.
+        assert_eq!(
+            l.release(1, 65),
+            vec![Grant {
+                request: 3,
+                since: 20
+            }]
+        );
+        assert!(!l.withdraw(3, 20));
+        // An id reused by a later request is not withdrawn by the old deadline.
+        assert_eq!(l.request(70, 2, ALL), Acquire::Queued);
+        assert!(!l.withdraw(2, 10));
+        assert!(l.withdraw(2, 70));
     }
 
     #[test]

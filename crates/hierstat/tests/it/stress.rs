@@ -2,7 +2,7 @@
 //! removes and flushes.
 
 use crate::{tree, tree_with, Items};
-use hierstat::{FlushKind, Preset, ThresholdSize};
+use hierstat::{Concurrency, FlushKind, FlushOutcome, Preset, Shard, ThresholdSize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn stress(preset: Preset) {
@@ -274,4 +274,71 @@ fn bounds_hold_right_after_a_flush_that_raced_owner_updates() {
             }
         }
     }
+}
+
+/// One attempt of [`wait_ongoing_bounds_the_wait_then_rechecks`]: a forced
+/// root flush of `groups` dirty groups runs in one thread; once it is seen
+/// running, another thread makes a guarded read flush of an over-threshold
+/// leaf. Returns that flush's outcome and whether the root flush was still
+/// running when it returned.
+fn read_during_a_root_flush(max_wait_ms: u32, groups: usize) -> (FlushOutcome, bool) {
+    let mut p = Preset::Linux6_8.policy();
+    p.concurrency = Concurrency::WaitOngoing { max_wait_ms };
+    let (t, Items { file, .. }) = tree_with(p, 2);
+    let mut leaf = t.root();
+    for i in 0..groups {
+        leaf = t.create(&t.root(), &format!("g{i}")).unwrap();
+        t.add_with(Shard(i % 2), &leaf, file, 1, &mut ()).unwrap();
+    }
+    t.add(&leaf, file, 100_000).unwrap();
+    std::thread::scope(|sc| {
+        let a = sc.spawn(|| t.flush_forced(&t.root()).unwrap());
+        let t0 = std::time::Instant::now();
+        while t.flush_stats().running == 0 && t0.elapsed().as_secs() < 10 {
+            std::hint::spin_loop();
+        }
+        let r = t.flush(&leaf).unwrap();
+        let still = t.flush_stats().running > 0;
+        a.join().unwrap();
+        (r, still)
+    })
+}
+
+/// `WaitOngoing`: a guarded flush that meets a running flush waits for it,
+/// then finds its group flushed by it (no second flush); with no time to
+/// wait it skips, as `Skip` does.
+#[test]
+fn wait_ongoing_bounds_the_wait_then_rechecks() {
+    let groups = if cfg!(debug_assertions) {
+        20_000
+    } else {
+        100_000
+    };
+    // Waiting long enough: never skipped; once the root flush has covered
+    // the leaf, nothing is left to flush.
+    for _ in 0..3 {
+        let (r, still) = read_during_a_root_flush(60_000, groups);
+        assert!(!still, "returned while the root flush ran: {r:?}");
+        assert!(
+            matches!(r, FlushOutcome::NotNeeded | FlushOutcome::Flushed { .. }),
+            "{r:?}"
+        );
+    }
+    // No wait: skipped whenever the root flush was still running (it lasts
+    // milliseconds; a few tries rule out a preempted reader).
+    let skipped = (0..5).any(|_| {
+        let (r, still) = read_during_a_root_flush(0, groups);
+        assert!(
+            matches!(
+                r,
+                FlushOutcome::Skipped | FlushOutcome::NotNeeded | FlushOutcome::Flushed { .. }
+            ),
+            "{r:?}"
+        );
+        r == FlushOutcome::Skipped && still
+    });
+    assert!(
+        skipped,
+        "a read never skipped a running flush with max_wait_ms = 0"
+    );
 }

@@ -29,7 +29,7 @@ use crate::backend::{FlushReason, FlushScope, LineId, StatsBackend};
 use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
-use crate::lock::{Acquire, FlushLock};
+use crate::lock::{Acquire, FlushLock, LockMode};
 use crate::runner::oracle::{self, Oracle};
 use crate::spec::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
@@ -296,6 +296,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
                 Event::ReaderWake { reader } => self.reader_wake(reader),
                 Event::LockRelease { request } => self.lock_release(request),
                 Event::ReadDone { request } => self.read_done(request),
+                Event::WaitTimeout { request, since } => self.wait_timeout(request, since),
                 Event::PeriodicFlush => self.periodic(),
                 Event::Spike { spike } => self.spike(spike),
                 Event::SpikeRead { spike } => {
@@ -465,17 +466,34 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         let scope = self.shape.scope(self.flush_scope_group(g));
         match self.lock.request(self.now, id, scope) {
             Acquire::Granted => self.run_flush(id, FlushReason::Read),
-            Acquire::Queued => {}
-            Acquire::Skipped => {
-                self.out.skipped_flushes += 1;
-                // The failed trylock costs one lock attempt.
-                let d = self.costs.cost_ns(&Work {
-                    locks: 1,
-                    ..Work::default()
-                });
-                self.queue
-                    .push(self.now + d, Event::ReadDone { request: id });
+            Acquire::Queued => {
+                if let LockMode::WaitOngoing { max_wait } = self.lock.mode() {
+                    let since = self.now;
+                    self.queue
+                        .push(since + max_wait, Event::WaitTimeout { request: id, since });
+                }
             }
+            Acquire::Skipped => self.skip_read(id),
+        }
+    }
+
+    /// A read that does not flush (the lock was busy and the policy
+    /// skips): the failed trylock costs one lock attempt.
+    fn skip_read(&mut self, id: u32) {
+        self.out.skipped_flushes += 1;
+        let d = self.costs.cost_ns(&Work {
+            locks: 1,
+            ..Work::default()
+        });
+        self.queue
+            .push(self.now + d, Event::ReadDone { request: id });
+    }
+
+    /// A read's bounded wait ran out: it skips unless granted meanwhile.
+    fn wait_timeout(&mut self, id: u32, since: SimTime) {
+        if self.lock.withdraw(id, since) {
+            self.out.lock_wait += self.now - since;
+            self.skip_read(id);
         }
     }
 
@@ -516,6 +534,28 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
                 Purpose::Periodic => FlushReason::Periodic,
                 _ => FlushReason::Read,
             };
+            let g = self.requests[gr.request as usize].group;
+            let recheck = matches!(self.lock.mode(), LockMode::WaitOngoing { .. })
+                && reason == FlushReason::Read;
+            self.backend.set_time(self.now);
+            if recheck && !self.backend.needs_flush(g, reason) {
+                // The flush it waited for did its work: release at once
+                // and read.
+                self.lock.set_until(gr.request, self.now);
+                self.queue.push(
+                    self.now,
+                    Event::LockRelease {
+                        request: gr.request,
+                    },
+                );
+                self.queue.push(
+                    self.now,
+                    Event::ReadDone {
+                        request: gr.request,
+                    },
+                );
+                continue;
+            }
             self.run_flush(gr.request, reason);
         }
     }

@@ -19,7 +19,8 @@
 //! | `fixed_pages` | integer ≥ 1 (same as `threshold_size = "N"`) | `threshold_size` |
 //! | `strict_bound` | bool | `strict_bound` |
 //! | `scope` | `root`, `subtree` | `scope` |
-//! | `concurrency` | `skip`, `serialize`, `disjoint-parallel` | `concurrency` |
+//! | `concurrency` | `skip`, `serialize`, `disjoint-parallel`, `wait-ongoing` | `concurrency` |
+//! | `max_wait_ms` | 0..=60000, with `wait-ongoing` only (and required by it) | `Concurrency::WaitOngoing` |
 //! | `lock_per_shard` | bool | `lock_per_shard` |
 //! | `hot_path` | `none`, `sync`, `ratelimited`, `async` | `hot_path` |
 //! | `batch` | 1..=4096 pages | `batch` |
@@ -91,6 +92,8 @@ pub enum ConcurrencyName {
     Serialize,
     /// [`Concurrency::DisjointParallel`].
     DisjointParallel,
+    /// [`Concurrency::WaitOngoing`] (with `max_wait_ms`).
+    WaitOngoing,
 }
 
 /// Hot-path flush names.
@@ -145,6 +148,10 @@ pub struct PolicySpec {
     /// Concurrent flushers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<ConcurrencyName>,
+    /// With `concurrency = "wait-ongoing"`: the longest a guarded flush
+    /// waits for a running one, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait_ms: Option<u32>,
     /// Drop the flush lock between shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_per_shard: Option<bool>,
@@ -171,6 +178,7 @@ pub const KNOBS: &[&str] = &[
     "strict_bound",
     "scope",
     "concurrency",
+    "max_wait_ms",
     "lock_per_shard",
     "hot_path",
     "batch",
@@ -231,6 +239,7 @@ impl PolicySpec {
             strict_bound: None,
             scope: None,
             concurrency: None,
+            max_wait_ms: None,
             lock_per_shard: None,
             hot_path: None,
             batch: None,
@@ -312,7 +321,22 @@ impl PolicySpec {
                 ConcurrencyName::Skip => Concurrency::Skip,
                 ConcurrencyName::Serialize => Concurrency::Serialize,
                 ConcurrencyName::DisjointParallel => Concurrency::DisjointParallel,
+                ConcurrencyName::WaitOngoing => match self.max_wait_ms {
+                    Some(max_wait_ms) => Concurrency::WaitOngoing { max_wait_ms },
+                    None => {
+                        return Err((
+                            "max_wait_ms",
+                            "concurrency = \"wait-ongoing\" needs max_wait_ms".into(),
+                        ))
+                    }
+                },
             };
+        }
+        if self.max_wait_ms.is_some() && !matches!(p.concurrency, Concurrency::WaitOngoing { .. }) {
+            return Err((
+                "max_wait_ms",
+                "only with concurrency = \"wait-ongoing\"".into(),
+            ));
         }
         if let Some(v) = self.lock_per_shard {
             p.lock_per_shard = v;
@@ -593,6 +617,31 @@ period_ms = 50
             .unwrap();
         assert_eq!(q.pages_per_shard, None);
         assert!(base.with_knob("batch", &toml::Value::Integer(0)).is_err());
+        // The bounded wait: its knob only with its rule, and the rule only
+        // with its knob.
+        let w = base
+            .with_knob("concurrency", &toml::Value::String("serialize".into()))
+            .unwrap();
+        assert!(w
+            .with_knob("max_wait_ms", &toml::Value::Integer(50))
+            .is_err());
+        assert!(w
+            .with_knob("concurrency", &toml::Value::String("wait-ongoing".into()))
+            .is_err());
+        let mut w = w;
+        w.concurrency = Some(ConcurrencyName::WaitOngoing);
+        w.max_wait_ms = Some(50);
+        assert_eq!(
+            w.resolve().unwrap().concurrency,
+            Concurrency::WaitOngoing { max_wait_ms: 50 }
+        );
+        let w0 = w
+            .with_knob("max_wait_ms", &toml::Value::Integer(0))
+            .unwrap();
+        assert_eq!(
+            w0.resolve().unwrap().concurrency,
+            Concurrency::WaitOngoing { max_wait_ms: 0 }
+        );
         assert!(base
             .with_knob("hot_path", &toml::Value::String("later".into()))
             .is_err());

@@ -53,11 +53,12 @@ const MS_MAX: u64 = 600_000;
 const HEADER: [Range; 2] = [int("runs", 1, 1000), int("seed", 0, i64::MAX as u64)];
 
 /// The `[[policy]]` tables' numeric knobs (stats and refault kinds).
-const POLICY: [Range; 4] = [
+const POLICY: [Range; 5] = [
     int("policy.batch", 1, 4096),
     int("policy.period_ms", 1, 3_600_000),
     int("policy.pages_per_shard", 1, PAGES_MAX),
     int("policy.fixed_pages", 1, PAGES_MAX),
+    int("policy.max_wait_ms", 0, 60_000),
 ];
 
 /// `kind = "kernel"`: sizes of the host experiments (real cgroups, real
@@ -91,6 +92,7 @@ pub const STATS: &[Range] = &[
     POLICY[1],
     POLICY[2],
     POLICY[3],
+    POLICY[4],
     int("duration_ms", 1, MS_MAX),
     int("cpus", 1, crate::cpu::MAX_CPUS as u64),
     int("threads", 1, 256),
@@ -123,6 +125,7 @@ pub const REFAULT: &[Range] = &[
     POLICY[1],
     POLICY[2],
     POLICY[3],
+    POLICY[4],
     int("refault.cpus", 1, crate::cpu::MAX_CPUS as u64),
     int("refault.nodes", 1, 64),
     int("refault.duration_ms", 1, MS_MAX),

@@ -28,7 +28,7 @@
 use crate::cost::{CostModel, Work};
 use crate::lock::{Acquire, FlushLock, LockMode, Scope};
 use hierstat::{
-    Concurrency, FlushKind, FlushScope, Group, HierStats, HotPathDecision, WorkCounters,
+    FlushKind, FlushOutcome, FlushScope, Group, HierStats, HotPathDecision, WorkCounters,
 };
 use simcore::time::SimTime;
 use std::collections::HashMap;
@@ -140,11 +140,7 @@ impl FlushCtl {
     /// A free lock for `stats`' policy.
     pub fn new(stats: &HierStats, pricing: Pricing) -> Self {
         let p = stats.policy();
-        let mode = match p.concurrency {
-            Concurrency::Skip => LockMode::Skip,
-            Concurrency::Serialize => LockMode::Serialize,
-            Concurrency::DisjointParallel => LockMode::DisjointParallel,
-        };
+        let mode = LockMode::for_policy(p.concurrency);
         FlushCtl {
             lock: FlushLock::new(mode),
             per_shard: p.lock_per_shard && mode == LockMode::Serialize,
@@ -179,8 +175,86 @@ impl FlushCtl {
     }
 
     /// A synchronous flush of `g` (scope `scope`) requested at `now` by a
-    /// refault; `None` if it was skipped.
+    /// refault: what became of it, and the time it cost the refault
+    /// (`None`: none, it skipped at once).
     pub fn refault_flush(
+        &mut self,
+        stats: &HierStats,
+        g: &Group,
+        scope: Scope,
+        now: SimTime,
+    ) -> (FlushOutcome, Option<FlushRecord>) {
+        if let LockMode::WaitOngoing { max_wait } = self.lock.mode() {
+            if let Some(until) = self.lock.busy_until(scope).filter(|&u| u > now) {
+                return self.refault_flush_waiting(stats, g, scope, now, until - now, max_wait);
+            }
+        }
+        match self.refault_flush_at_once(stats, g, scope, now) {
+            Some(r) => (
+                FlushOutcome::Flushed {
+                    root: stats.root().same(g),
+                },
+                Some(r),
+            ),
+            None => (FlushOutcome::Skipped, None),
+        }
+    }
+
+    /// [`LockMode::WaitOngoing`] with the lock busy for `wait` more: past
+    /// `max_wait` the refault gives up (skipped, after waiting); otherwise
+    /// it waits for the running flush, then flushes only if its group is
+    /// still over the threshold.
+    fn refault_flush_waiting(
+        &mut self,
+        stats: &HierStats,
+        g: &Group,
+        scope: Scope,
+        now: SimTime,
+        wait: SimTime,
+        max_wait: SimTime,
+    ) -> (FlushOutcome, Option<FlushRecord>) {
+        self.waits += 1;
+        if wait > max_wait {
+            self.skipped += 1;
+            let r = FlushRecord {
+                latency: max_wait,
+                wait: max_wait,
+            };
+            return (FlushOutcome::Skipped, Some(r));
+        }
+        // The running flush's effect is already applied (flushes apply at
+        // request time in this model), so the threshold check sees it.
+        let mut wc = WorkCounters::default();
+        let outcome = stats.flush_with(g, FlushKind::Read, &mut wc);
+        debug_assert!(outcome.is_ok(), "the storm's groups are its tree's own");
+        match outcome {
+            Ok(o @ FlushOutcome::Flushed { .. }) => {
+                let d = self.pricing.flush_ns(&wc);
+                let req = self.next_req;
+                self.next_req += 1;
+                if self.lock.request(now, req, scope) == Acquire::Queued {
+                    self.waiting.insert(req, Waiting::Applied { duration: d });
+                }
+                let r = FlushRecord {
+                    latency: wait + d,
+                    wait,
+                };
+                self.records.push(r);
+                (o, Some(r))
+            }
+            _ => (
+                FlushOutcome::NotNeeded,
+                Some(FlushRecord {
+                    latency: wait,
+                    wait,
+                }),
+            ),
+        }
+    }
+
+    /// [`refault_flush`](Self::refault_flush) under the other rules (or
+    /// with the lock free); `None` if it was skipped.
+    fn refault_flush_at_once(
         &mut self,
         stats: &HierStats,
         g: &Group,

@@ -168,13 +168,9 @@ impl Run<'_> {
                         ev
                     };
                     let scope = *scopes.get(&id)?;
-                    record = ctl.refault_flush(t.stats(), &target, scope, now);
-                    Some(match record {
-                        Some(_) => FlushOutcome::Flushed {
-                            root: id == t.root(),
-                        },
-                        None => FlushOutcome::Skipped,
-                    })
+                    let (outcome, r) = ctl.refault_flush(t.stats(), &target, scope, now);
+                    record = r;
+                    Some(outcome)
                 }
             }
         };
@@ -211,7 +207,8 @@ impl Run<'_> {
             o.mismatches += u64::from(info.mismatch());
             o.activations += u64::from(info.activate);
             o.exact_activations += u64::from(info.exact_activate);
-            o.refault_flushes += u64::from(record.is_some());
+            o.refault_flushes +=
+                u64::from(matches!(info.flush, Some(FlushOutcome::Flushed { .. })));
             o.skipped_flushes += u64::from(info.flush == Some(FlushOutcome::Skipped));
         }
         Ok(latency)
