@@ -80,8 +80,14 @@
 //! `mm_users == 1`) resets the mm's next scan to 1 s ahead and its
 //! `numa_scan_seq` to 0; cross-node moves reset a task's period to
 //! `task_scan_start()` (100 ms at 3 GiB). With 128 threads in phase the
-//! process makes one call a second. Each rule has a unit test against a
-//! hand-computed timeline (`state::gate_tests`).
+//! process makes one call a second. The tick only queues the work; it runs
+//! as its own event at the tick's time (on the way back to user mode), so
+//! the `cmpxchg` is won by the earliest call in time, calls of one jiffy in
+//! a seeded order, and its system time delays the thread's next step.
+//! Running the work when the step that contains the tick began, as the
+//! model did before, let threads with long steps (those writing remote
+//! memory, 2.5× longer) win nearly every race. Each rule has a unit test
+//! against a hand-computed timeline (`state::gate_tests`).
 //!
 //! # The v6.5 collapse, derived (seed: 6,985 PTE updates)
 //!

@@ -249,7 +249,10 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         // skipping every VMA and advancing the seq by one.
         let p0: Vec<_> = a.scans.iter().filter(|s| s.process == 0).collect();
         assert!(a.skips.mpol_no_mof > 0);
-        assert_eq!(p0[1].t_ns - p0[0].t_ns, 1_000_000_000, "{:?}", &p0[..3]);
+        // (Calls are ordered within their tick by a seeded offset below
+        // 1 µs, so compare jiffies.)
+        let jiffy = |t: u64| t / 4_000_000;
+        assert_eq!(jiffy(p0[1].t_ns) - jiffy(p0[0].t_ns), 250, "{:?}", &p0[..3]);
         assert!(p0[..2]
             .iter()
             .all(|s| s.seq == s.seq_start + 1 && s.updated == 0));
@@ -274,8 +277,11 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         // `MPOL_BIND` policy never asks for a migration.
         let remote = cb.numa_hint_faults - cb.numa_hint_faults_local;
         assert!(cb.numa_pages_migrated <= remote, "rfc-2of6 {cb:?}");
+        // (Since the earliest call wins the race, unbound threads scan
+        // while slower ones are still bound: up to a few hundred such
+        // faults per run, well under 1%.)
         assert!(
-            cb.numa_pages_migrated * 1000 >= remote * 999,
+            cb.numa_pages_migrated * 100 >= remote * 99,
             "rfc-2of6 {cb:?}"
         );
         assert!(a
