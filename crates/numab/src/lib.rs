@@ -45,7 +45,11 @@
 //! * `numa02` runs on 64 CPUs (2 × 32, the size of Mel Gorman's 2-socket
 //!   box; 1 GiB, 800 passes).
 //! * `numa01` runs on 64 CPUs (2 × 32; 32 threads per process, 3 GiB, 50
-//!   passes) so one run stays near a second of host time.
+//!   passes) so one run stays near a second of host time. Like
+//!   numa01_THREAD_ALLOC it is built with `-DNO_BIND_FORCE_SAME_NODE` (the
+//!   benchmark's Makefile builds both binaries with it; its author: "to
+//!   ensure to start with the worst possible memory placement"), so its
+//!   first whole-buffer pass runs under `MPOL_BIND` (`force_same_node`).
 //! * `numa-disjoint` is a synthetic process on 32 CPUs.
 //! * `numa01-thread-alloc-64` is the same on 64 CPUs, the size of the
 //!   2-socket boxes of the v6.7 series (T7): 32 threads per process, 96 MiB
