@@ -29,11 +29,16 @@ fn main() {
             let mut el = Vec::new();
             let mut pte = Vec::new();
             let mut starved = 0u64;
+            let (mut sys, mut stacks, mut local2, mut local) = (0.0, 0.0, 0.0, 0.0);
             for &seed in &seeds {
                 let r = run(&sc, v, seed).expect("run");
                 el.push(r.elapsed_s());
                 pte.push(r.counters.numa_pte_updates as f64);
                 starved += r.starved_vmas;
+                sys += r.sys_s();
+                stacks += r.window_share_stacks_steady();
+                local2 += r.local_fraction_at_seq2();
+                local += r.local_fraction;
             }
             let n = el.len() as f64;
             let m = el.iter().sum::<f64>() / n;
@@ -46,6 +51,13 @@ fn main() {
                 p,
                 starved,
                 runs.join(", ")
+            );
+            println!(
+                "          sys {:7.2} s  window on stacks (seq>=2) {:.3}  local at seq 2 {:.3}  local {:.3}",
+                sys / n,
+                stacks / n,
+                local2 / n,
+                local / n
             );
             means.push((v, m));
         }
