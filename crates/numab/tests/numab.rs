@@ -221,9 +221,9 @@ fn numab_metrics_carry_the_required_names_and_counters_agree() {
     assert!(c.numa_pages_migrated > 0);
 }
 
-/// The seed's comparison on the 64-CPU scaling of numa01_THREAD_ALLOC
-/// (`numa01-thread-alloc-64`: the same bytes per thread and about the same
-/// virtual duration as on 256 CPUs; runs in debug builds). No first-visit
+/// The seed's comparison on the 64-CPU twin of numa01_THREAD_ALLOC
+/// (`numa01-thread-alloc-64`: the benchmark's 1000 passes over 96 MiB
+/// slices, about 3 minutes of virtual time; runs in debug builds). No first-visit
 /// parameter: every thread zeroes the buffer under `MPOL_BIND`, and every
 /// scanner call a bound thread makes skips every VMA (`!vma_policy_mof`)
 /// while still wrapping `numa_scan_seq`, one call a second. So the buffer
@@ -291,14 +291,19 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
             .iter()
             .any(|c| c.name == "buffer" && c.passes_behind > numab::STARVED_PASSES));
     }
-    // RFC 2/6 alone: the robot measured −11.9%. The model's gain on 64
-    // CPUs is 5–10% over seeds (seeds 1, 2: 5.5%; seed 4: 9.5%), short of
-    // the robot's on 256 CPUs (see the crate docs); this asserts what the
-    // model reaches, a clear gain.
+    // RFC 2/6 alone: the robot measured −11.9%; the target is within 2×
+    // of it (6–24%). The model: seeds 1–3 −10.3%, seed 4 −9.5%.
     let gain = 1.0 - el(&rfc) / el(&v65);
-    assert!(gain > 0.03, "{} vs {}", el(&rfc), el(&v65));
+    assert!(
+        (0.06..=0.24).contains(&gain),
+        "{} vs {}",
+        el(&rfc),
+        el(&v65)
+    );
+    // v6.7 (T7, 2 sockets: −29.8%): its one-stack-per-call crawl reaches
+    // the buffer early in the benchmark's 1000 passes (model: −34%).
     assert!(migrated(&v67) > migrated(&v65));
-    assert!(el(&v67) <= el(&v65), "{} vs {}", el(&v67), el(&v65));
+    assert!(el(&v67) <= 0.8 * el(&v65), "{} vs {}", el(&v67), el(&v65));
     // v6.5 leaves the stacks and the buffer starving; mmlab nothing, and it
     // is within 2% of the best kernel version.
     assert!(v65.iter().all(|r| r.starved_vmas > 10));
