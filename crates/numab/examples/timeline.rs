@@ -1,6 +1,6 @@
 //! Developer probe: prints the scan calls of one numab scenario run.
 //!
-//! `cargo run --release -p models --example numab_timeline -- numa01-thread-alloc v6.5 4 [max_s]`
+//! `cargo run --release -p numab --example timeline -- numa01-thread-alloc v6.5 4 [max_s]`
 use numab::{builtin_scenario, run, ScannerVersion};
 
 fn main() {

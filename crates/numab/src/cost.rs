@@ -138,7 +138,10 @@ pub struct CostModel {
     pub first_touch_2m_ns: u64,
     /// Convoy write-sharing cost: per page (per PMD for a THP) and per
     /// thread of the convoy, user time (every thread of numa01 zeroes the
-    /// same buffer at the same time first, so its stores contend).
+    /// same buffer at the same time first, so its stores contend). A
+    /// convoy thread pays this stall plus 1/n of a plain write (n threads
+    /// in the convoy): each line comes from memory and goes back once per
+    /// pass for all of them, so the page's node hardly matters there.
     pub convoy_fault_ns: u64,
     /// One NUMA hint fault on a 4 KiB PTE (trap, restore, bookkeeping).
     pub hint_fault_4k_ns: u64,

@@ -43,9 +43,18 @@ impl Machine {
         // Write-sharing in a convoy (every thread of the process zeroing the
         // same buffer at once): the stores stall on lines the other threads
         // write, in proportion to how many are in the convoy. User time.
+        // The memory traffic, on the other hand, is shared: a line is read
+        // from memory and written back once per pass for the whole convoy
+        // (the other threads take it cache to cache), so each thread pays
+        // 1/n of a plain write to the page's node (see `convoy_share`).
+        let convoy_n = if convoy {
+            self.mms[mm].convoy.max(1)
+        } else {
+            1
+        };
         let stall = if convoy {
             let faults = if huge { 1 } else { pages };
-            self.cost.convoy_fault_ns * faults * self.mms[mm].convoy.max(1)
+            self.cost.convoy_fault_ns * faults * convoy_n
         } else {
             0
         };
@@ -68,7 +77,7 @@ impl Machine {
         let local = nid == self.task_node(ti);
         self.sample(pages, local);
         let per = self.page_cost(local) * u64::from(self.tasks[ti].speed_permille) / 1000;
-        (per * pages + stall, sys)
+        (per * pages / convoy_n + stall, sys)
     }
 
     /// The thread's own stack page(s), touched with every step; only the
@@ -487,6 +496,37 @@ mod tests {
         s.touch(ti, buffer, 0, false);
         assert!(s.counters.numa_pages_migrated > 0);
         assert_eq!(usize::from(s.mms[0].vmas[buffer].units[0].nid), local);
+    }
+
+    #[test]
+    fn a_convoy_write_pays_the_stall_and_a_share_of_the_memory_traffic() {
+        let mut s = sim();
+        let ti = 0;
+        let buffer = s.mms[0]
+            .vmas
+            .iter()
+            .position(|v| v.name == "buffer")
+            .expect("buffer");
+        s.tasks[ti].speed_permille = 1000;
+        // First touch (outside a convoy), then every CPU writing: the
+        // saturated prices, 7 us local and 17.5 us remote per page.
+        s.touch(ti, buffer, 0, false);
+        s.running = s.ncpus;
+        let pages = s.mms[0].vmas[buffer].units[0].base_pages();
+        assert_eq!(pages, 512);
+        let (plain, _) = s.touch(ti, buffer, 0, false);
+        assert_eq!(plain, 7_000 * 512);
+        // Four threads in the convoy: each pays a quarter of the write
+        // (7,000 x 512 / 4 = 896,000 ns) plus the write-sharing stall
+        // (30 ns x 512 pages x 4 threads = 61,440 ns).
+        s.mms[0].convoy = 4;
+        let (user, _) = s.touch(ti, buffer, 0, true);
+        assert_eq!(user, 896_000 + 61_440);
+        // Remote: 17,500 x 512 / 4 = 2,240,000 ns, the same stall.
+        let here = s.task_node(ti);
+        s.mms[0].vmas[buffer].units[0].nid = (1 - here) as u8;
+        let (user, _) = s.touch(ti, buffer, 0, true);
+        assert_eq!(user, 2_240_000 + 61_440);
     }
 
     #[test]

@@ -110,6 +110,12 @@ pub struct ScanEvent {
     pub updated: u64,
     /// The scanning task's `numa_scan_period` (ms): it sets the next scan.
     pub period_ms: u32,
+    /// Base pages charged to the call's 256 MB window (`pages`): the whole
+    /// range handed to `change_prot_numa()` whenever it changed a PTE.
+    pub charged: u64,
+    /// The part of [`ScanEvent::charged`] spent on stacks (a thread stack
+    /// charges its whole 8 MiB for the few pages it has present).
+    pub charged_stacks: u64,
 }
 
 /// Scan coverage of one VMA.
@@ -211,6 +217,40 @@ impl NumabResult {
             .collect()
     }
 
+    /// Share of the scan window charged to stacks by the calls that began
+    /// at `numa_scan_seq >= 2`, once the access-PID filter applies (0 when
+    /// nothing was charged): what RFC 2/6's forced stack visits take from
+    /// the data VMAs.
+    pub fn window_share_stacks_steady(&self) -> f64 {
+        let (st, all) = self
+            .scans
+            .iter()
+            .filter(|s| s.seq_start >= 2)
+            .fold((0u64, 0u64), |a, s| {
+                (a.0 + s.charged_stacks, a.1 + s.charged)
+            });
+        if all == 0 {
+            0.0
+        } else {
+            st as f64 / all as f64
+        }
+    }
+
+    /// Fraction of accesses that were local in the sample bucket holding
+    /// the first scan call that began at `numa_scan_seq >= 2` (when the
+    /// access-PID filter starts to apply); 0 if there is none.
+    pub fn local_fraction_at_seq2(&self) -> f64 {
+        let Some(first) = self.scans.iter().find(|s| s.seq_start >= 2) else {
+            return 0.0;
+        };
+        let t = first.t_ns as f64 / 1e9;
+        self.local_series
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= t)
+            .map_or(0.0, |(_, f)| *f)
+    }
+
     /// Metrics as `(name, value, unit)` for JSON and comparison tables.
     pub fn metrics(&self) -> Vec<(&'static str, f64, &'static str)> {
         let c = &self.counters;
@@ -256,6 +296,16 @@ impl NumabResult {
                 "%",
             ),
             (metric::STARVED_VMAS, self.starved_vmas as f64, "vmas"),
+            (
+                "window_share_stacks_steady",
+                self.window_share_stacks_steady(),
+                "ratio",
+            ),
+            (
+                "local_fraction_at_seq2",
+                self.local_fraction_at_seq2(),
+                "ratio",
+            ),
             ("scan_calls", c.scan_calls as f64, "count"),
             ("scan_seq_advances", c.scan_seq_advances as f64, "count"),
         ];

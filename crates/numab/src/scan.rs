@@ -321,6 +321,8 @@ impl Machine {
         let mut cost = 0u64;
         let mut forced = false;
         let mut skipped = false;
+        let mut charged = 0u64;
+        let mut charged_stacks = 0u64;
         let mut start;
         let stopped: bool;
         'retry: loop {
@@ -384,11 +386,16 @@ impl Machine {
                     cost += c;
                     let range_pages = ((end - start) / PAGE) as i64;
                     if updated > 0 {
-                        pages -= if f.budget_by_updates {
+                        let c = if f.budget_by_updates {
                             updated as i64
                         } else {
                             range_pages
                         };
+                        pages -= c;
+                        charged += c as u64;
+                        if self.mms[mm].vmas[vi].name.starts_with("stack") {
+                            charged_stacks += c as u64;
+                        }
                     }
                     virtpages -= range_pages;
                     start = end;
@@ -445,6 +452,8 @@ impl Machine {
             offset: self.mms[mm].scan_offset,
             updated: self.counters.numa_pte_updates - updates_before,
             period_ms: self.tasks[ti].period_ms,
+            charged,
+            charged_stacks,
         });
         cost
     }

@@ -86,7 +86,8 @@ fn default_stack_pages() -> u64 {
 /// 3: 144, 4: 8 (none at 1), which is the RFC cover letter's case (e) and
 /// what makes v6.5 (493 and 6,985 PTE updates in T2/T3) starve them.
 ///
-/// mmtests builds `numa01_THREAD_ALLOC` with `-DNO_BIND_FORCE_SAME_NODE`:
+/// The benchmark's Makefile builds `numa01` and `numa01_THREAD_ALLOC` (mmtests'
+/// `NUMA01_THREADLOCAL`) with `-DNO_BIND_FORCE_SAME_NODE`:
 /// each thread calls `set_mempolicy(MPOL_BIND, nodemask_global)` (one node,
 /// the same for both processes), zeroes the whole 3 GiB buffer, then calls
 /// `set_mempolicy(MPOL_DEFAULT)` and loops over its slice.

@@ -189,7 +189,27 @@ pub(crate) struct Task {
     /// This thread's constant speed factor, per mille of the cost model's
     /// price (SMT siblings, frequency): drawn once from the seed.
     pub speed_permille: u32,
+    /// System time of a `task_numa_work()` that ran during the last step,
+    /// charged (as CPU and wall time) at the start of the next one.
+    pub pending_ns: u64,
 }
+
+/// What an entry of the event queue does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// Task `ti` runs its next step.
+    Step(usize),
+    /// Task `ti` runs `task_numa_work()` (the task work queued by its tick;
+    /// it runs on the way back to user mode right after that tick).
+    NumaWork(usize),
+}
+
+/// Upper bound (exclusive) of the seeded offset, in ns, that orders the
+/// `task_numa_work()` calls queued by ticks of the same jiffy. Far below
+/// one tick, so it never moves a call into another jiffy; it only stands
+/// for the arbitrary order in which CPUs that tick together reach the
+/// `cmpxchg` on `mm->numa_next_scan`.
+pub(crate) const SAME_TICK_ORDER_NS: u32 = 1000;
 
 /// The whole simulated system: the machine, its processes and threads,
 /// the scanner state and what the run counted so far.
@@ -210,8 +230,8 @@ pub(crate) struct Machine {
     /// Task indices per process, by plan thread index.
     pub proc_tasks: Vec<Vec<usize>>,
     pub rng: Rng,
-    /// Task wake-ups (task index) in `(time, emission order)` order.
-    pub queue: EventQueue<usize>,
+    /// Task steps and queued scanner work in `(time, emission order)` order.
+    pub queue: EventQueue<Event>,
     pub now: u64,
     pub counters: Counters,
     pub skips: SkipReasons,
@@ -404,6 +424,7 @@ impl Machine {
                 finish_ns: 0,
                 on_cpu: false,
                 speed_permille: 1000,
+                pending_ns: 0,
             });
             ids.push(ti);
         }
@@ -443,6 +464,21 @@ impl Machine {
             self.init_numa_balancing_clone(ti, sp, at);
         }
         self.mms[mm].users += 1;
+        // A new thread writes its stack (the clone return, `start_thread()`,
+        // the benchmark's `thread()` frame) before its first op, so before
+        // any `set_mempolicy()`: the pages are first touched under the
+        // policy it was created with (`MPOL_DEFAULT`: its own node). glibc's
+        // `struct pthread` at the top of the mapping is written by the
+        // creating thread; the model puts it with the others.
+        if spawner.is_some() {
+            if let Some(st) = self.tasks[ti].stack {
+                if !self.mms[mm].vmas[st].units.is_empty() {
+                    let (_, sys) = self.touch_stack(ti, st);
+                    self.tasks[ti].sys_ns += sys;
+                    self.tasks[ti].pending_ns += sys;
+                }
+            }
+        }
         let t = &mut self.tasks[ti];
         t.state = RunState::Running;
         t.scan_seq = self.mms[mm].scan_seq;
@@ -478,20 +514,32 @@ impl Machine {
     }
 
     pub fn push(&mut self, at: u64, ti: usize) {
-        self.queue.push(at, ti);
+        self.queue.push(at, Event::Step(ti));
+    }
+
+    /// Handles one queue entry at `self.now`.
+    pub(crate) fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::Step(ti) => self.step(ti),
+            Event::NumaWork(ti) => {
+                let cost = self.task_numa_work(ti, self.now);
+                self.tasks[ti].sys_ns += cost;
+                self.tasks[ti].pending_ns += cost;
+            }
+        }
     }
 
     /// Runs until every task finished or `limit_ns`; returns whether the
     /// limit cut the run short.
     pub fn run(&mut self, limit_ns: u64) -> bool {
         while let Some(s) = self.queue.pop() {
-            let (at, ti) = (s.time, s.event);
+            let (at, ev) = (s.time, s.event);
             if at > limit_ns {
                 self.now = limit_ns;
                 return true;
             }
             self.now = at;
-            self.step(ti);
+            self.dispatch(ev);
         }
         false
     }
@@ -720,18 +768,28 @@ impl Machine {
         ns * (1000 - j + r) / 1000
     }
 
-    /// Charges `dur` of CPU time and runs `task_tick_numa()`; returns the
-    /// system time of any `task_numa_work()` it triggered.
-    fn account_runtime(&mut self, ti: usize, dur: u64) -> u64 {
+    /// Charges a step of `dur` of CPU time, plus the system time of a
+    /// `task_numa_work()` run during the previous step, and runs
+    /// `task_tick_numa()` over it; returns that carried-over system time
+    /// (the extra wall time of this step).
+    ///
+    /// A tick that opens the gate queues `task_numa_work()` as an event at
+    /// the tick's time instead of running it here, when the step starts:
+    /// the `cmpxchg` on `mm->numa_next_scan` is won by the first call in
+    /// time, not by the thread whose step happened to begin first (which
+    /// favoured threads with long steps, those writing remote memory).
+    /// Calls queued by ticks of one jiffy are ordered by a seeded offset
+    /// below [`SAME_TICK_ORDER_NS`].
+    pub(crate) fn account_runtime(&mut self, ti: usize, dur: u64) -> u64 {
+        let carried = std::mem::take(&mut self.tasks[ti].pending_ns);
+        let total = dur + carried;
         let r0 = self.tasks[ti].runtime;
-        self.tasks[ti].runtime += dur;
-        let Some(at) = self.task_tick_numa(ti, r0, dur) else {
-            return 0;
-        };
-        let cost = self.task_numa_work(ti, at);
-        self.tasks[ti].runtime += cost;
-        self.tasks[ti].sys_ns += cost;
-        cost
+        self.tasks[ti].runtime += total;
+        if let Some(at) = self.task_tick_numa(ti, r0, total) {
+            let order = u64::from(self.rng.below_u32(SAME_TICK_ORDER_NS));
+            self.queue.push(at + order, Event::NumaWork(ti));
+        }
+        carried
     }
 
     /// `task_tick_numa()` over one step of task `ti` that starts at
@@ -990,6 +1048,82 @@ mod gate_tests {
             .collect();
         assert!(!firsts.is_empty());
         assert!(firsts.iter().all(|&q| q == 1), "{firsts:?}");
+    }
+
+    #[test]
+    fn the_first_call_in_time_wins_not_the_first_step_to_start() {
+        use super::{Event, SAME_TICK_ORDER_NS};
+        let mut s = sim();
+        s.queue = simcore::EventQueue::new();
+        let (a, b) = (1, 2);
+        s.mms[0].numa_next_scan = 250;
+        for t in [a, b] {
+            s.tasks[t].period_ms = 1000;
+        }
+        // A: a long step [1.000, 1.013] s; runtime > 8 ms + 1000 ms at
+        // 1.008 s, first tick after it 1.012 s.
+        s.tasks[a].node_stamp = 8 * MS;
+        s.tasks[a].runtime = S;
+        s.now = S;
+        assert_eq!(s.account_runtime(a, 13 * MS), 0);
+        // B: a shorter step [1.002, 1.009] s that starts later; runtime >
+        // 4 ms + 1000 ms at 1.004 s, first tick after it 1.008 s.
+        s.tasks[b].node_stamp = 4 * MS;
+        s.tasks[b].runtime = S + 2 * MS;
+        s.now = S + 2 * MS;
+        assert_eq!(s.account_runtime(b, 7 * MS), 0);
+        // Running the queued work in time order: B's call at jiffy 252
+        // wins and sets the next scan to 252 + 250; A's at jiffy 253 loses.
+        while let Some(e) = s.queue.pop() {
+            s.now = e.time;
+            s.dispatch(e.event);
+            assert!(matches!(e.event, Event::NumaWork(_)));
+        }
+        assert_eq!(s.counters.scan_calls, 1);
+        assert_eq!(s.scans[0].tid, s.tasks[b].tid);
+        let t = s.scans[0].t_ns;
+        assert!((S + 8 * MS..S + 8 * MS + u64::from(SAME_TICK_ORDER_NS)).contains(&t));
+        assert_eq!(s.mms[0].numa_next_scan, 502);
+        // The call's system time is charged to B's next step, as CPU time
+        // and wall time.
+        let cost = s.tasks[b].pending_ns;
+        assert!(cost > 0);
+        assert_eq!(s.tasks[a].pending_ns, 0);
+        let r = s.tasks[b].runtime;
+        s.now = S + 9 * MS;
+        assert_eq!(s.account_runtime(b, 4 * MS), cost);
+        assert_eq!(s.tasks[b].runtime, r + 4 * MS + cost);
+        assert_eq!(s.tasks[b].pending_ns, 0);
+    }
+
+    #[test]
+    fn a_new_thread_touches_its_stack_before_its_first_op() {
+        let sc = builtin_scenario("numa01-thread-alloc-64")
+            .expect("builtin")
+            .numab;
+        let plan = sc.plan().expect("plan");
+        let mut s = Machine::new(&sc, &plan, ScannerVersion::V6_5, 1);
+        // Worker 1 of process 0 starts with `set_mempolicy(MPOL_BIND)` to
+        // node 0; put it on node 1 to tell the two apart.
+        let ti = s.proc_tasks[0][1];
+        assert!(matches!(
+            s.tasks[ti].ops[0],
+            crate::plan::Op::SetMempolicy { bind: Some(0) }
+        ));
+        let far = s.cpus_per_node;
+        s.cpu_pool.retain(|&c| c != far);
+        s.cpu_pool.insert(0, far);
+        s.start_task(ti, S, Some(s.proc_tasks[0][0]));
+        assert_eq!(s.task_node(ti), 1);
+        assert_eq!(s.tasks[ti].pc, 0);
+        let st = s.tasks[ti].stack.expect("stack");
+        let units = &s.mms[0].vmas[st].units;
+        // 4 pages at the top of the 8 MiB stack, present on the thread's
+        // own node, not on the node of the bind that comes next; the
+        // first-touch system time (4 x 1.5 us) waits for the first step.
+        assert_eq!(units.iter().map(|u| u.base_pages()).sum::<u64>(), 4);
+        assert!(units.iter().all(|u| u.present && u.nid == 1));
+        assert_eq!(s.tasks[ti].pending_ns, 4 * 1_500);
     }
 
     #[test]
