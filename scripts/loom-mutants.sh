@@ -6,7 +6,11 @@
 # run it after touching an ordering:
 #
 #     scripts/loom-mutants.sh            # in a scratch copy of the tree
+#     ONLY="fold skip" scripts/loom-mutants.sh   # the mutants whose name has this
 #
+# A mutant that makes a model spin forever (a drain following a stale list
+# link, say) is reported as caught by a hang after MUTANT_TIMEOUT seconds
+# (default 900).
 # It works on a copy (in $TMPDIR), so the checkout is never left mutated.
 set -uo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,11 +20,13 @@ rsync -a --delete --exclude target --exclude .git "$src/" "$work/tree/"
 export CARGO_TARGET_DIR="$work/target"
 cd "$work/tree/crates/hierstat"
 run_loom() {
-    LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" cargo test -p hierstat --test loom --release 2>&1
+    LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "${MUTANT_TIMEOUT:-900}" \
+        cargo test -p hierstat --test loom --release 2>&1
 }
 caught_all=1
 mutant() {
     local name="$1" file="$2" from="$3" to="$4"
+    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
     cp "$file" "$work/backup"
     if ! python3 - "$file" "$from" "$to" <<'PY'
 import sys
@@ -33,9 +39,13 @@ PY
     then
         echo "PATTERN ERROR  $name"; caught_all=0; return
     fi
-    local out failed
-    out=$(run_loom)
+    local out failed rc
+    out=$(run_loom); rc=$?
     cp "$work/backup" "$file"
+    if [ "$rc" = 124 ]; then
+        echo "caught (hang)  $name  <- the models did not finish in ${MUTANT_TIMEOUT:-900} s"
+        return
+    fi
     failed=$(echo "$out" | grep -E "^test .* FAILED" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
     if [ -n "$failed" ]; then
         echo "caught         $name  <- $failed"
