@@ -17,6 +17,10 @@ src="$(cd "$(dirname "$0")/.." && pwd)"
 work="${TMPDIR:-/tmp}/hierstat-mutants"
 mkdir -p "$work"
 rsync -a --delete --exclude target --exclude .git "$src/" "$work/tree/"
+# rsync keeps the checkout's (older) mtimes, and cargo rebuilds only what
+# looks newer than its last build: without this, a new invocation's
+# baseline could run the binary of the previous invocation's last mutant.
+find "$work/tree/crates" -name '*.rs' -exec touch {} +
 export CARGO_TARGET_DIR="$work/target"
 cd "$work/tree/crates/hierstat"
 run_loom() {
