@@ -109,6 +109,17 @@ pub struct FlushStats {
     pub running: u64,
 }
 
+/// How long a flush waits for a conflicting one (see `Core::enter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Not at all: skip.
+    No,
+    /// Until it ends.
+    Block,
+    /// At most this long, then skip.
+    AtMost(std::time::Duration),
+}
+
 /// Exclusion held by a running flush (rank `Gate`, see `sync::Rank`).
 pub(crate) enum Gate<'a> {
     /// The tree-wide flush lock, for the whole flush.
@@ -404,12 +415,19 @@ impl Core {
             FlushScope::Root => self.root.clone(),
             FlushScope::Subtree => node.clone(),
         };
-        if let Concurrency::WaitOngoing { max_wait_ms } = self.policy.concurrency {
-            return self.flush_read_waiting(node, &target, max_wait_ms, work);
-        }
-        let blocking = self.policy.concurrency != Concurrency::Skip;
-        match self.enter(&target, blocking, work) {
-            Some(gate) => {
+        let wait = match self.policy.concurrency {
+            Concurrency::Skip => Wait::No,
+            Concurrency::WaitOngoing { max_wait_ms } => {
+                Wait::AtMost(std::time::Duration::from_millis(u64::from(max_wait_ms)))
+            }
+            Concurrency::Serialize | Concurrency::DisjointParallel => Wait::Block,
+        };
+        match self.enter(&target, wait, work) {
+            // `WaitOngoing`: the flush it waited for usually did its work.
+            Some((_, true)) if matches!(wait, Wait::AtMost(_)) && !self.needs_flush(node) => {
+                FlushOutcome::NotNeeded
+            }
+            Some((gate, _)) => {
                 self.flush_subtree(&target, &gate, work);
                 FlushOutcome::Flushed {
                     root: target.hot.parent.is_none(),
@@ -419,53 +437,10 @@ impl Core {
         }
     }
 
-    /// [`Concurrency::WaitOngoing`]'s guarded flush: take the flush lock,
-    /// waiting at most `max_wait_ms` for a running flush; after a wait,
-    /// flush only if `node` is still over its threshold.
-    fn flush_read_waiting<W: WorkSink>(
-        &self,
-        node: &Arc<Node>,
-        target: &Arc<Node>,
-        max_wait_ms: u32,
-        work: &mut W,
-    ) -> FlushOutcome {
-        let held = ranked(Rank::Gate);
-        let guard = match self.flush_lock.try_lock() {
-            Ok(g) => g,
-            Err(_) => {
-                work.count(Work::LockWaited, 1);
-                let deadline = std::time::Instant::now()
-                    + std::time::Duration::from_millis(u64::from(max_wait_ms));
-                let got = loop {
-                    if let Ok(g) = self.flush_lock.try_lock() {
-                        break Some(g);
-                    }
-                    if std::time::Instant::now() >= deadline {
-                        break None;
-                    }
-                    // A running flush takes microseconds to milliseconds:
-                    // poll, yielding the CPU to it.
-                    crate::sync::yield_now();
-                };
-                match got {
-                    Some(g) if self.needs_flush(node) => g,
-                    Some(_) => return FlushOutcome::NotNeeded,
-                    None => return FlushOutcome::Skipped,
-                }
-            }
-        };
-        work.count(Work::LockAcquired, 1);
-        let gate = Gate::Whole(Ranked::with(guard, held));
-        self.flush_subtree(target, &gate, work);
-        FlushOutcome::Flushed {
-            root: target.hot.parent.is_none(),
-        }
-    }
-
     /// Forced flush of `node`'s subtree, waiting for any conflicting flush.
     pub(crate) fn flush_forced_blocking<W: WorkSink>(&self, node: &Arc<Node>, work: &mut W) {
-        let gate = self
-            .enter(node, true, work)
+        let (gate, _) = self
+            .enter(node, Wait::Block, work)
             .expect("a blocking gate entry always succeeds");
         self.flush_subtree(node, &gate, work);
     }
@@ -475,8 +450,8 @@ impl Core {
         &self,
         root: &Arc<Node>,
     ) -> (Gate<'_>, Option<Ranked<MutexGuard<'_, ()>>>) {
-        let gate = self
-            .enter(root, true, &mut ())
+        let (gate, _) = self
+            .enter(root, Wait::Block, &mut ())
             .expect("blocking entry succeeds");
         // A per-pass gate does not hold the flush lock between passes.
         let extra = matches!(gate, Gate::PerPass)
@@ -484,32 +459,48 @@ impl Core {
         (gate, extra)
     }
 
-    /// Takes the exclusion a flush of `target` needs; `None` if the policy
-    /// skips and a flush is running (only when `!blocking`).
+    /// Takes the exclusion a flush of `target` needs, waiting for a
+    /// conflicting flush as `wait` says; `None` if it did not get it (only
+    /// with [`Wait::No`] or [`Wait::AtMost`]). The flag tells whether it
+    /// waited.
     fn enter<W: WorkSink>(
         &self,
         target: &Arc<Node>,
-        blocking: bool,
+        wait: Wait,
         work: &mut W,
-    ) -> Option<Gate<'_>> {
+    ) -> Option<(Gate<'_>, bool)> {
         match self.policy.concurrency {
             Concurrency::Skip | Concurrency::Serialize | Concurrency::WaitOngoing { .. } => {
                 if self.policy.concurrency == Concurrency::Serialize && self.policy.lock_per_shard {
-                    return Some(Gate::PerPass);
+                    return Some((Gate::PerPass, false));
                 }
                 let held = ranked(Rank::Gate);
-                match self.flush_lock.try_lock() {
-                    Ok(g) => {
-                        work.count(Work::LockAcquired, 1);
-                        Some(Gate::Whole(Ranked::with(g, held)))
-                    }
-                    Err(_) if !blocking => None,
-                    Err(_) => {
-                        work.count(Work::LockWaited, 1);
-                        work.count(Work::LockAcquired, 1);
-                        Some(Gate::Whole(Ranked::with(lock(&self.flush_lock), held)))
-                    }
+                if let Ok(g) = self.flush_lock.try_lock() {
+                    work.count(Work::LockAcquired, 1);
+                    return Some((Gate::Whole(Ranked::with(g, held)), false));
                 }
+                let g = match wait {
+                    Wait::No => return None,
+                    Wait::Block => lock(&self.flush_lock),
+                    Wait::AtMost(d) => {
+                        let deadline = std::time::Instant::now() + d;
+                        loop {
+                            if let Ok(g) = self.flush_lock.try_lock() {
+                                break g;
+                            }
+                            if std::time::Instant::now() >= deadline {
+                                work.count(Work::LockWaited, 1);
+                                return None;
+                            }
+                            // A running flush takes microseconds to
+                            // milliseconds: poll, yielding the CPU to it.
+                            crate::sync::yield_now();
+                        }
+                    }
+                };
+                work.count(Work::LockWaited, 1);
+                work.count(Work::LockAcquired, 1);
+                Some((Gate::Whole(Ranked::with(g, held)), true))
             }
             Concurrency::DisjointParallel => {
                 let held = ranked(Rank::Gate);
@@ -520,7 +511,8 @@ impl Core {
                         n.is_ancestor_or_self_of(target) || target.is_ancestor_or_self_of(n)
                     })
                 };
-                if overlaps(&active) {
+                let waited = overlaps(&active);
+                if waited {
                     work.count(Work::LockWaited, 1);
                     while overlaps(&active) {
                         active = match self.active_cv.wait(active) {
@@ -531,7 +523,7 @@ impl Core {
                 }
                 work.count(Work::LockAcquired, 1);
                 active.push(target.clone());
-                Some(Gate::Registered(self, target.clone(), held))
+                Some((Gate::Registered(self, target.clone(), held), waited))
             }
         }
     }

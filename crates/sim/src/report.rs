@@ -186,6 +186,20 @@ pub struct Claim {
     pub info: bool,
 }
 
+impl Claim {
+    /// The verdict as printed: `[info]` for a reference figure, `[ok]`
+    /// for a claim that holds, `[MISS]` for one that does not.
+    pub fn mark(&self) -> &'static str {
+        if self.info {
+            "[info]"
+        } else if self.pass {
+            "[ok]"
+        } else {
+            "[MISS]"
+        }
+    }
+}
+
 /// Collects the claims of one report, in the order they are added.
 #[derive(Debug)]
 pub struct Claims {

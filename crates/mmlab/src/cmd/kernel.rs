@@ -110,19 +110,10 @@ pub fn suite_section(
         let these = sim::claims(&report, &sc);
         if json_to_stdout {
         } else if verbose {
-            writeln!(out, "### {name}: {}", sc.description())?;
-            if !sc.reproduces().is_empty() {
-                writeln!(out, "### reproduces {}", sc.reproduces())?;
-            }
+            crate::cmd::suite::verbose_heading(name, &sc, out)?;
             crate::cmd::run::print_report(&report, &sc, out)?;
             print_side_by_side(&sc, &report, costs, out)?;
-            writeln!(
-                out,
-                "({name} took {:.1} s{})\n",
-                t.elapsed().as_secs_f64(),
-                id.map(|i| format!(", stored as run #{i}"))
-                    .unwrap_or_default()
-            )?;
+            crate::cmd::suite::verbose_footer(name, t.elapsed(), id, out)?;
         } else {
             crate::cmd::suite::summary_line(name, t.elapsed(), &these, id, out)?;
         }

@@ -42,13 +42,7 @@ pub const COMPACT_WIDTH: usize = 100;
 pub fn render_claims_compact(claims: &[Claim]) -> String {
     let mut out = String::new();
     for c in claims {
-        let mark = if c.info {
-            "[info]"
-        } else if c.pass {
-            "[ok]"
-        } else {
-            "[MISS]"
-        };
+        let mark = c.mark();
         let first = format!(
             "{} {}",
             pad(mark, 6, false),
@@ -143,18 +137,9 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         let claims = sim::claims(&report, sc);
         if json_to_stdout {
         } else if args.verbose {
-            writeln!(out, "### {name}: {}", sc.description())?;
-            if !sc.reproduces().is_empty() {
-                writeln!(out, "### reproduces {}", sc.reproduces())?;
-            }
+            verbose_heading(name, sc, out)?;
             print_report(&report, sc, out)?;
-            writeln!(
-                out,
-                "({name} took {:.1} s{})\n",
-                t.elapsed().as_secs_f64(),
-                id.map(|i| format!(", stored as run #{i}"))
-                    .unwrap_or_default()
-            )?;
+            verbose_footer(name, t.elapsed(), id, out)?;
         } else {
             summary_line(name, t.elapsed(), &claims, id, out)?;
         }
@@ -235,6 +220,33 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
             db.display()
         )?;
     }
+    Ok(())
+}
+
+/// The verbose suite's heading of one scenario: its name, description and
+/// what it reproduces.
+pub fn verbose_heading(name: &str, sc: &sim::Scenario, out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "### {name}: {}", sc.description())?;
+    if !sc.reproduces().is_empty() {
+        writeln!(out, "### reproduces {}", sc.reproduces())?;
+    }
+    Ok(())
+}
+
+/// The verbose suite's closing line of one scenario: time and stored run.
+pub fn verbose_footer(
+    name: &str,
+    took: std::time::Duration,
+    id: Option<crate::store::RunId>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    writeln!(
+        out,
+        "({name} took {:.1} s{})\n",
+        took.as_secs_f64(),
+        id.map(|i| format!(", stored as run #{i}"))
+            .unwrap_or_default()
+    )?;
     Ok(())
 }
 

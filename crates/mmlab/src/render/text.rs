@@ -409,13 +409,7 @@ pub fn render_claims(checks: &[Claim]) -> String {
         .unwrap_or(0);
     let _ = writeln!(out, "{:<6} {:<w$}  {:<wm$}  seed", "", "claim", "measured");
     for c in checks {
-        let mark = if c.info {
-            "[info]"
-        } else if c.pass {
-            "[ok]"
-        } else {
-            "[MISS]"
-        };
+        let mark = c.mark();
         let _ = writeln!(
             out,
             "{mark:<6} {:<w$}  {:<wm$}  {}",

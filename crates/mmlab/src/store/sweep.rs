@@ -4,9 +4,8 @@
 //! name, the point, the seed and the scenario text run), by which a sweep
 //! that was interrupted, sharded or merged knows which jobs are done.
 
-use super::write::{write_run, WriteError};
-use super::{sql_err, HostFacts, RunId, Store, StoreError};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use super::{HostFacts, RunId, Store, StoreError};
+use rusqlite::{params, OptionalExtension};
 use sim::report::RunReport;
 use std::time::SystemTime;
 
@@ -66,36 +65,23 @@ impl Store {
         ended: SystemTime,
         meta: &PointMeta,
     ) -> Result<RunId, StoreError> {
-        let path = self.path.clone();
-        let e = |err| sql_err(&path, err);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(e)?;
-        let id =
-            write_run(&tx, report, host, started, ended, &mut |_| Ok(())).map_err(
-                |err| match err {
-                    WriteError::Sql(s) => e(s),
-                    WriteError::Store(s) => s,
-                },
-            )?;
         let knobs = serde_json::to_string(&meta.knobs).unwrap_or_else(|_| "[]".into());
-        tx.execute(
-            "INSERT INTO sweep_points (run_id, sweep, point, knobs, preset, seed, job_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                id.0,
-                meta.sweep,
-                meta.point,
-                knobs,
-                meta.preset,
-                meta.seed.to_string(),
-                meta.job_key
-            ],
-        )
-        .map_err(e)?;
-        tx.commit().map_err(e)?;
-        Ok(id)
+        self.save_and(report, host, started, ended, &mut |_| Ok(()), |tx, id| {
+            tx.execute(
+                "INSERT INTO sweep_points (run_id, sweep, point, knobs, preset, seed, job_key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    id.0,
+                    meta.sweep,
+                    meta.point,
+                    knobs,
+                    meta.preset,
+                    meta.seed.to_string(),
+                    meta.job_key
+                ],
+            )
+            .map(drop)
+        })
     }
 
     /// The run of a sweep job, if it is stored.

@@ -48,6 +48,20 @@ impl Store {
         ended: SystemTime,
         hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
     ) -> Result<RunId, StoreError> {
+        self.save_and(report, host, started, ended, hook, |_, _| Ok(()))
+    }
+
+    /// Writes the run, then `more` (rows that belong with it), in one
+    /// transaction: all of it is stored, or nothing.
+    pub(crate) fn save_and(
+        &mut self,
+        report: &RunReport,
+        host: &HostFacts,
+        started: SystemTime,
+        ended: SystemTime,
+        hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
+        more: impl FnOnce(&Transaction<'_>, RunId) -> rusqlite::Result<()>,
+    ) -> Result<RunId, StoreError> {
         let path = self.path.clone();
         let e = |err| sql_err(&path, err);
         let tx = self
@@ -58,12 +72,13 @@ impl Store {
             WriteError::Sql(s) => e(s),
             WriteError::Store(s) => s,
         })?;
+        more(&tx, id).map_err(e)?;
         tx.commit().map_err(e)?;
         Ok(id)
     }
 }
 
-pub(crate) enum WriteError {
+enum WriteError {
     /// An SQLite error.
     Sql(rusqlite::Error),
     /// A store error (from the hook).
@@ -76,7 +91,7 @@ impl From<rusqlite::Error> for WriteError {
     }
 }
 
-pub(crate) fn write_run(
+fn write_run(
     tx: &Transaction<'_>,
     report: &RunReport,
     host: &HostFacts,

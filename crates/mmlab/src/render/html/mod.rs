@@ -97,14 +97,7 @@ pub fn render_html_checked(
     claims: &[Claim],
     host: Option<&HostFacts>,
 ) -> String {
-    let sections: Vec<Section<'_>> = reports
-        .iter()
-        .map(|r| Section {
-            heading: r.scenario.clone(),
-            facts: None,
-            report: r,
-        })
-        .collect();
+    let sections = plain_sections(reports);
     let mut intro = String::new();
     if let Some(h) = host {
         let _ = write!(
@@ -133,18 +126,31 @@ pub fn render_html_checked(
     page_with(title, &sections, &[], &intro, claims)
 }
 
+/// One section per report, headed by its scenario, with no run facts.
+fn plain_sections(reports: &[RunReport]) -> Vec<Section<'_>> {
+    reports
+        .iter()
+        .map(|r| Section {
+            heading: r.scenario.clone(),
+            facts: None,
+            report: r,
+        })
+        .collect()
+}
+
 /// The verdicts of `claims` as a table.
 fn claims_html(claims: &[&Claim]) -> String {
     let mut s = String::from(
         r#"<div class="tablewrap"><table class="claims"><tr><th class="m">verdict</th><th class="m">claim</th><th>measured</th><th>seed</th></tr>"#,
     );
     for c in claims {
-        let (mark, class) = if c.info {
-            ("[info]", "v-info")
+        let mark = c.mark();
+        let class = if c.info {
+            "v-info"
         } else if c.pass {
-            ("[ok]", "v-ok")
+            "v-ok"
         } else {
-            ("[MISS]", "v-miss")
+            "v-miss"
         };
         let _ = write!(
             s,
@@ -161,14 +167,7 @@ fn claims_html(claims: &[&Claim]) -> String {
 /// The HTML report with a title, one section per report and then one
 /// section per comparison of stored runs (`mmlab compare`'s tables).
 pub fn render_html_with(title: &str, reports: &[RunReport], comparisons: &[Comparison]) -> String {
-    let sections: Vec<Section<'_>> = reports
-        .iter()
-        .map(|r| Section {
-            heading: r.scenario.clone(),
-            facts: None,
-            report: r,
-        })
-        .collect();
+    let sections = plain_sections(reports);
     page(title, &sections, comparisons)
 }
 
