@@ -1,10 +1,9 @@
 //! Pre-bound counters: a (group, item) pair resolved once.
 
 use crate::error::Error;
-use crate::node::{Group, Node};
-use crate::schema::{ItemId, ItemKind, Unit};
+use crate::group::Group;
+use crate::schema::{ItemId, ItemKind, Slot, Unit};
 use crate::stats::HierStats;
-use crate::sync::Arc;
 
 /// A (group, item) pair resolved once, for code that updates the same
 /// statistic over and over (a request counter, a per-tenant gauge).
@@ -35,8 +34,8 @@ use crate::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct Counter {
     stats: HierStats,
-    node: Arc<Node>,
-    slot: usize,
+    group: Group,
+    slot: Slot,
     unit: Unit,
     event: bool,
 }
@@ -48,11 +47,11 @@ impl HierStats {
     /// [`Error::ForeignGroup`], [`Error::ForeignItem`],
     /// [`Error::WrongItemKind`] for a per-node item.
     pub fn counter(&self, group: &Group, item: ItemId) -> Result<Counter, Error> {
-        let node = self.core.own(group)?.clone();
+        self.core.check(group)?;
         let (slot, kind) = self.core.schema.slot_and_kind(item)?;
         Ok(Counter {
             stats: self.clone(),
-            node,
+            group: group.clone(),
             slot,
             unit: self.core.schema.slot_unit(slot),
             event: kind == ItemKind::Event,
@@ -73,15 +72,13 @@ impl Counter {
         }
         self.stats
             .core
-            .update_here(&self.node, self.slot, delta, self.unit.pages(delta));
+            .update_here(&self.group, self.slot, delta, self.unit.pages(delta));
         Ok(())
     }
 
     /// The group the counter updates.
     pub fn group(&self) -> Group {
-        Group {
-            node: self.node.clone(),
-        }
+        self.group.clone()
     }
 
     #[cold]
@@ -92,8 +89,7 @@ impl Counter {
             .core
             .schema
             .items()
-            .iter()
-            .find(|i| i.slot as usize == self.slot)
+            .get(self.slot.get())
             .map_or_else(String::new, |i| i.name.clone());
         Error::NegativeEvent(name, delta)
     }

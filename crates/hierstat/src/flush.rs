@@ -25,7 +25,8 @@
 //! `agg[n] + pending[n] == local[n] + Σ agg[children(n)]`.
 
 use crate::error::Error;
-use crate::node::{Group, Node};
+use crate::group::Group;
+use crate::node::Node;
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::slab::RESIDUE_MASK;
 use crate::stats::{Core, HierStats};

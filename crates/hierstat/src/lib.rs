@@ -54,12 +54,14 @@ mod error;
 mod flush;
 #[cfg(not(loom))]
 mod flusher;
+#[allow(unsafe_code)] // the handle's cached pointers (see the module docs)
+mod group;
 mod node;
 mod policy;
 mod read;
 mod schema;
 mod shard;
-#[allow(unsafe_code)] // one block: `RowRef::row` (see its SAFETY comment)
+#[allow(unsafe_code)] // the row pointers of the update path (see the module docs)
 mod slab;
 mod stats;
 mod sync;
@@ -76,7 +78,7 @@ pub use error::Error;
 pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]
 pub use flusher::{BackgroundFlusher, FlusherStats};
-pub use node::Group;
+pub use group::Group;
 pub use policy::{
     Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
     ThresholdScheme, ThresholdSize, UnknownPreset,

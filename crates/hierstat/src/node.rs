@@ -1,4 +1,5 @@
-//! A group's node: the handle users hold and the flusher's per-group state.
+//! A group's node: the per-group state that handles, updaters and flushers
+//! share (the handle itself is in `group.rs`).
 //!
 //! # Layout
 //!
@@ -57,18 +58,28 @@ pub(crate) struct NodeHot {
 /// another tree while any handle of this one lives; comparing two tags is
 /// one pointer compare.
 #[derive(Debug, Clone)]
-pub(crate) struct TreeTag(std::sync::Arc<()>);
+pub(crate) struct TreeTag {
+    /// Held so that no other tree gets the same address while this one
+    /// lives.
+    _alive: std::sync::Arc<()>,
+    /// The allocation's address, kept beside it so a compare loads one
+    /// word.
+    id: usize,
+}
 
 impl TreeTag {
     /// A tag no other live tree has.
     pub(crate) fn new() -> Self {
-        TreeTag(std::sync::Arc::new(()))
+        let tag = std::sync::Arc::new(());
+        let id = std::sync::Arc::as_ptr(&tag) as usize;
+        TreeTag { _alive: tag, id }
     }
 
-    /// Whether both tags name the same tree.
+    /// The tag as a number: equal for two tags exactly when they name the
+    /// same tree, while either lives (see `Group`'s copy).
     #[inline(always)]
-    pub(crate) fn same(&self, other: &TreeTag) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    pub(crate) fn id(&self) -> usize {
+        self.id
     }
 }
 
@@ -181,47 +192,6 @@ impl Node {
             cur = n.hot.parent.as_deref();
         }
         false
-    }
-}
-
-/// A handle to a group of a [`HierStats`](crate::HierStats) tree. Cheap to
-/// clone; stays valid (and keeps counting) after the group is removed: late
-/// updates still reach the ancestors.
-#[derive(Debug, Clone)]
-pub struct Group {
-    pub(crate) node: Arc<Node>,
-}
-
-impl Group {
-    /// The group's name (empty for the root).
-    pub fn name(&self) -> &str {
-        self.node.name()
-    }
-
-    /// The group's path (`/` for the root, `/a/b` below it).
-    pub fn path(&self) -> &str {
-        &self.node.path
-    }
-
-    /// Depth: 0 for the root.
-    pub fn depth(&self) -> usize {
-        self.node.hot.depth as usize
-    }
-
-    /// Whether the group has been removed.
-    pub fn is_removed(&self) -> bool {
-        // ORDERING: Relaxed; an informational flag.
-        self.node.removed.load(crate::sync::Ordering::Relaxed)
-    }
-
-    /// The parent group (`None` for the root).
-    pub fn parent(&self) -> Option<Group> {
-        self.node.hot.parent.clone().map(|node| Group { node })
-    }
-
-    /// Whether both handles name the same group.
-    pub fn same(&self, other: &Group) -> bool {
-        Arc::ptr_eq(&self.node, &other.node)
     }
 }
 

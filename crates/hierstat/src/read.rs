@@ -7,7 +7,8 @@
 //! reads clamp them to 0, as every kernel reader does.
 
 use crate::error::Error;
-use crate::node::{Group, Node};
+use crate::group::Group;
+use crate::node::Node;
 use crate::policy::{EarlyBreak, ThresholdRule, ThresholdScheme};
 use crate::schema::{ItemId, ItemKind, NodeItemId};
 use crate::stats::HierStats;
@@ -51,10 +52,10 @@ impl HierStats {
     /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
     #[inline(always)]
     pub fn read(&self, group: &Group, item: ItemId) -> Result<u64, Error> {
-        let node = self.core.own(group)?;
+        self.core.check(group)?;
         let (slot, kind) = self.core.schema.slot_and_kind(item)?;
         // ORDERING: Relaxed; a statistic, consistent per counter only.
-        Ok(clamp(kind, node.agg[slot].load(Ordering::Relaxed)))
+        Ok(clamp(kind, group.agg(slot).load(Ordering::Relaxed)))
     }
 
     /// Hierarchical value without clamping (may be transiently negative).
@@ -62,10 +63,10 @@ impl HierStats {
     /// # Errors
     /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
     pub fn read_signed(&self, group: &Group, item: ItemId) -> Result<i64, Error> {
-        let node = self.core.own(group)?;
+        self.core.check(group)?;
         let slot = self.core.schema.slot_of(item)?;
         // ORDERING: Relaxed; a statistic.
-        Ok(node.agg[slot].load(Ordering::Relaxed))
+        Ok(group.agg(slot).load(Ordering::Relaxed))
     }
 
     /// Local value: this group's own updates only, as of the last flush.
@@ -76,7 +77,7 @@ impl HierStats {
         let node = self.core.own(group)?;
         let (slot, kind) = self.core.schema.slot_and_kind(item)?;
         // ORDERING: Relaxed; a statistic.
-        Ok(clamp(kind, node.local[slot].load(Ordering::Relaxed)))
+        Ok(clamp(kind, node.local[slot.get()].load(Ordering::Relaxed)))
     }
 
     /// Hierarchical value of a per-node item on `node`; `None` as node reads
@@ -95,7 +96,7 @@ impl HierStats {
         let (total, per) = self.core.schema.node_slots(item, node.unwrap_or(0))?;
         let slot = if node.is_some() { per } else { total };
         // ORDERING: Relaxed; a statistic.
-        Ok(owned.agg[slot].load(Ordering::Relaxed).max(0) as u64)
+        Ok(owned.agg[slot.get()].load(Ordering::Relaxed).max(0) as u64)
     }
 
     /// Local value of a per-node item on `node` (`None`: total).
@@ -113,7 +114,7 @@ impl HierStats {
         let (total, per) = self.core.schema.node_slots(item, node.unwrap_or(0))?;
         let slot = if node.is_some() { per } else { total };
         // ORDERING: Relaxed; a statistic.
-        Ok(owned.local[slot].load(Ordering::Relaxed).max(0) as u64)
+        Ok(owned.local[slot.get()].load(Ordering::Relaxed).max(0) as u64)
     }
 
     /// Hierarchical value with its error bound (see [`Bounded`]).
@@ -148,7 +149,7 @@ impl HierStats {
         let (slot, kind) = self.core.schema.slot_and_kind(item)?;
         let unit = self.core.schema.slot_unit(slot);
         // ORDERING: Relaxed; a statistic.
-        let signed = node.agg[slot].load(Ordering::Relaxed);
+        let signed = node.agg[slot.get()].load(Ordering::Relaxed);
         let bound = self.core.error_bound(node).map(|p| unit.from_pages(p));
         Ok(Bounded {
             value: clamp(kind, signed),

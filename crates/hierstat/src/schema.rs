@@ -87,17 +87,34 @@ impl ItemKind {
 /// Handle of a state or event item (cheap to copy).
 ///
 /// A handle knows which item it names: its position, whether it is an
-/// event, and a 47-bit fingerprint of the item's definition (name, kind,
-/// unit) chained with every item defined before it. A schema accepts a
-/// handle only if its own item at that position has the same handle bits,
-/// so a handle of a schema with other items is an [`Error::ForeignItem`],
-/// while schemas built by the same sequence of definitions (a tree rebuilt
-/// per run) share handles. The check is one compare of a word the lookup
-/// loads anyway; the kind needs no further load (a matching handle was
-/// minted by [`SchemaBuilder::state`] or [`SchemaBuilder::event`], and says
-/// which).
+/// event, whether its unit is bytes, and a 46-bit fingerprint of the item's
+/// definition (name, kind, unit) chained with every item defined before it.
+/// A schema accepts a handle only if its own item at that position has the
+/// same handle bits, so a handle of a schema with other items is an
+/// [`Error::ForeignItem`], while schemas built by the same sequence of
+/// definitions (a tree rebuilt per run) share handles.
+///
+/// The update path needs nothing else from the schema: an item's counter
+/// slot is its position, and its kind and unit are in the bits, so the
+/// address an update writes does not wait for the check's table load (the
+/// check is one compare and a branch beside it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ItemId(pub(crate) u64);
+
+/// A counter slot checked by a schema: below its [`Schema::slots`], so below
+/// the cell count of every row of a tree built with it. Only the schema's
+/// checks make one, and a tree uses only its own schema's, so the update
+/// path indexes cells with it and no bounds check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slot(usize);
+
+impl Slot {
+    /// The slot's index.
+    #[inline(always)]
+    pub(crate) fn get(self) -> usize {
+        self.0
+    }
+}
 
 /// Handle of a per-node state item (identified as [`ItemId`] is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -106,8 +123,12 @@ pub struct NodeItemId(pub(crate) u64);
 /// Bits of a handle holding the index; the fingerprint is above them.
 const INDEX_BITS: u32 = 16;
 
-/// The handle bit set for event items (the fingerprint's top bit).
+/// The handle bit set for event items.
 const EVENT_BIT: u64 = 1 << 63;
+
+/// The handle bit set for items counted in bytes (whose magnitude in pages
+/// rounds up); the fingerprint is below it.
+const BYTES_BIT: u64 = 1 << 62;
 
 impl ItemId {
     /// Dense index of the item in its schema.
@@ -128,6 +149,18 @@ impl ItemId {
         } else {
             ItemKind::State
         }
+    }
+
+    /// Magnitude of an update of `delta` in pages, by the unit the handle
+    /// was minted with (see [`Unit::pages`]).
+    #[inline(always)]
+    pub(crate) fn pages(self, delta: i64) -> u64 {
+        let unit = if self.0 & BYTES_BIT != 0 {
+            Unit::Bytes
+        } else {
+            Unit::Pages
+        };
+        unit.pages(delta)
     }
 }
 
@@ -157,15 +190,19 @@ fn chain(mut h: u64, name: &str, kind: ItemKind, unit: Unit) -> u64 {
 /// Fingerprint chain start (the FNV offset basis).
 const CHAIN_START: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// Packs an index, a chained fingerprint and the event flag into handle
-/// bits.
-fn handle(index: u16, chain: u64, kind: ItemKind) -> u64 {
+/// Packs an index, a chained fingerprint and the event and bytes flags into
+/// handle bits.
+fn handle(index: u16, chain: u64, kind: ItemKind, unit: Unit) -> u64 {
     let event = if kind == ItemKind::Event {
         EVENT_BIT
     } else {
         0
     };
-    (((chain ^ (chain >> 48)) << INDEX_BITS) & !EVENT_BIT) | event | index as u64
+    let bytes = if unit == Unit::Bytes { BYTES_BIT } else { 0 };
+    (((chain ^ (chain >> 48)) << INDEX_BITS) & !(EVENT_BIT | BYTES_BIT))
+        | event
+        | bytes
+        | index as u64
 }
 
 /// Description of one item.
@@ -177,8 +214,9 @@ pub struct ItemInfo {
     pub kind: ItemKind,
     /// Unit.
     pub unit: Unit,
-    /// First counter slot of the item (the total, for per-node items).
-    pub(crate) slot: u32,
+    /// First per-node counter slot of a per-node item (its total is at its
+    /// index, as every item's one counter is); unused for other kinds.
+    pub(crate) node_slots: u32,
 }
 
 /// The set of items every group of a tree carries. Build one with
@@ -191,17 +229,9 @@ pub struct Schema {
     by_name: HashMap<String, u16>,
     /// Unit of each slot, for threshold magnitudes.
     slot_units: Vec<Unit>,
-    /// What the update path needs of each item, 16 bytes apiece.
-    hot: Box<[HotItem]>,
-}
-
-/// The update path's view of an item: its handle bits (for the identity
-/// check, and the kind), first slot and unit, in one 16-byte entry.
-#[derive(Debug, Clone, Copy)]
-struct HotItem {
-    handle: u64,
-    slot: u32,
-    unit: Unit,
+    /// Each item's handle bits, for the identity check: all the update path
+    /// reads of the schema.
+    handles: Box<[u64]>,
 }
 
 /// Builder for a [`Schema`].
@@ -229,7 +259,7 @@ impl SchemaBuilder {
     fn push(&mut self, name: &str, kind: ItemKind, unit: Unit) -> u64 {
         self.chain = chain(self.chain, name, kind, unit);
         self.items.push((name.to_string(), kind, unit));
-        handle((self.items.len() - 1) as u16, self.chain, kind)
+        handle((self.items.len() - 1) as u16, self.chain, kind, unit)
     }
 
     /// Adds a signed state item.
@@ -266,35 +296,32 @@ impl SchemaBuilder {
         if self.items.len() > u16::MAX as usize {
             return Err(Error::InvalidConfig("more than 65535 items".into()));
         }
+        // Slot layout: item `i`'s counter (a per-node item's total) is slot
+        // `i`; the per-node counters of per-node items follow all of them.
         let mut by_name = HashMap::new();
         let mut items = Vec::with_capacity(self.items.len());
-        let mut slot_units = Vec::new();
+        let mut slot_units: Vec<Unit> = self.items.iter().map(|it| it.2).collect();
         let mut fp = CHAIN_START;
-        let mut hot = Vec::with_capacity(self.items.len());
+        let mut handles = Vec::with_capacity(self.items.len());
         for (i, (name, kind, unit)) in self.items.iter().enumerate() {
             fp = chain(fp, name, *kind, *unit);
             if by_name.insert(name.clone(), i as u16).is_some() {
                 return Err(Error::DuplicateItem(name.clone()));
             }
-            let width = match kind {
-                ItemKind::NodeState => 1 + nodes,
-                _ => 1,
-            };
+            let node_slots = slot_units.len() as u32;
+            if *kind == ItemKind::NodeState {
+                slot_units.extend(std::iter::repeat_n(*unit, nodes));
+            }
             items.push(ItemInfo {
                 name: name.clone(),
                 kind: *kind,
                 unit: *unit,
-                slot: slot_units.len() as u32,
+                node_slots,
             });
-            hot.push(HotItem {
-                handle: handle(i as u16, fp, *kind),
-                slot: slot_units.len() as u32,
-                unit: *unit,
-            });
-            slot_units.extend(std::iter::repeat_n(*unit, width));
+            handles.push(handle(i as u16, fp, *kind, *unit));
         }
         Ok(Schema {
-            hot: hot.into_boxed_slice(),
+            handles: handles.into_boxed_slice(),
             slots: slot_units.len(),
             items,
             nodes,
@@ -318,7 +345,7 @@ impl Schema {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
             ItemKind::NodeState => Err(self.wrong_kind(i, "state or event")),
-            _ => Ok(ItemId(self.hot[i as usize].handle)),
+            _ => Ok(ItemId(self.handles[i as usize])),
         }
     }
 
@@ -329,7 +356,7 @@ impl Schema {
     pub fn node_item(&self, name: &str) -> Result<NodeItemId, Error> {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
-            ItemKind::NodeState => Ok(NodeItemId(self.hot[i as usize].handle)),
+            ItemKind::NodeState => Ok(NodeItemId(self.handles[i as usize])),
             _ => Err(self.wrong_kind(i, "per-node state")),
         }
     }
@@ -377,8 +404,8 @@ impl Schema {
     /// handle is one of this schema's (see [`ItemId`]).
     #[inline(always)]
     fn own(&self, index: usize, tag: u64) -> Result<&ItemInfo, Error> {
-        match self.hot.get(index) {
-            Some(h) if h.handle >> INDEX_BITS == tag => Ok(&self.items[index]),
+        match self.handles.get(index) {
+            Some(h) if h >> INDEX_BITS == tag => Ok(&self.items[index]),
             _ => Err(Error::ForeignItem(index)),
         }
     }
@@ -395,23 +422,24 @@ impl Schema {
 
     /// Unit of a counter slot.
     #[inline]
-    pub(crate) fn slot_unit(&self, slot: usize) -> Unit {
-        self.slot_units[slot]
+    pub(crate) fn slot_unit(&self, slot: Slot) -> Unit {
+        self.slot_units[slot.get()]
     }
 
     /// Slot of a state/event item, checking the handle belongs here.
     #[inline]
-    pub(crate) fn slot_of(&self, item: ItemId) -> Result<usize, Error> {
+    pub(crate) fn slot_of(&self, item: ItemId) -> Result<Slot, Error> {
         self.slot_and_kind(item).map(|(slot, _)| slot)
     }
 
     /// Slot and kind of a state/event item, checking the handle belongs here.
     #[inline(always)]
-    pub(crate) fn slot_and_kind(&self, item: ItemId) -> Result<(usize, ItemKind), Error> {
-        // The hot table alone: one bounds check and one compare of the
+    pub(crate) fn slot_and_kind(&self, item: ItemId) -> Result<(Slot, ItemKind), Error> {
+        // The handle table alone: one bounds check and one compare of the
         // whole handle, which also settles the kind (see `ItemId`).
-        match self.hot.get(item.index()) {
-            Some(h) if h.handle == item.0 => Ok((h.slot as usize, item.kind())),
+        match self.handles.get(item.index()) {
+            // A matching handle's index is an item's, below `slots`.
+            Some(&h) if h == item.0 => Ok((Slot(item.index()), item.kind())),
             _ => Err(self.lookup_error(item)),
         }
     }
@@ -425,14 +453,15 @@ impl Schema {
         }
     }
 
-    /// Slot and unit of an item for an update of `delta`, checking the
-    /// handle belongs here: events only count up.
+    /// Slot of an item and the magnitude (pages) of an update of `delta`
+    /// to it, checking the handle belongs here: events only count up. Both
+    /// come from the handle's bits; the table load only decides the branch.
     #[inline(always)]
-    pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<(usize, Unit), Error> {
+    pub(crate) fn slot_for_update(&self, item: ItemId, delta: i64) -> Result<(Slot, u64), Error> {
         // As `slot_and_kind`; an event must not go down.
-        match self.hot.get(item.index()) {
-            Some(h) if h.handle == item.0 && (delta >= 0 || item.kind() == ItemKind::State) => {
-                Ok((h.slot as usize, h.unit))
+        match self.handles.get(item.index()) {
+            Some(&h) if h == item.0 && (delta >= 0 || item.kind() == ItemKind::State) => {
+                Ok((Slot(item.index()), item.pages(delta)))
             }
             _ => Err(self.update_error(item, delta)),
         }
@@ -452,11 +481,7 @@ impl Schema {
 
     /// (total slot, node slot) of a per-node item on `node`.
     #[inline]
-    pub(crate) fn node_slots(
-        &self,
-        item: NodeItemId,
-        node: usize,
-    ) -> Result<(usize, usize), Error> {
+    pub(crate) fn node_slots(&self, item: NodeItemId, node: usize) -> Result<(Slot, Slot), Error> {
         let info = self.own(item.index(), item.tag())?;
         if info.kind != ItemKind::NodeState {
             return Err(self.wrong_kind(item.index() as u16, "per-node state"));
@@ -467,8 +492,9 @@ impl Schema {
                 nodes: self.nodes,
             });
         }
-        let total = info.slot as usize;
-        Ok((total, total + 1 + node))
+        // Both below `slots`: the item's own, and one of its `nodes`
+        // per-node slots, all allocated by `build`.
+        Ok((Slot(item.index()), Slot(info.node_slots as usize + node)))
     }
 }
 
@@ -494,10 +520,11 @@ mod tests {
         let n = b.node_state("active_file", Unit::Pages);
         let e = b.event("pgfault", Unit::Count);
         let s = b.nodes(2).build().unwrap();
-        assert_eq!(s.slots(), 1 + 3 + 1);
-        assert_eq!(s.slot_of(a).unwrap(), 0);
-        assert_eq!(s.node_slots(n, 1).unwrap(), (1, 3));
-        assert_eq!(s.slot_of(e).unwrap(), 4);
+        // One slot per item, in definition order, then the per-node ones.
+        assert_eq!(s.slots(), 3 + 2);
+        assert_eq!(s.slot_of(a).unwrap(), Slot(0));
+        assert_eq!(s.node_slots(n, 1).unwrap(), (Slot(1), Slot(4)));
+        assert_eq!(s.slot_of(e).unwrap(), Slot(2));
         assert!(matches!(
             s.node_slots(n, 2),
             Err(Error::NodeOutOfRange { .. })

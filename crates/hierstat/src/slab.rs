@@ -11,8 +11,9 @@
 //! Rows live in *buckets* of geometrically growing capacity (16, 32, ...,
 //! 256 rows, then 256 each), so memory grows with the number of groups
 //! (at most 255 rows of slack) and a row never moves.
-//! A group caches its bucket and offsets, so the hot path reaches its row
-//! without consulting any table.
+//! A group's node caches its bucket and offsets, and every handle of the
+//! group a copy of its row's address (`RowCursor`), so the hot path
+//! reaches its row without consulting any table.
 //!
 //! # Three sections per bucket
 //!
@@ -30,9 +31,11 @@
 //!
 //! All three share one geometry, so a word's index is the same in each.
 //!
-//! The one `unsafe` block of the crate is here: a row's address cached as
-//! a pointer (`RowRef::row`), so the update path reaches its row with one
-//! bounds check instead of a walk and three.
+//! Most of the crate's `unsafe` code is here (the rest is the group
+//! handle's, `group.rs`): a row's address cached as a pointer
+//! (`RowRef::row0`, copied into every group handle as a `RowCursor`), so
+//! the update path reaches its row with one multiply-add and one compare,
+//! and its cells with a checked [`Slot`] and no bounds check.
 //!
 //! # Header word
 //!
@@ -45,7 +48,11 @@
 //! | 63 | `QUEUED`: the row is on the shard's update list | claimers, flusher (drain) |
 //!
 //! The owner's residue is the row's second word, written by the owner
-//! alone (plain load and store).
+//! alone (plain load and store). It counts *down*: it holds the pages the
+//! owner may still add before it folds, minus one (`batch − 1` when empty,
+//! which [`Slab::alloc`] writes), so that one subtraction both accounts an
+//! update and, by going negative, says that the residue reached `batch`:
+//! the owner's update tests the result's sign and compares with nothing.
 //!
 //! Shared writers put the residue and the claim bit in one word: the
 //! updater's residue `fetch_add` (Release) and the flusher's drain are
@@ -54,7 +61,9 @@
 //! `QUEUED` clear and queues the row again. The owner's plain path closes
 //! the same window with an asymmetric barrier (see `update.rs`).
 
+use crate::schema::Slot;
 use crate::sync::{Arc, AtomicU64, Ordering};
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
@@ -114,6 +123,20 @@ impl Words {
     #[inline(always)]
     pub(crate) fn word(&self, i: usize) -> &AtomicU64 {
         &self.words[self.start + i]
+    }
+
+    /// A pointer to word `i` that may address every word of the array (a
+    /// pointer made from [`word`](Self::word)'s reference may address only
+    /// that word).
+    ///
+    /// # Panics
+    /// If `i` is out of range.
+    fn ptr(&self, i: usize) -> NonNull<AtomicU64> {
+        assert!(self.start + i < self.words.len(), "word {i} out of range");
+        let base = NonNull::from(&*self.words).cast::<AtomicU64>();
+        // SAFETY: `start + i` is in bounds (asserted above), so the offset
+        // stays inside the allocation the pointer came from.
+        unsafe { base.add(self.start + i) }
     }
 
     fn len(&self) -> usize {
@@ -198,15 +221,85 @@ impl Bucket {
     }
 }
 
-/// A row split into its parts, for the owner path.
+/// One group's row on one shard, for the owner path: its header, the
+/// owner's residue and the owner cells, reached from the row's address
+/// with no bounds check (a [`Slot`] is below every row's cell count).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OwnerRow<'a> {
+    /// The header word; `CELLS + slots` words of the owner section start
+    /// here.
+    row: NonNull<AtomicU64>,
+    _words: PhantomData<&'a [AtomicU64]>,
+}
+
+impl<'a> OwnerRow<'a> {
+    /// # Safety
+    /// `row` points at the header of a row of `CELLS + slots` words of a
+    /// bucket's owner section (`slots` the tree's schema's), the bucket
+    /// alive and in place for `'a`.
+    #[inline(always)]
+    unsafe fn new(row: NonNull<AtomicU64>) -> Self {
+        OwnerRow {
+            row,
+            _words: PhantomData,
+        }
+    }
+
     /// The header word.
-    pub(crate) header: &'a AtomicU64,
+    #[inline(always)]
+    pub(crate) fn header(self) -> &'a AtomicU64 {
+        // SAFETY: word 0 of the row (see `new`); initialised atomics, only
+        // ever accessed through shared references.
+        unsafe { self.row.as_ref() }
+    }
+
     /// The owner's residue word.
-    pub(crate) residue: &'a AtomicU64,
-    /// The owner cells, one per schema slot.
-    pub(crate) cells: &'a [AtomicU64],
+    #[inline(always)]
+    pub(crate) fn residue(self) -> &'a AtomicU64 {
+        // SAFETY: word `OWNER_RESIDUE < CELLS` of the row (see `new`).
+        unsafe { self.row.add(OWNER_RESIDUE).as_ref() }
+    }
+
+    /// Owner cell `slot`.
+    #[inline(always)]
+    pub(crate) fn cell(self, slot: Slot) -> &'a AtomicU64 {
+        // SAFETY: a `Slot` is below the schema's slot count (see `Slot`),
+        // and the row has `CELLS + slots` words (see `new`); only one
+        // schema's slots reach a tree's rows.
+        unsafe { self.row.add(CELLS + slot.get()).as_ref() }
+    }
+}
+
+/// What a group handle carries of the group's rows for the owner path: the
+/// row's header on shard 0 of the owner section, the words between shards
+/// and the owner count. An update reaches its row from the handle with one
+/// multiply-add, loading nothing through the group's node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowCursor {
+    row0: NonNull<AtomicU64>,
+    stride: u32,
+    owners: u32,
+}
+
+impl RowCursor {
+    /// The row on `slot`'s shard if `slot` is an owner slot of the tree
+    /// (`slot` below the owner count, see `shard.rs`), else `None`: the
+    /// owner path's one check, for both ownership and range.
+    ///
+    /// # Safety
+    /// The cursor comes from [`RowRef::cursor`] of a `RowRef` that lives
+    /// for `'a` (its `Arc<Bucket>` keeps the words in place).
+    #[inline(always)]
+    pub(crate) unsafe fn owner_row<'a>(&self, slot: usize) -> Option<OwnerRow<'a>> {
+        if slot < self.owners as usize {
+            // SAFETY: `RowRef::new` checked that the row on every shard
+            // below `shards >= owners` lies inside the owner section, so the
+            // offset stays in the allocation; the caller keeps it alive.
+            Some(unsafe { OwnerRow::new(self.row0.add(slot * self.stride as usize)) })
+        } else {
+            None
+        }
+    }
 }
 
 /// Where a group's rows are: shared by the group's handle and the flusher.
@@ -217,8 +310,6 @@ pub(crate) struct RowRef {
     pub(crate) offset: usize,
     /// Words per shard section.
     pub(crate) stride: usize,
-    /// Words per row.
-    pub(crate) len: usize,
     /// Shards of the bucket (sections in each of its word arrays).
     shards: usize,
     /// Shards `0..owners` may be written by their owners' plain path: all
@@ -226,7 +317,8 @@ pub(crate) struct RowRef {
     owners: usize,
     /// The row's header word on shard 0 of the owner section: the update
     /// path's row address is `row0 + shard × stride`, one multiply-add
-    /// instead of a walk through `bucket` and two slice bounds checks.
+    /// instead of a walk through `bucket` and two slice bounds checks. Made
+    /// from the whole owner section, so it may address any of its words.
     row0: NonNull<AtomicU64>,
 }
 
@@ -251,88 +343,46 @@ impl RowRef {
         // section: `row` and `owner_row` rely on it.
         assert!(shards >= 1 && (shards - 1) * stride + offset + len <= bucket.lines.len());
         assert!(owners <= shards && len >= CELLS);
-        let row0 = NonNull::from(bucket.lines.word(offset));
+        // The cursor packs the stride and the owner count in 32 bits each.
+        assert!(stride <= u32::MAX as usize && owners <= u32::MAX as usize);
+        let row0 = bucket.lines.ptr(offset);
         RowRef {
             bucket,
             offset,
             stride,
-            len,
             shards,
             owners,
             row0,
         }
     }
 
-    /// The row on `slot`'s shard if `slot` is an owner slot of the tree
-    /// (`slot` below the owner count, see `shard.rs`), else `None`: the
-    /// owner path's one check, for both ownership and range.
-    #[inline(always)]
-    pub(crate) fn owner_row(&self, slot: usize) -> Option<OwnerRow<'_>> {
-        if slot < self.owners {
-            // SAFETY: as in `row`: `slot < owners <= shards`; the row is
-            // `len >= CELLS` words (`new` asserts it).
-            Some(unsafe { Self::split(self.row_unchecked(slot)) })
-        } else {
-            None
+    /// The owner path's copy of where the row is (see [`RowCursor`]).
+    pub(crate) fn cursor(&self) -> RowCursor {
+        RowCursor {
+            row0: self.row0,
+            stride: self.stride as u32,
+            owners: self.owners as u32,
         }
     }
 
-    /// The row on `shard`, split for the owner path.
+    /// The row on `shard`, for the owner path.
     ///
     /// # Panics
-    /// As [`row`](Self::row).
+    /// If `shard` is not below the tree's shard count (callers pass a lane
+    /// or a checked [`Shard`](crate::Shard), so it never does).
     #[inline(always)]
     pub(crate) fn owned_row(&self, shard: usize) -> OwnerRow<'_> {
-        // SAFETY: `row` returns `len >= CELLS` words (`new` asserts it).
-        unsafe { Self::split(self.row(shard)) }
-    }
-
-    /// Splits a row into header, residue and cells.
-    ///
-    /// # Safety
-    /// `row.len() >= CELLS` (every row is: `new` asserts `len >= CELLS`).
-    #[inline(always)]
-    unsafe fn split(row: &[AtomicU64]) -> OwnerRow<'_> {
-        debug_assert!(row.len() >= CELLS);
-        // SAFETY: the caller guarantees `row.len() >= CELLS`.
-        let (head, cells) = unsafe { row.split_at_unchecked(CELLS) };
-        OwnerRow {
-            header: &head[0],
-            residue: &head[OWNER_RESIDUE],
-            cells,
-        }
-    }
-
-    /// # Safety
-    /// `shard < self.shards`.
-    #[inline(always)]
-    unsafe fn row_unchecked(&self, shard: usize) -> &[AtomicU64] {
-        debug_assert!(shard < self.shards);
+        assert!(shard < self.shards, "shard {shard} out of range");
         // SAFETY: `new` checked that the row on every shard below
-        // `self.shards` lies inside `bucket.lines` (`(shards − 1) × stride +
-        // offset + len` words from its start), and the caller guarantees
-        // `shard` is below it; the words are initialised atomics, kept alive
-        // and in place for `&self`'s lifetime by `self.bucket`, and only
-        // ever accessed through shared references.
-        unsafe { std::slice::from_raw_parts(self.row0.as_ptr().add(shard * self.stride), self.len) }
+        // `self.shards` lies inside `bucket.lines`, and `shard` is below it;
+        // `self.bucket` keeps the words alive and in place for `&self`.
+        unsafe { OwnerRow::new(self.row0.add(shard * self.stride)) }
     }
 
     /// Index of the header word of this row on `shard`.
     #[inline(always)]
     pub(crate) fn base(&self, shard: usize) -> usize {
         shard * self.stride + self.offset
-    }
-
-    /// The whole row on `shard`: header, owner residue, owner cells.
-    ///
-    /// # Panics
-    /// If `shard` is not below the tree's shard count (callers pass a lane
-    /// or a checked [`Shard`](crate::Shard), so it never does).
-    #[inline(always)]
-    pub(crate) fn row(&self, shard: usize) -> &[AtomicU64] {
-        assert!(shard < self.shards, "shard {shard} out of range");
-        // SAFETY: `shard < self.shards`, checked above.
-        unsafe { self.row_unchecked(shard) }
     }
 
     /// The header word on `shard`.
@@ -402,6 +452,8 @@ impl RowRef {
 pub(crate) struct Slab {
     shards: usize,
     owners: usize,
+    /// An empty owner residue: `batch − 1` (see the module docs).
+    empty_residue: u64,
     row_words: usize,
     buckets: Vec<Arc<Bucket>>,
     next_row: usize,
@@ -410,11 +462,14 @@ pub(crate) struct Slab {
 
 impl Slab {
     /// A slab of rows of `slots` counters on `shards` shards, of which the
-    /// first `owners` (all or none) take owner-path writes.
-    pub(crate) fn new(shards: usize, owners: usize, slots: usize) -> Self {
+    /// first `owners` (all or none) take owner-path writes, whose residues
+    /// fold at `batch` pages.
+    pub(crate) fn new(shards: usize, owners: usize, slots: usize, batch: u64) -> Self {
+        assert!(batch >= 1, "a residue folds at one page or more");
         Slab {
             shards,
             owners,
+            empty_residue: batch - 1,
             row_words: CELLS + slots,
             buckets: Vec::new(),
             next_row: 0,
@@ -449,7 +504,8 @@ impl Slab {
         (b, row - start)
     }
 
-    /// Allocates a zeroed row: a recycled one if any, else a fresh one.
+    /// Allocates a row, zeroed but for its empty owner residues: a recycled
+    /// one if any, else a fresh one.
     pub(crate) fn alloc(&mut self) -> Option<(u32, RowRef)> {
         let row = match self.free.pop() {
             Some(r) => r as usize,
@@ -466,19 +522,24 @@ impl Slab {
             let n = self.shards * self.section_words(self.buckets.len());
             self.buckets.push(Arc::new(Bucket::zeroed(n)));
         }
-        Some((
-            row as u32,
-            RowRef::new(
-                self.buckets[b].clone(),
-                idx * self.row_words,
-                self.section_words(b),
-                self.row_words,
-                (self.shards, self.owners),
-            ),
-        ))
+        let rows = RowRef::new(
+            self.buckets[b].clone(),
+            idx * self.row_words,
+            self.section_words(b),
+            self.row_words,
+            (self.shards, self.owners),
+        );
+        for s in 0..self.shards {
+            // ORDERING: Relaxed; the row has no handle yet, and the one that
+            // will reach an owner is published with the group it names.
+            rows.owner_residue(s)
+                .store(self.empty_residue, Ordering::Relaxed);
+        }
+        Some((row as u32, rows))
     }
 
-    /// Returns a row whose words are all zero to the free list.
+    /// Returns a row whose headers are zero and whose owner cells match
+    /// their snapshots to the free list (`alloc` resets its residues).
     pub(crate) fn free(&mut self, row: u32) {
         self.free.push(row);
     }
@@ -509,7 +570,7 @@ mod tests {
 
     #[test]
     fn shard_sections_never_share_a_cache_line() {
-        let mut s = Slab::new(4, 4, 3);
+        let mut s = Slab::new(4, 4, 3, 32);
         let mut rows = Vec::new();
         for _ in 0..100 {
             rows.push(s.alloc().unwrap().1);
@@ -528,7 +589,7 @@ mod tests {
 
     #[test]
     fn buckets_are_cache_line_pair_aligned() {
-        let mut s = Slab::new(3, 3, 5);
+        let mut s = Slab::new(3, 3, 5, 32);
         let (_, r) = s.alloc().unwrap();
         let p = r.header(1) as *const AtomicU64 as usize;
         assert_eq!(

@@ -3,7 +3,8 @@
 use crate::clock::Clock;
 use crate::config::{Config, MAX_SHARDS};
 use crate::error::Error;
-use crate::node::{CachePadded, Group, Node, TreeTag};
+use crate::group::Group;
+use crate::node::{CachePadded, Node, TreeTag};
 use crate::policy::Policy;
 use crate::schema::Schema;
 use crate::slab::Slab;
@@ -157,7 +158,7 @@ impl HierStats {
         } else {
             0
         };
-        let mut slab = Slab::new(shards, ownable, schema.slots());
+        let mut slab = Slab::new(shards, ownable, schema.slots(), policy.batch as u64);
         let (row, rows) = slab.alloc().expect("an empty slab has room for the root");
         let tree = TreeTag::new();
         let root = Arc::new(Node::new(
@@ -253,14 +254,26 @@ impl HierStats {
 
 impl Core {
     /// `group`'s node, if the group belongs to this tree: the one check
-    /// every entry point makes (a pointer compare on the group's hot line).
+    /// every entry point makes (a compare of the handle's copy of its
+    /// tree's identity).
     ///
     /// # Errors
     /// [`Error::ForeignGroup`].
     #[inline(always)]
     pub(crate) fn own<'g>(&self, group: &'g Group) -> Result<&'g Arc<Node>, Error> {
-        if group.node.hot.tree.same(&self.tree) {
-            Ok(&group.node)
+        self.check(group)?;
+        Ok(&group.node)
+    }
+
+    /// Whether `group` belongs to this tree ([`own`](Self::own) without the
+    /// node).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    #[inline(always)]
+    pub(crate) fn check(&self, group: &Group) -> Result<(), Error> {
+        if group.tree == self.tree.id() {
+            Ok(())
         } else {
             Err(foreign(group))
         }

@@ -14,7 +14,8 @@
 //! is recycled only once no handle is left and every shard shows it idle.
 
 use crate::error::Error;
-use crate::node::{Group, Node};
+use crate::group::Group;
+use crate::node::Node;
 use crate::slab::{Slab, QUEUED};
 use crate::stats::HierStats;
 use crate::sync::{Arc, Ordering};
@@ -60,9 +61,7 @@ fn valid_name(name: &str) -> bool {
 impl HierStats {
     /// The root group.
     pub fn root(&self) -> Group {
-        Group {
-            node: self.core.root.clone(),
-        }
+        Group::new(self.core.root.clone())
     }
 
     /// Creates a group named `name` under `parent`.
@@ -117,7 +116,7 @@ impl HierStats {
             n.subtree_size.fetch_add(1, Ordering::Relaxed);
             a = n.hot.parent.as_deref();
         }
-        Ok(Group { node })
+        Ok(Group::new(node))
     }
 
     /// Removes a group. Its unflushed deltas are flushed into the parent
@@ -209,11 +208,11 @@ impl HierStats {
                 st.reaped.remove(&row);
                 for s in 0..core.shards {
                     // ORDERING: Relaxed; no handle exists, nobody else
-                    // touches the row. Clears the residues the next group
-                    // of this row must not inherit (owner cells keep their
-                    // values: their snapshots match them, idle).
+                    // touches the row. Clears the shared residue the next
+                    // group of this row must not inherit (`alloc` resets
+                    // the owner's; owner cells keep their values: their
+                    // snapshots match them, idle).
                     z.hot.rows.header(s).store(0, Ordering::Relaxed);
-                    z.hot.rows.owner_residue(s).store(0, Ordering::Relaxed);
                 }
                 st.nodes[row as usize] = None;
                 st.slab.free(row);
@@ -253,9 +252,7 @@ impl HierStats {
                 .get(comp)
                 .ok_or_else(|| Error::UnknownGroup(path.to_string()))?;
         }
-        Ok(Group {
-            node: st.node(row).clone(),
-        })
+        Ok(Group::new(st.node(row).clone()))
     }
 
     /// The live children of a group, by name (none for a removed group).
@@ -272,9 +269,7 @@ impl HierStats {
         }
         Ok(st.children[row]
             .values()
-            .map(|&r| Group {
-                node: st.node(r).clone(),
-            })
+            .map(|&r| Group::new(st.node(r).clone()))
             .collect())
     }
 
@@ -284,9 +279,7 @@ impl HierStats {
         let mut out = Vec::with_capacity(st.live + 1);
         let mut stack = vec![self.core.root.hot.row];
         while let Some(r) = stack.pop() {
-            out.push(Group {
-                node: st.node(r).clone(),
-            });
+            out.push(Group::new(st.node(r).clone()));
             stack.extend(st.children[r as usize].values().rev());
         }
         out

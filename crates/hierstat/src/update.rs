@@ -4,7 +4,8 @@
 //! `shard.rs`) is the only writer of that shard's *owner cells*. Its update
 //! of `delta` to slot `k` of group `g` on shard `s` is:
 //!
-//! 1. `cell = cell + delta` and `residue = residue + magnitude`: plain
+//! 1. `cell = cell + delta` and `residue = residue − magnitude` (it counts
+//!    down to the next fold, see `slab.rs`): plain
 //!    loads and stores (no `lock` prefix) on lines only this thread writes;
 //! 2. a compiler fence (the light half of an asymmetric barrier), then an
 //!    Acquire load of the row's header;
@@ -18,6 +19,25 @@
 //!
 //! The common case is two plain loads, two plain stores and one load:
 //! no read-modify-write, whatever the depth.
+//!
+//! # What an update waits for
+//!
+//! On a core where an uncontended `lock add` costs a few cycles, what an
+//! update costs is mostly the instructions around those stores and the
+//! chain of loads each store's address waits for. So the path keeps both
+//! short:
+//!
+//! * the row's address comes from the group handle itself (its
+//!   `RowCursor`: row, stride, owner count) and the thread's slot, with no
+//!   load through the group's node;
+//! * the cell's index and the update's magnitude come from the item
+//!   handle's bits (an item's slot is its index, its unit a flag); the
+//!   schema's table load only decides the foreign-handle branch, beside
+//!   the path;
+//! * the cell is indexed with a checked [`Slot`], no
+//!   bounds check;
+//! * the residue counts down, so one subtraction both accounts the update
+//!   and, by its sign, says whether to fold (see `slab.rs`).
 //!
 //! # Why the barrier
 //!
@@ -64,9 +84,10 @@
 //! `fetch_add` on the shared path.
 
 use crate::error::Error;
-use crate::node::{Group, Node};
+use crate::group::Group;
+use crate::node::Node;
 use crate::policy::{ThresholdRule, ThresholdScheme};
-use crate::schema::{ItemId, NodeItemId};
+use crate::schema::{ItemId, NodeItemId, Slot};
 use crate::shard::{self, Shard};
 use crate::slab::{OwnerRow, OWNER_RES, QUEUED, RESIDUE_MASK, SHARED_RES};
 use crate::stats::{Core, HierStats};
@@ -88,9 +109,9 @@ impl HierStats {
     /// Nothing is changed on error.
     #[inline(always)]
     pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
-        let node = self.core.own(group)?;
-        let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
-        self.core.update_here(node, slot, delta, unit.pages(delta));
+        self.core.check(group)?;
+        let (slot, mag) = self.core.schema.slot_for_update(item, delta)?;
+        self.core.update_here(group, slot, delta, mag);
         Ok(())
     }
 
@@ -110,10 +131,9 @@ impl HierStats {
         work: &mut W,
     ) -> Result<(), Error> {
         let node = self.core.own(group)?;
-        let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
+        let (slot, mag) = self.core.schema.slot_for_update(item, delta)?;
         let s = self.core.check_shard(shard)?;
-        self.core
-            .update(s, node, slot, delta, unit.pages(delta), work);
+        self.core.update(s, node, slot, delta, mag, work);
         Ok(())
     }
 
@@ -133,10 +153,9 @@ impl HierStats {
         delta: i64,
     ) -> Result<(), Error> {
         let node = self.core.own(group)?;
-        let (slot, unit) = self.core.schema.slot_for_update(item, delta)?;
+        let (slot, mag) = self.core.schema.slot_for_update(item, delta)?;
         let s = self.core.check_shard(shard)?;
-        self.core
-            .update_owned(s, node, slot, delta, unit.pages(delta), &mut ());
+        self.core.update_owned(s, node, slot, delta, mag, &mut ());
         Ok(())
     }
 
@@ -156,7 +175,7 @@ impl HierStats {
         let (total, per_node) = self.core.schema.node_slots(item, node)?;
         let lane = shard::current(self.core.shards, self.core.ownable);
         if lane.owner {
-            let c = owned.hot.rows.counter(lane.shard, per_node);
+            let c = owned.hot.rows.owned_row(lane.shard).cell(per_node);
             // ORDERING: Relaxed load and store; this thread is the cell's
             // only writer. Published with the total's update below.
             c.store(
@@ -207,25 +226,26 @@ impl Core {
         }
     }
 
-    /// An update on the current thread's lane: the owner's plain path if
-    /// the thread owns its shard, the shared path otherwise.
+    /// An update of `group` (one of this tree's) on the current thread's
+    /// lane: the owner's plain path if the thread owns its shard, the
+    /// shared path otherwise.
     #[inline(always)]
-    pub(crate) fn update_here(&self, node: &Node, slot: usize, delta: i64, mag: u64) {
+    pub(crate) fn update_here(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
         // One thread-local load and one compare decide both that the thread
         // owns its shard and that the row exists there; a thread without a
         // slot yet (`NO_SLOT`) or past its exit (`GONE`) fails the compare
         // and takes the general lane lookup.
         let here = shard::current_slot_raw() as usize;
-        match node.hot.rows.owner_row(here) {
-            Some(row) => self.update_owned_row(row, here, node, slot, delta, mag, &mut ()),
-            None => self.update_here_other(node, slot, delta, mag),
+        match group.owner_row(here) {
+            Some(row) => self.update_owned_row(row, here, &group.node, slot, delta, mag, &mut ()),
+            None => self.update_here_other(&group.node, slot, delta, mag),
         }
     }
 
     /// [`update_here`](Self::update_here) for a thread that does not own a
     /// shard (or has no slot yet).
     #[inline(never)]
-    fn update_here_other(&self, node: &Node, slot: usize, delta: i64, mag: u64) {
+    fn update_here_other(&self, node: &Node, slot: Slot, delta: i64, mag: u64) {
         let lane = shard::current(self.shards, self.ownable);
         if lane.owner {
             self.update_owned(lane.shard, node, slot, delta, mag, &mut ());
@@ -238,8 +258,8 @@ impl Core {
         &self,
         s: usize,
         node: &Node,
-        total: usize,
-        per_node: usize,
+        total: Slot,
+        per_node: Slot,
         delta: i64,
         work: &mut W,
     ) {
@@ -248,7 +268,7 @@ impl Core {
         // ORDERING: Relaxed; published by the header RMW in `update`.
         node.hot
             .rows
-            .shared_counter(s, per_node)
+            .shared_counter(s, per_node.get())
             .fetch_add(delta as u64, Ordering::Relaxed);
         work.count(Work::Atomic, 1);
         let mag = self.schema.slot_unit(total).pages(delta);
@@ -262,7 +282,7 @@ impl Core {
         &self,
         s: usize,
         node: &Node,
-        slot: usize,
+        slot: Slot,
         delta: i64,
         mag: u64,
         work: &mut W,
@@ -278,21 +298,18 @@ impl Core {
         row: OwnerRow<'_>,
         s: usize,
         node: &Node,
-        slot: usize,
+        slot: Slot,
         delta: i64,
         mag: u64,
         work: &mut W,
     ) {
-        let (hdr, res, cell) = (row.header, row.residue, &row.cells[slot]);
-        // The residue first, branch-free: its load-add-store is the one
-        // chain from one update to the next (the cells rotate), so it
-        // starts as early as possible.
+        let (hdr, res, cell) = (row.header(), row.residue(), row.cell(slot));
+        // The residue counts down (see `slab.rs`): one subtraction, and its
+        // sign says whether it reached `batch`.
         // ORDERING: Relaxed load and store; the owner's own magnitude
-        // counter (this thread is its only writer; a flusher reads it for
-        // nothing but bounds).
-        let r = res.load(Ordering::Relaxed) + mag;
-        let fold = r >= self.batch;
-        res.store(if fold { 0 } else { r }, Ordering::Relaxed);
+        // counter (this thread is its only writer, nobody else reads it).
+        let left = res.load(Ordering::Relaxed).wrapping_sub(mag);
+        res.store(left, Ordering::Relaxed);
         // ORDERING: Relaxed load and store: this thread is the cell's only
         // writer (it owns shard `s`), so no update can be lost between them;
         // the flusher reads the cell after its heavy barrier.
@@ -318,9 +335,19 @@ impl Core {
         {
             self.walk_ancestors_owned(s, node, mag, work);
         }
-        if fold {
-            self.account(node, r, true, work);
+        if (left as i64) < 0 {
+            self.fold_owned(res, left, node, work);
         }
+    }
+
+    /// Folds an owner residue that went negative, `left` (see `slab.rs`),
+    /// into the threshold counters, and empties it.
+    #[cold]
+    #[inline(never)]
+    fn fold_owned<W: WorkSink>(&self, res: &AtomicU64, left: u64, node: &Node, work: &mut W) {
+        // ORDERING: Relaxed; this thread's own word.
+        res.store(self.batch - 1, Ordering::Relaxed);
+        self.account(node, owner_pages(self.batch, left), true, work);
     }
 
     /// The owner's claim: the first owner-path write to the pair since its
@@ -362,7 +389,7 @@ impl Core {
         &self,
         s: usize,
         node: &Node,
-        slot: usize,
+        slot: Slot,
         delta: i64,
         mag: u64,
         work: &mut W,
@@ -377,7 +404,7 @@ impl Core {
         let rows = &node.hot.rows;
         // ORDERING: Relaxed; made visible to the flusher by the Release RMW
         // on the header below (same thread, sequenced before it).
-        rows.shared_counter(s, slot)
+        rows.shared_counter(s, slot.get())
             .fetch_add(delta as u64, Ordering::Relaxed);
         let small = if mag < self.batch { mag } else { 0 };
         let hdr = rows.header(s);
@@ -538,13 +565,14 @@ impl Core {
                 break;
             }
             let res = n.hot.rows.owner_residue(s);
-            // ORDERING: Relaxed load and store; this thread's own word.
-            let r = res.load(Ordering::Relaxed) + mag;
-            if r >= self.batch {
-                res.store(0, Ordering::Relaxed);
-                self.add_own(n, r, work);
+            // ORDERING: Relaxed load and store; this thread's own word,
+            // counting down (see `slab.rs`).
+            let left = res.load(Ordering::Relaxed).wrapping_sub(mag);
+            if (left as i64) < 0 {
+                res.store(self.batch - 1, Ordering::Relaxed);
+                self.add_own(n, owner_pages(self.batch, left), work);
             } else {
-                res.store(r, Ordering::Relaxed);
+                res.store(left, Ordering::Relaxed);
             }
             a = n.hot.parent.as_deref();
         }
@@ -571,4 +599,12 @@ impl Core {
         work.count(Work::Atomic, 1);
         old & RESIDUE_MASK
     }
+}
+
+/// The pages an owner residue holds once an update took it to `left`
+/// (negative: it reached `batch`; see `slab.rs`): it started at `batch − 1`
+/// when empty and lost one per page.
+#[inline(always)]
+fn owner_pages(batch: u64, left: u64) -> u64 {
+    (batch - 1).wrapping_sub(left)
 }

@@ -188,3 +188,57 @@ fn both_paths_on_one_shard(preset: Preset) {
     });
     t.verify_clean().unwrap();
 }
+
+/// An owner's residue folds exactly what it holds, exactly when it reaches
+/// `batch` (the residue counts down to the fold, see `slab.rs`): the
+/// reported bound, which is the folded count plus a fixed allowance for the
+/// residues, moves by the folded amounts only, for small and large deltas
+/// of both signs.
+#[test]
+fn an_owners_residue_folds_exactly_at_batch() {
+    for preset in [Preset::Linux6_8, Preset::Hierstat] {
+        let (t, file) = tree(preset, 64, true);
+        if !t.owner_path() {
+            eprintln!("skipped: no membarrier here, so no owner path");
+            return;
+        }
+        let g = t.create(&t.root(), "g").unwrap();
+        let batch = t.policy().batch as u64;
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let (mut held, mut folded) = (0u64, 0u64);
+                // The allowance for the residues: fixed once this thread's
+                // pair is queued (by its first update, too small to fold),
+                // either from the start (kernel-exact: one residue per
+                // shard) or reserved then (folded: `batch − 1` per pair).
+                let before = t.read_bounded(&g, file).unwrap().bound.unwrap();
+                t.add(&g, file, 1).unwrap();
+                held += 1;
+                let allowance = t.read_bounded(&g, file).unwrap().bound.unwrap();
+                assert!(
+                    [before, before + batch - 1].contains(&allowance),
+                    "{preset}: a first update of 1 folded ({before} → {allowance})"
+                );
+                for i in 1..400i64 {
+                    let d = match i % 9 {
+                        0 => 3 * batch as i64 + 1,
+                        4 => -(batch as i64) + 1,
+                        k => k - 4,
+                    };
+                    t.add(&g, file, d).unwrap();
+                    held += d.unsigned_abs();
+                    if held >= batch {
+                        folded += held;
+                        held = 0;
+                    }
+                    let b = t.read_bounded(&g, file).unwrap();
+                    if b.bound.is_none() {
+                        break; // above the threshold: no bound to compare
+                    }
+                    let now = b.bound.unwrap();
+                    assert_eq!(now, allowance + folded, "{preset} step {i}, delta {d}");
+                }
+            });
+        });
+    }
+}

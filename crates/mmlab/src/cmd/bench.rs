@@ -87,6 +87,7 @@ impl CpuTimer {
 }
 
 /// ns per `AtomicU64::fetch_add` over `n` iterations.
+#[inline(never)]
 pub fn time_atomic(n: u64) -> f64 {
     // ORDERING: Relaxed; a benchmark counter.
     let a = AtomicU64::new(0);
@@ -179,48 +180,64 @@ pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
 
 /// `mmlab bench`.
 pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
-    let n: u64 = if args.quick { 200_000 } else { 2_000_000 };
-    let reps = if args.quick { 3 } else { 5 };
+    let n: u64 = if args.quick { 200_000 } else { 1_000_000 };
+    let reps = if args.quick { 3 } else { 9 };
     let shards = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
     let pb = crate::cmd::run::progress_bar("bench");
-    pb.set_length(10);
+    pb.set_length(reps as u64 + 5);
     let mut ns: BTreeMap<String, f64> = BTreeMap::new();
     let step = |name: &str| {
         pb.set_message(name.to_string());
         pb.inc(1);
     };
 
-    ns.insert(
-        "atomic_fetch_add".into(),
-        median_of(reps, || time_atomic(n)),
-    );
-    step("atomic");
+    // The single-thread figures, interleaved: every repetition times each
+    // variant once, in turn, so a burst of load from other processes (or a
+    // change of the host's clock) hits all of them alike; each figure is
+    // the median of its repetitions.
+    let mut hier = Vec::new();
     for d in [1u32, 4, 8] {
         // The library's own API, as a user calls it: a group handle and
         // item handles, no simulator backend in between.
-        let (stats, g, items) = chain_tree(Preset::Hierstat, d, shards)?;
-        ns.insert(
+        hier.push((
             format!("hierstat_update_depth{d}"),
-            median_of(reps, || time_add(&stats, &g, &items, n)),
-        );
-        let shape = TreeShape::chain(d);
-        let e = EagerTree::new(&shape, 4);
-        ns.insert(
-            format!("pre-rstat_update_depth{d}"),
-            median_of(reps, || time_updates(&e, d, n)),
-        );
+            chain_tree(Preset::Hierstat, d, shards)?,
+        ));
     }
-    step("update depth");
     for p in [Preset::Linux6_8, Preset::Linux5_15] {
-        let (stats, g, items) = chain_tree(p, 4, shards)?;
-        ns.insert(
+        hier.push((
             format!("{}_update_depth4", p.name()),
-            median_of(reps, || time_add(&stats, &g, &items, n)),
-        );
+            chain_tree(p, 4, shards)?,
+        ));
     }
-    step("presets");
+    let eager: Vec<(u32, EagerTree)> = [1u32, 4, 8]
+        .into_iter()
+        .map(|d| (d, EagerTree::new(&TreeShape::chain(d), 4)))
+        .collect();
+    let (rstats, rg, ritems) = chain_tree(Preset::Hierstat, 2, shards)?;
+    rstats.add(&rg, ritems[0], 5)?;
+    rstats.flush_forced(&rstats.root())?;
+    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut sample = |name: String, v: f64| samples.entry(name).or_default().push(v);
+    for _ in 0..reps {
+        sample("atomic_fetch_add".into(), time_atomic(n));
+        for (name, (stats, g, items)) in &hier {
+            sample(name.clone(), time_add(stats, g, items, n));
+        }
+        for (d, e) in &eager {
+            sample(format!("pre-rstat_update_depth{d}"), time_updates(e, *d, n));
+        }
+        sample(
+            "hierstat_read_clean".into(),
+            time_read(&rstats, &rg, &ritems, n)?,
+        );
+        step("one thread");
+    }
+    for (name, v) in samples {
+        ns.insert(name, median(&v));
+    }
     let dur = Duration::from_millis(if args.quick { 30 } else { 150 });
     {
         // A shard per thread: the two updaters and this one. All three
@@ -251,26 +268,6 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         );
     }
     step("2 threads");
-    {
-        let (stats, g, items) = chain_tree(Preset::Hierstat, 2, shards)?;
-        stats.add(&g, items[0], 5)?;
-        stats.flush_forced(&stats.root())?;
-        let v = median_of(reps, || {
-            let t = CpuTimer::start();
-            let mut acc = 0u64;
-            for i in 0..n {
-                acc = acc.wrapping_add(
-                    stats
-                        .read(black_box(&g), items[(i & 3) as usize])
-                        .unwrap_or(0),
-                );
-            }
-            black_box(acc);
-            t.elapsed_ns() / n as f64
-        });
-        ns.insert("hierstat_read_clean".into(), v);
-    }
-    step("read");
     ns.insert(
         "hierstat_flush_100_dirty_10k".into(),
         time_flush(10_000, shards, reps * 3)?,
@@ -443,12 +440,33 @@ fn chain_tree(
 }
 
 /// ns per `HierStats::add` of 1 to `g` (rotating over `items`), one thread.
+#[inline(never)]
 fn time_add(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], n: u64) -> f64 {
     let t = CpuTimer::start();
     for i in 0..n {
         let _ = stats.add(black_box(g), items[(i & 3) as usize], 1);
     }
     t.elapsed_ns() / n as f64
+}
+
+/// ns per `HierStats::read` of `g` (rotating over `items`), one thread.
+///
+/// # Errors
+/// A read's error (none: the handles are the tree's own).
+#[inline(never)]
+fn time_read(
+    stats: &HierStats,
+    g: &hierstat::Group,
+    items: &[hierstat::ItemId],
+    n: u64,
+) -> Result<f64> {
+    let t = CpuTimer::start();
+    let mut acc = 0u64;
+    for i in 0..n {
+        acc = acc.wrapping_add(stats.read(black_box(g), items[(i & 3) as usize])?);
+    }
+    black_box(acc);
+    Ok(t.elapsed_ns() / n as f64)
 }
 
 /// Per-thread ns per operation, 2 threads each running `op(thread, i)` in
