@@ -572,6 +572,8 @@ impl Core {
                 self.drain(s, st, &mut tree, false, work);
                 list.clear();
                 tree.collect(x.hot.row, &mut list);
+                // One allocation, not one per doubling.
+                snapshot.reserve(list.len());
                 for &row in &list {
                     snapshot.entry(row).or_insert_with(|| {
                         let n = st.node(row);
@@ -708,15 +710,20 @@ impl Core {
         work.count(Work::GroupVisited, 1);
         let rows = &n.hot.rows;
         let slots = self.schema.slots();
+        let view = rows.flush_view(s);
+        let mut prev = view.prev;
         let pending = n.pending();
         let parent_pending = n
             .hot
             .parent
             .as_deref()
             .map(|p| p.pending_for_children(slots));
+        // Every array below has one word per slot (lets the compiler drop
+        // most per-index bounds checks).
+        let (local, agg) = (&n.local[..slots], &n.agg[..slots]);
         work.count(Work::CounterAggregated, slots as u64);
         let mut atomics = 0;
-        for k in 0..slots {
+        for (k, cell) in view.cells[..slots].iter().enumerate() {
             // The owner cell: `delta = cur − prev` against the flushers'
             // own snapshot; the owner's line is only read.
             // ORDERING: Relaxed for every access below. The owner cell's
@@ -728,18 +735,18 @@ impl Core {
             // each other), and handed over through their locks.
             // pending/agg/local are plain sums whose RMWs are totally
             // ordered per location.
-            let cur = rows.counter(s, k).load(Ordering::Relaxed);
-            let own = match rows.prev_if_any(s, k) {
-                Some(p) => cur.wrapping_sub(p.load(Ordering::Relaxed)),
+            let cur = cell.load(Ordering::Relaxed);
+            let own = match prev {
+                Some(p) => cur.wrapping_sub(p[k].load(Ordering::Relaxed)),
                 None => cur,
             };
             if own != 0 {
-                rows.prev(s, k).store(cur, Ordering::Relaxed);
+                prev.get_or_insert_with(|| rows.prev_cells(s))[k].store(cur, Ordering::Relaxed);
             }
-            let shared = match rows.shared_counter_if_any(s, k) {
-                Some(c) if c.load(Ordering::Relaxed) != 0 => {
+            let shared = match view.shared {
+                Some(sh) if sh[k].load(Ordering::Relaxed) != 0 => {
                     atomics += 1;
-                    c.swap(0, Ordering::Relaxed)
+                    sh[k].swap(0, Ordering::Relaxed)
                 }
                 _ => 0,
             };
@@ -753,11 +760,11 @@ impl Core {
             };
             delta = delta.wrapping_add(d);
             if d != 0 {
-                n.local[k].fetch_add(d, Ordering::Relaxed);
+                local[k].fetch_add(d, Ordering::Relaxed);
                 atomics += 1;
             }
             if delta != 0 {
-                n.agg[k].fetch_add(delta, Ordering::Relaxed);
+                agg[k].fetch_add(delta, Ordering::Relaxed);
                 atomics += 1;
                 if let Some(pp) = parent_pending {
                     pp[k].fetch_add(delta, Ordering::Relaxed);

@@ -125,6 +125,12 @@ impl Words {
         &self.words[self.start + i]
     }
 
+    /// Words `i..i + len`.
+    #[inline(always)]
+    fn slice(&self, i: usize, len: usize) -> &[AtomicU64] {
+        &self.words[self.start + i..self.start + i + len]
+    }
+
     /// A pointer to word `i` that may address every word of the array (a
     /// pointer made from [`word`](Self::word)'s reference may address only
     /// that word).
@@ -201,12 +207,9 @@ impl Bucket {
         self.prev.get().map(|w| w.word(i))
     }
 
-    /// Word `i` of the snapshots, allocating them on first use (flushers).
-    #[inline(always)]
-    pub(crate) fn prev_word(&self, i: usize) -> &AtomicU64 {
-        self.prev
-            .get_or_init(|| Words::zeroed(self.len_words()))
-            .word(i)
+    /// The snapshots, allocated on first use.
+    fn prev_words(&self) -> &Words {
+        self.prev.get_or_init(|| Words::zeroed(self.len_words()))
     }
 
     fn len_words(&self) -> usize {
@@ -270,6 +273,18 @@ impl<'a> OwnerRow<'a> {
     }
 }
 
+/// A row's words on one shard as a flush reads them (see
+/// [`RowRef::flush_view`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FlushView<'a> {
+    /// The owner cells.
+    pub(crate) cells: &'a [AtomicU64],
+    /// The flushers' snapshots of them, if the bucket has any yet.
+    pub(crate) prev: Option<&'a [AtomicU64]>,
+    /// The shared cells, if the bucket has any yet.
+    pub(crate) shared: Option<&'a [AtomicU64]>,
+}
+
 /// What a group handle carries of the group's rows for the owner path: the
 /// row's header on shard 0 of the owner section, the words between shards
 /// and the owner count. An update reaches its row from the handle with one
@@ -310,6 +325,8 @@ pub(crate) struct RowRef {
     pub(crate) offset: usize,
     /// Words per shard section.
     pub(crate) stride: usize,
+    /// Counter cells per row (the schema's slots).
+    cells: usize,
     /// Shards of the bucket (sections in each of its word arrays).
     shards: usize,
     /// Shards `0..owners` may be written by their owners' plain path: all
@@ -350,6 +367,7 @@ impl RowRef {
             bucket,
             offset,
             stride,
+            cells: len - CELLS,
             shards,
             owners,
             row0,
@@ -439,11 +457,25 @@ impl RowRef {
         cur.wrapping_sub(prev).wrapping_add(shared)
     }
 
-    /// The flushers' snapshot of owner cell `slot` on `shard`, allocating
-    /// the snapshots on first use.
-    #[inline(always)]
-    pub(crate) fn prev(&self, shard: usize, slot: usize) -> &AtomicU64 {
-        self.bucket.prev_word(self.base(shard) + CELLS + slot)
+    /// The flusher's view of the row on `shard`: its owner cells, their
+    /// snapshots and its shared cells (the last two if allocated), one
+    /// word per slot each.
+    #[inline]
+    pub(crate) fn flush_view(&self, shard: usize) -> FlushView<'_> {
+        let i = self.base(shard) + CELLS;
+        FlushView {
+            cells: self.bucket.lines.slice(i, self.cells),
+            prev: self.bucket.prev.get().map(|w| w.slice(i, self.cells)),
+            shared: self.bucket.shared.get().map(|w| w.slice(i, self.cells)),
+        }
+    }
+
+    /// The snapshots of the owner cells on `shard`, allocating the
+    /// bucket's snapshots on first use.
+    pub(crate) fn prev_cells(&self, shard: usize) -> &[AtomicU64] {
+        self.bucket
+            .prev_words()
+            .slice(self.base(shard) + CELLS, self.cells)
     }
 }
 

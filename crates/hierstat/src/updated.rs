@@ -229,10 +229,23 @@ pub(crate) type RowMap<V> = HashMap<u32, V, BuildHasherDefault<RowHasher>>;
 
 /// One shard's persistent updated tree. Invariant: a row on the tree has its
 /// parent on the tree (the root is the top).
+///
+/// The same rows come and go flush after flush, so the tree keeps what
+/// they allocate: child lists of extracted rows wait in `spare` for the
+/// next row that gets a child, and the walks reuse one stack. A flush
+/// then allocates nothing here once the tree has seen its working set.
 #[derive(Debug, Default)]
 pub(crate) struct ShardTree {
     nodes: RowMap<Links>,
+    /// Emptied child lists, kept with their capacity (at most
+    /// `MAX_SPARE`).
+    spare: Vec<Vec<u32>>,
+    /// The walks' stack, kept between walks.
+    stack: Vec<u32>,
 }
+
+/// Most emptied child lists a tree keeps for reuse.
+const MAX_SPARE: usize = 256;
 
 impl ShardTree {
     /// Number of rows on the tree.
@@ -253,12 +266,16 @@ impl ShardTree {
         loop {
             if let Some(l) = self.nodes.get_mut(&cur) {
                 if child != NONE {
+                    if l.children.capacity() == 0 {
+                        l.children = self.spare.pop().unwrap_or_default();
+                    }
                     l.children.push(child);
                 }
                 return;
             }
             let mut l = Links::default();
             if child != NONE {
+                l.children = self.spare.pop().unwrap_or_default();
                 l.children.push(child);
             }
             self.nodes.insert(cur, l);
@@ -289,23 +306,40 @@ impl ShardTree {
         // every child ends up before its parent.
         let start = out.len();
         out.push(root);
-        let mut stack = links.children;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        self.recycle(links.children, &mut stack);
         while let Some(r) = stack.pop() {
             out.push(r);
             if let Some(l) = self.nodes.remove(&r) {
-                stack.extend(l.children);
+                self.recycle(l.children, &mut stack);
             }
         }
+        self.stack = stack;
         out[start..].reverse();
+    }
+
+    /// Moves an extracted row's children onto `stack` and keeps the emptied
+    /// list for reuse.
+    fn recycle(&mut self, mut children: Vec<u32>, stack: &mut Vec<u32>) {
+        if children.capacity() == 0 {
+            return;
+        }
+        stack.append(&mut children);
+        if self.spare.len() < MAX_SPARE {
+            self.spare.push(children);
+        }
     }
 
     /// Appends the rows of `root`'s subtree that are on the tree to `out`,
     /// leaving the tree unchanged.
-    pub(crate) fn collect(&self, root: u32, out: &mut Vec<u32>) {
+    pub(crate) fn collect(&mut self, root: u32, out: &mut Vec<u32>) {
         if !self.nodes.contains_key(&root) {
             return;
         }
-        let mut stack = vec![root];
+        let stack = &mut self.stack;
+        stack.clear();
+        stack.push(root);
         while let Some(r) = stack.pop() {
             out.push(r);
             if let Some(l) = self.nodes.get(&r) {
