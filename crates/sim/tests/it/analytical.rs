@@ -150,6 +150,44 @@ fn skip_policy_skips_instead_of_waiting() {
     assert_eq!(o.skipped_flushes, 10);
 }
 
+/// A bounded wait shorter than the running flush: the second reader waits
+/// exactly the bound, then skips (one lock attempt) and reads.
+#[test]
+fn a_bounded_wait_shorter_than_the_flush_skips_at_its_deadline() {
+    let shape = TreeShape::chain(1);
+    let b = Fixed {
+        lock: LockMode::WaitOngoing { max_wait: 30 },
+    };
+    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    assert_eq!(o.read_latencies.len(), 20);
+    for pair in o.read_latencies.chunks(2) {
+        assert_eq!(pair, [30 + 11 + READ, HOLD + READ]);
+    }
+    assert_eq!(o.skipped_flushes, 10);
+    assert_eq!(o.lock_wait, 10 * 30, "each skipper waited the bound");
+    assert_eq!(o.flushes, 10);
+}
+
+/// A bounded wait longer than the running flush: the waiter is granted when
+/// the flush ends, checks its threshold again (always over, here) and
+/// flushes, exactly as under `Serialize`; its stale deadline, which fires
+/// after the grant, changes nothing.
+#[test]
+fn a_bounded_wait_longer_than_the_flush_waits_like_serialize() {
+    let shape = TreeShape::chain(1);
+    let b = Fixed {
+        lock: LockMode::WaitOngoing { max_wait: 100 },
+    };
+    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    assert_eq!(o.read_latencies.len(), 20);
+    for pair in o.read_latencies.chunks(2) {
+        assert_eq!(pair, [HOLD + READ, HOLD + HOLD + READ]);
+    }
+    assert_eq!(o.skipped_flushes, 0);
+    assert_eq!(o.lock_wait, 10 * HOLD);
+    assert_eq!(o.flushes, 20);
+}
+
 #[test]
 fn disjoint_flushes_do_not_wait() {
     let shape = TreeShape::from_spec(&sim::spec::TreeSpec {
