@@ -53,8 +53,22 @@ impl Gate {
     }
 }
 
+/// Stack of a runner thread (std's default, made explicit so that the
+/// address-space check below knows it).
+const THREAD_STACK: usize = 2 << 20;
+
+/// Address space a spawn must leave free, beyond the new thread's stack,
+/// for that thread's own start-up (its signal stack, its thread-local
+/// destructors) and the rest of the run. Under an address-space limit
+/// (`ulimit -v`) a spawn that just fits succeeds, and the new thread then
+/// aborts the whole process when it cannot map its signal stack; refusing
+/// the spawn while this much is still free turns that into the error
+/// below.
+const SPAWN_RESERVE: u64 = 32 << 20;
+
 /// Spawns a scoped thread, turning a failure (the process or user thread
-/// limit, memory for its stack) into an error that says what to do.
+/// limit, memory for its stack, an address-space limit too close) into an
+/// error that says what to do.
 ///
 /// # Errors
 /// [`crate::error::SimError::Config`] naming the thread and the OS error.
@@ -63,12 +77,47 @@ pub fn spawn_scoped<'scope, 'env, T: Send + 'scope>(
     what: &str,
     f: impl FnOnce() -> T + Send + 'scope,
 ) -> Result<std::thread::ScopedJoinHandle<'scope, T>, crate::error::SimError> {
+    let refuse = |why: String| {
+        crate::error::SimError::Config(format!(
+            "cannot start thread `{what}`: {why} (thread limit? see `ulimit -u` and `ulimit -v`; lower `threads` or `writers.cpus`)"
+        ))
+    };
+    if let Some(left) = address_space_left() {
+        if left < THREAD_STACK as u64 + SPAWN_RESERVE {
+            return Err(refuse(format!(
+                "the address-space limit leaves {} MiB, under the {} MiB a thread needs with its margin",
+                left >> 20,
+                (THREAD_STACK as u64 + SPAWN_RESERVE) >> 20
+            )));
+        }
+    }
     std::thread::Builder::new()
         .name(what.to_string())
+        .stack_size(THREAD_STACK)
         .spawn_scoped(s, f)
-        .map_err(|e| {
-            crate::error::SimError::Config(format!(
-                "cannot start thread `{what}`: {e} (thread limit? see `ulimit -u`; lower `threads` or `writers.cpus`)"
-            ))
-        })
+        .map_err(|e| refuse(e.to_string()))
+}
+
+/// Bytes of address space the process may still map under its
+/// `RLIMIT_AS`, or `None` where there is no limit (or it cannot be read):
+/// the soft limit from `/proc/self/limits` less `VmSize` from
+/// `/proc/self/status`.
+fn address_space_left() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?
+        .trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?;
+    let limit: u64 = soft.parse().ok()?; // "unlimited" does not parse
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmSize:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(limit.saturating_sub(kib.saturating_mul(1024)))
 }
