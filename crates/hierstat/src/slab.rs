@@ -357,7 +357,7 @@ impl RowRef {
         (shards, owners): (usize, usize),
     ) -> Self {
         // Every row of the bucket on every shard lies inside the owner
-        // section: `row` and `owner_row` rely on it.
+        // section: `owned_row` and `RowCursor::owner_row` rely on it.
         assert!(shards >= 1 && (shards - 1) * stride + offset + len <= bucket.lines.len());
         assert!(owners <= shards && len >= CELLS);
         // The cursor packs the stride and the owner count in 32 bits each.

@@ -3,7 +3,9 @@
 //!
 //! Every figure is the median of several repetitions, timed on the
 //! measuring thread's own CPU time (so other processes' time slices on a
-//! shared host do not count). Names (also in `docs/json.md`):
+//! shared host do not count). The single-thread figures are interleaved:
+//! each repetition times every variant once, in turn, so a change in the
+//! host's load or clock hits them alike. Names (also in `docs/json.md`):
 //!
 //! | `ns_per_op` name | what |
 //! |---|---|
