@@ -409,12 +409,6 @@ impl RowRef {
         self.bucket.word(self.base(shard))
     }
 
-    /// The owner's residue word on `shard`.
-    #[inline(always)]
-    pub(crate) fn owner_residue(&self, shard: usize) -> &AtomicU64 {
-        self.bucket.word(self.base(shard) + OWNER_RESIDUE)
-    }
-
     /// Owner cell `slot` on `shard` (written by the shard's owner only).
     #[inline(always)]
     pub(crate) fn counter(&self, shard: usize, slot: usize) -> &AtomicU64 {
@@ -564,7 +558,8 @@ impl Slab {
         for s in 0..self.shards {
             // ORDERING: Relaxed; the row has no handle yet, and the one that
             // will reach an owner is published with the group it names.
-            rows.owner_residue(s)
+            rows.owned_row(s)
+                .residue()
                 .store(self.empty_residue, Ordering::Relaxed);
         }
         Some((row as u32, rows))

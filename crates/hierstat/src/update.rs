@@ -175,7 +175,8 @@ impl HierStats {
         let (total, per_node) = self.core.schema.node_slots(item, node)?;
         let lane = shard::current(self.core.shards, self.core.ownable);
         if lane.owner {
-            let c = owned.hot.rows.owned_row(lane.shard).cell(per_node);
+            let row = owned.hot.rows.owned_row(lane.shard);
+            let c = row.cell(per_node);
             // ORDERING: Relaxed load and store; this thread is the cell's
             // only writer. Published with the total's update below.
             c.store(
@@ -184,7 +185,7 @@ impl HierStats {
             );
             let mag = self.core.schema.slot_unit(total).pages(delta);
             self.core
-                .update_owned(lane.shard, owned, total, delta, mag, &mut ());
+                .update_owned_row(row, lane.shard, owned, total, delta, mag, &mut ());
         } else {
             self.core
                 .update_node_shared(lane.shard, owned, total, per_node, delta, &mut ());
@@ -345,9 +346,17 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn fold_owned<W: WorkSink>(&self, res: &AtomicU64, left: u64, node: &Node, work: &mut W) {
-        // ORDERING: Relaxed; this thread's own word.
+        let m = self.empty_owner_residue(res, left);
+        self.account(node, m, true, work);
+    }
+
+    /// Empties an owner residue that an update took to `left` (negative:
+    /// it reached `batch`, see `slab.rs`) and returns the pages it held: it
+    /// started at `batch − 1` when empty and lost one per page.
+    fn empty_owner_residue(&self, res: &AtomicU64, left: u64) -> u64 {
+        // ORDERING: Relaxed; the owner's own word.
         res.store(self.batch - 1, Ordering::Relaxed);
-        self.account(node, owner_pages(self.batch, left), true, work);
+        (self.batch - 1).wrapping_sub(left)
     }
 
     /// The owner's claim: the first owner-path write to the pair since its
@@ -564,15 +573,14 @@ impl Core {
             if n.updates.load(Ordering::Relaxed) > self.break_above {
                 break;
             }
-            let res = n.hot.rows.owner_residue(s);
+            let res = n.hot.rows.owned_row(s).residue();
             // ORDERING: Relaxed load and store; this thread's own word,
             // counting down (see `slab.rs`).
             let left = res.load(Ordering::Relaxed).wrapping_sub(mag);
+            res.store(left, Ordering::Relaxed);
             if (left as i64) < 0 {
-                res.store(self.batch - 1, Ordering::Relaxed);
-                self.add_own(n, owner_pages(self.batch, left), work);
-            } else {
-                res.store(left, Ordering::Relaxed);
+                let m = self.empty_owner_residue(res, left);
+                self.add_own(n, m, work);
             }
             a = n.hot.parent.as_deref();
         }
@@ -599,12 +607,4 @@ impl Core {
         work.count(Work::Atomic, 1);
         old & RESIDUE_MASK
     }
-}
-
-/// The pages an owner residue holds once an update took it to `left`
-/// (negative: it reached `batch`; see `slab.rs`): it started at `batch − 1`
-/// when empty and lost one per page.
-#[inline(always)]
-fn owner_pages(batch: u64, left: u64) -> u64 {
-    (batch - 1).wrapping_sub(left)
 }

@@ -406,4 +406,60 @@ mod tests {
         assert!(pos(4) < pos(0));
         assert_eq!(t.len(), 0);
     }
+
+    /// Child lists and the stack are reused from flush to flush: over many
+    /// insert/extract cycles the tree extracts exactly the rows of the
+    /// subtree that are on it (an oracle set of inserted rows and their
+    /// ancestors), child before parent, and keeps its shape.
+    #[test]
+    fn reused_lists_extract_exactly_the_dirty_subtree() {
+        // A ternary tree of 121 rows: row r's parent is (r − 1) / 3.
+        let parent = |r: u32| if r == 0 { NONE } else { (r - 1) / 3 };
+        let under = |r: u32, root: u32| {
+            let mut c = r;
+            while c != root && c != NONE {
+                c = parent(c);
+            }
+            c == root
+        };
+        let mut t = ShardTree::default();
+        let mut on = std::collections::BTreeSet::new();
+        let mut x = 12345u64;
+        let mut next = |n: u32| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32 % n
+        };
+        let mut out = Vec::new();
+        for _ in 0..500 {
+            let rows: Vec<u32> = (0..1 + next(40)).map(|_| next(121)).collect();
+            for &r in &rows {
+                t.insert(r, parent);
+                let mut c = r;
+                while c != NONE {
+                    on.insert(c);
+                    c = parent(c);
+                }
+            }
+            t.check_shape(parent).unwrap();
+            assert_eq!(t.len(), on.len());
+            // One row's subtree, or the whole tree, as a flush takes it.
+            let root = if next(3) == 0 { 0 } else { rows[0] };
+            out.clear();
+            t.extract(root, parent(root), &mut out);
+            let pos = |r: u32| out.iter().position(|&y| y == r);
+            for &r in &out {
+                if r != root {
+                    assert!(pos(r) < pos(parent(r)), "child {r} after its parent");
+                }
+            }
+            let want: Vec<u32> = on.iter().copied().filter(|&r| under(r, root)).collect();
+            let mut got = out.clone();
+            got.sort_unstable();
+            assert_eq!(got, want);
+            on.retain(|&r| !under(r, root));
+            t.check_shape(parent).unwrap();
+        }
+    }
 }
