@@ -59,9 +59,10 @@ PY
 }
 out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
 echo "baseline passes"
-mutant "shared path: header fetch_add Release -> Relaxed" src/update.rs "let old = hdr.fetch_add(small, Ordering::Release);" "let old = hdr.fetch_add(small, Ordering::Relaxed);"
+mutant "shared path: header fetch_add AcqRel -> Relaxed" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Relaxed);"
+mutant "shared path: header fetch_add AcqRel -> Release" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Release);"
 mutant "claim: fetch_or Release -> Relaxed" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Relaxed);"
-mutant "owner path: light barrier removed" src/update.rs "        #[cfg(loom)]
+mutant "owner path: light barrier removed" src/update.rs "        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();" ""
 mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.barrier_before_reading(s, work);" ""
 mutant "claims: end_claim Release -> Relaxed" src/updated.rs "self.claiming[t.0].fetch_sub(1, Ordering::Release);" "self.claiming[t.0].fetch_sub(1, Ordering::Relaxed);"
@@ -75,4 +76,35 @@ mutant "fold skip: flusher's fence after counting itself removed" src/flush.rs "
         crate::sync::fence_seqcst();" "core.flushing.0.fetch_add(1, Ordering::Relaxed);"
 mutant "fold skip: owner's fence after its push removed" src/update.rs "        // \`FlushingGuard\`).
         crate::sync::fence_seqcst();" "        // \`FlushingGuard\`)."
+# The bound at every instant (see flush.rs, "What a flush hands over").
+mutant "read: the value before the bound" src/read.rs "        let bound = self.core.error_bound(node).map(|p| unit.from_pages(p));
+        // ORDERING: Acquire; pairs with a flush's Release pin of a
+        // saturated aggregate, so that a pinned value comes with its flag
+        // (read next).
+        let signed = node.agg[slot.get()].load(Ordering::Acquire);" "        let signed = node.agg[slot.get()].load(Ordering::Acquire);
+        let bound = self.core.error_bound(node).map(|p| unit.from_pages(p));"
+mutant "bound: count load Acquire -> Relaxed" src/count.rs "CountValue(self.0.load(Ordering::Acquire))" "CountValue(self.0.load(Ordering::Relaxed))"
+mutant "hand-over: count reset Release -> Relaxed" src/count.rs ".fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
+                Some(((v & COUNT_MASK)" ".fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(((v & COUNT_MASK)"
+mutant "bound: in-flight load Acquire -> Relaxed" src/read.rs "let in_flight = n.in_flight.load(Ordering::Acquire);" "let in_flight = n.in_flight.load(Ordering::Relaxed);"
+mutant "hand-over: in-flight release Release -> Relaxed" src/flush.rs "n.in_flight.fetch_sub(t.in_flight, Ordering::Release);" "n.in_flight.fetch_sub(t.in_flight, Ordering::Relaxed);"
+mutant "kernel-exact: in-flight not counted" src/flush.rs "st.node(row).in_flight.fetch_add(r, Ordering::Relaxed);" ""
+mutant "global: in-flight not counted" src/flush.rs "self.global_in_flight.fetch_add(amounts, Ordering::Relaxed);" ""
+mutant "residue take: Release -> Relaxed" src/flush.rs "let _ = hdr.fetch_update(Ordering::Release, Ordering::Relaxed, |h| {" "let _ = hdr.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {"
+mutant "kernel-exact: residue taken after the drain" src/flush.rs "let take_first = self.walks_ancestors;" "let take_first = false;"
+mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "                    list.clear();
+                    crate::sync::fence_acquire();" "                    list.clear();"
+mutant "ancestor walk: residue RMW AcqRel -> Release" src/update.rs "let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);" "let old = n.hot.rows.header(s).fetch_add(small, Ordering::Release);"
+mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/update.rs "let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);" "let old = n.hot.rows.header(s).fetch_add(small, Ordering::Acquire);"
+mutant "fold: residue take Acquire -> Relaxed" src/update.rs ".fetch_and(!RESIDUE_MASK, Ordering::Acquire);" ".fetch_and(!RESIDUE_MASK, Ordering::Relaxed);"
+mutant "early break: snapshot fence removed" src/flush.rs "            // it found above the break level was still there at the
+            // snapshot or later, which the reset sees (see \`count.rs\`).
+            crate::sync::fence_seqcst();" "            // it found above the break level was still there at the
+            // snapshot or later, which the reset sees (see \`count.rs\`)."
+mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
+mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
+    }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);
+    }"
+mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let signed = node.agg[slot.get()].load(Ordering::Acquire);" "let signed = node.agg[slot.get()].load(Ordering::Relaxed);"
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }

@@ -65,9 +65,12 @@ pub enum Error {
         /// Number of nodes.
         nodes: usize,
     },
-    /// The configuration is invalid (shard count, batch, ...).
+    /// The configuration is out of range (see [`ConfigError`]).
     #[error("invalid configuration: {0}")]
-    InvalidConfig(String),
+    InvalidConfig(#[from] ConfigError),
+    /// The background flusher's thread could not be started.
+    #[error("cannot start the background flusher: {0}")]
+    Spawn(String),
     /// A group handle of another tree was passed to this one.
     #[error("group {0:?} belongs to another tree")]
     ForeignGroup(String),
@@ -78,4 +81,41 @@ pub enum Error {
     /// The tree cannot hold more groups.
     #[error("too many groups (limit {0})")]
     TooManyGroups(usize),
+}
+
+/// A configuration value out of range: found by [`HierStats::new`]
+/// (shards, policy) or [`HierStats::start_flusher`] (period), before
+/// anything is built.
+///
+/// [`HierStats::new`]: crate::HierStats::new
+/// [`HierStats::start_flusher`]: crate::HierStats::start_flusher
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The shard count is 0 or above [`MAX_SHARDS`](crate::MAX_SHARDS).
+    #[error("{0} shards (must be 1..={max})", max = crate::MAX_SHARDS)]
+    Shards(usize),
+    /// A schema with more than 1024 NUMA nodes.
+    #[error("{0} nodes (at most 1024)")]
+    Nodes(usize),
+    /// A schema with more than 65535 items.
+    #[error("{0} items (at most 65535)")]
+    Items(usize),
+    /// The residue batch is 0 or above 2^20 pages.
+    #[error("batch {0} (must be 1..=2^20 pages)")]
+    Batch(u32),
+    /// The threshold the policy asks for exceeds
+    /// [`MAX_THRESHOLD`](crate::MAX_THRESHOLD) pages (or does not fit a
+    /// 64-bit page count at all: `None`).
+    #[error("a threshold of {} pages (must be at most 2^52)", .0.map_or("over 2^64".to_string(), |t| t.to_string()))]
+    Threshold(Option<u128>),
+    /// The ratelimit period is longer than 2^63 ns (the ratelimit waits
+    /// two periods).
+    #[error("a period of {0} ns (must be at most 2^63 ns)")]
+    Period(u64),
+    /// The background flusher's period is zero (it would flush back to
+    /// back) or does not fit the clock's 64-bit nanoseconds (about 584
+    /// years).
+    #[error("a flusher period of {0:?} (must be 1 ns ..= 2^64 − 1 ns)")]
+    FlusherPeriod(std::time::Duration),
 }

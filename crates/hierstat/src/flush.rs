@@ -5,8 +5,9 @@
 //! 1. lock shard `s`'s updated tree; drain `s`'s update list into it
 //!    (clearing each row's claim: see `updated::drain_next`); extract the
 //!    subtree of `x` as a child-before-parent list; unlock the tree;
-//! 2. for each listed group `n`, for each counter slot `k`:
-//!    `d = swap(counter[n][s][k], 0)`; `delta = take(pending[n][k]) + d`;
+//! 2. for each listed group `n`, for each counter slot `k`: the shard's
+//!    change `d = (owner[n][s][k] − prev[n][s][k]) + swap(shared[n][s][k], 0)`,
+//!    then `prev[n][s][k] = owner[n][s][k]`; `delta = take(pending[n][k]) + d`;
 //!    `local[n][k] += d`; `agg[n][k] += delta`; `pending[parent][k] += delta`.
 //!
 //! Children come before parents within a pass, so a parent absorbs in the
@@ -15,19 +16,49 @@
 //! delta waits in its parent's `pending` (the parent stays on the trees for
 //! the next flush that covers it).
 //!
-//! The flusher *swaps* counters to zero instead of keeping the kernel's
-//! per-shard `prev` snapshots: the RMW costs the same cache-line transfer as
-//! the kernel's read of a line the updater writes, and it saves
-//! `8 B × slots × shards` of snapshot memory per group. Updates are atomic
-//! adds, so none is lost between the swap and the next add.
+//! An owner cell is written only by its owner thread, so the flusher never
+//! writes it: it keeps the kernel's per-shard `prev` snapshot (allocated
+//! with the first non-zero cell it meets, see `slab.rs`) and reads the
+//! owner's line only. A shared cell takes atomic adds from any thread, so
+//! the flusher swaps it to zero: none is lost between the swap and the next
+//! add.
 //!
 //! Conservation, true for every group `n` between passes:
 //! `agg[n] + pending[n] == local[n] + Σ agg[children(n)]`.
+//!
+//! # What a flush hands over
+//!
+//! A read's bound (see [`Bounded`](crate::Bounded)) counts what no
+//! aggregate holds yet: threshold counts, reservations and residues. A
+//! flush moves data into the aggregates and must take that accounting away
+//! only once the data is there, or a read in between sees a bound that no
+//! longer covers data not yet landed. So:
+//!
+//! * **counts and reservations** are snapshotted before the passes and
+//!   reset by the snapshot after the last pass ([`Core::hand_over`]);
+//! * **residues** are zeroed by the pass (as the kernel zeroes its per-CPU
+//!   `stats_updates`), and what they held stays visible until the hand-over:
+//!   in the group's `in_flight` (kernel-exact scheme), in the tree's
+//!   (global threshold; a subtree flush leaves its pages in flight until a
+//!   root flush lands them), or in the pair's reservation (folded scheme);
+//! * under the kernel-exact scheme an ancestor's residue counts its
+//!   descendants' updates, so a pass takes it *before* its drain: every page
+//!   taken then belongs to a row the pass carries;
+//! * a count above its break level (an early break, or its saturation)
+//!   skips updates; a reset from there flags the count so that the bound
+//!   is `None` until a reset from below (see `count.rs`).
+//!
+//! Every hand-over write is Release and every bound read of them Acquire,
+//! and a read loads the bound before the value: whatever a flush does
+//! between the two, the value read is at least as fresh as the bound
+//! assumes.
 
+use crate::count::COUNT_LIMIT;
 use crate::error::Error;
 use crate::group::Group;
 use crate::node::Node;
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
+use crate::saturation::Direction;
 use crate::slab::RESIDUE_MASK;
 use crate::stats::{Core, HierStats};
 use crate::sync::{
@@ -141,6 +172,68 @@ impl Drop for Gate<'_> {
             }
             core.active_cv.notify_all();
         }
+    }
+}
+
+/// What a flush took from the threshold accounting, to give back once the
+/// aggregates hold what it stood for ([`Core::hand_over`]).
+#[derive(Default)]
+struct Handover {
+    /// Per row of the subtree the flush took something of.
+    groups: RowMap<Taken>,
+    /// Global threshold, root flush: the tree's count and in-flight pages
+    /// at the start.
+    global: Option<(u64, u64)>,
+    /// Global threshold: residue pages this flush took.
+    global_taken: u64,
+    /// The residues a global pass read (kept between passes).
+    scratch: Vec<u64>,
+}
+
+/// One group's part of a [`Handover`]. Holds the node itself: under a
+/// per-pass gate the structure lock is dropped between passes, and a row
+/// could be recycled meanwhile (not this one: the `Arc` keeps it a zombie).
+struct Taken {
+    node: Arc<Node>,
+    /// Count and reservations at the snapshot, if the group was on a tree
+    /// then.
+    snapshot: Option<(u64, u64)>,
+    /// Residue pages moved into `node.in_flight`.
+    in_flight: u64,
+}
+
+impl Handover {
+    /// Records the snapshot of every group of `rows` not recorded yet.
+    fn snapshot(&mut self, st: &Structure, rows: &[u32]) {
+        // One allocation, not one per doubling.
+        self.groups.reserve(rows.len());
+        for &row in rows {
+            let t = self.groups.entry(row).or_insert_with(|| Taken {
+                node: st.node(row).clone(),
+                snapshot: None,
+                in_flight: 0,
+            });
+            if t.snapshot.is_none() {
+                // ORDERING: Relaxed; see `flush_subtree` (its fence after
+                // the snapshot phase) and `hand_over`.
+                t.snapshot = Some((
+                    t.node.updates.snapshot(),
+                    t.node.reserved.load(Ordering::Relaxed),
+                ));
+            }
+        }
+    }
+
+    /// Records `pages` moved into the in-flight count of `row`'s group.
+    fn in_flight(&mut self, st: &Structure, row: u32, pages: u64) {
+        self.groups
+            .entry(row)
+            .or_insert_with(|| Taken {
+                node: st.node(row).clone(),
+                snapshot: None,
+                in_flight: 0,
+            })
+            .in_flight += pages;
     }
 }
 
@@ -302,14 +395,15 @@ impl HierStats {
 
 impl Core {
     pub(crate) fn needs_flush(&self, node: &Node) -> bool {
-        // ORDERING: Relaxed; flush triggers publish no data.
+        // ORDERING: Relaxed (here and in `Count::pages`); flush triggers
+        // publish no data.
         match self.policy.threshold {
             ThresholdRule::None => true,
-            ThresholdRule::Global => self.global_updates.load(Ordering::Relaxed) > self.threshold,
+            ThresholdRule::Global => self.global_updates.pages() > self.threshold,
             ThresholdRule::PerGroup => {
-                let mut u = node.updates.load(Ordering::Relaxed);
+                let mut u = node.updates.pages();
                 if self.policy.strict_bound {
-                    u += node.reserved.load(Ordering::Relaxed);
+                    u = u.saturating_add(node.reserved.load(Ordering::Relaxed));
                 }
                 u > self.threshold
             }
@@ -329,7 +423,7 @@ impl Core {
     fn ratelimit_expired(&self) -> bool {
         // ORDERING: Relaxed; a timestamp.
         let last = self.last_root_flush.load(Ordering::Relaxed);
-        self.clock.now_ns() > last.saturating_add(2 * self.policy.period_ns)
+        self.clock.now_ns() > last.saturating_add(self.policy.period_ns.saturating_mul(2))
     }
 
     fn flusher_running(&self) -> bool {
@@ -531,13 +625,19 @@ impl Core {
 
     /// The flush proper; the caller holds `gate`.
     ///
-    /// Threshold counters are reset *exactly*: before the first pass, every
-    /// group of the subtree that is on some shard's updated tree has its
-    /// counter snapshotted; after the last pass, the snapshot (and only the
-    /// snapshot) is subtracted. Magnitude counted before the snapshot belongs
-    /// to (group, shard) pairs that are on the trees, hence flushed by the
-    /// passes; magnitude counted after it stays. (The kernel simply zeroes
-    /// the counter at each visit, which can forget concurrent updates.)
+    /// With a per-group threshold, a *snapshot phase* first drains every
+    /// shard's update list into its updated tree and records the threshold
+    /// count and reservations of every group of the subtree on a tree. Then
+    /// one *pass* per shard moves the subtree's counters into the
+    /// aggregates, children before parents. Last, the flush hands back what
+    /// it took from the threshold accounting (see the module docs, "What a
+    /// flush hands over").
+    ///
+    /// Counts are reset *exactly*: by the snapshot, not to zero. Magnitude
+    /// counted before the snapshot belongs to (group, shard) pairs that are
+    /// on the trees or queued, hence flushed by the passes; magnitude
+    /// counted after it stays. (The kernel simply zeroes the counter at each
+    /// visit, which can forget concurrent updates.)
     ///
     /// Lock order (see `sync::Rank`): under a per-pass gate, each pass takes
     /// the flush lock, then the structure lock, then the shard's tree;
@@ -554,16 +654,16 @@ impl Core {
         let per_pass = matches!(gate, Gate::PerPass);
         let whole = (!per_pass).then(|| self.read_structure());
         let parent_row = x.parent_row();
-        let global0 = (is_root && self.policy.threshold == ThresholdRule::Global)
-            // ORDERING: Relaxed; flush trigger.
-            .then(|| self.global_updates.load(Ordering::Relaxed));
-        // Keyed by row, holding the node itself: under a per-pass gate the
-        // structure lock is dropped between passes, and a row could be
-        // recycled meanwhile (not this one: the Arc keeps it a zombie).
-        let mut snapshot: RowMap<(Arc<Node>, u64, u64)> = RowMap::default();
-        let per_group = self.policy.threshold == ThresholdRule::PerGroup;
+        let mut hand = Handover::default();
+        if is_root && self.policy.threshold == ThresholdRule::Global {
+            // ORDERING: Relaxed; the hand-over releases (see its docs).
+            hand.global = Some((
+                self.global_updates.snapshot(),
+                self.global_in_flight.load(Ordering::Relaxed),
+            ));
+        }
         let mut list = Vec::new();
-        if per_group {
+        if self.policy.threshold == ThresholdRule::PerGroup {
             for s in 0..self.shards {
                 let _pass = self.pass_lock(gate, work);
                 let pass_st = per_pass.then(|| self.read_structure());
@@ -572,21 +672,19 @@ impl Core {
                 self.drain(s, st, &mut tree, false, work);
                 list.clear();
                 tree.collect(x.hot.row, &mut list);
-                // One allocation, not one per doubling.
-                snapshot.reserve(list.len());
-                for &row in &list {
-                    snapshot.entry(row).or_insert_with(|| {
-                        let n = st.node(row);
-                        // ORDERING: Relaxed; flush trigger.
-                        (
-                            n.clone(),
-                            n.updates.load(Ordering::Relaxed),
-                            n.reserved.load(Ordering::Relaxed),
-                        )
-                    });
-                }
+                hand.snapshot(st, &list);
             }
+            // Orders the snapshots before the passes' drains: an update
+            // whose header RMW one of those drains reads (it found its pair
+            // drained, and claimed it again) reads counts no older than the
+            // snapshots (its RMW acquires: see `Core::update`), so a count
+            // it found above the break level was still there at the
+            // snapshot or later, which the reset sees (see `count.rs`).
+            crate::sync::fence_seqcst();
         }
+        // Kernel-exact: a residue counts its descendants' updates, so a pass
+        // takes it before its drain (see below).
+        let take_first = self.walks_ancestors;
         for s in 0..self.shards {
             let _pass = self.pass_lock(gate, work);
             let pass_st = per_pass.then(|| self.read_structure());
@@ -596,57 +694,156 @@ impl Core {
             {
                 let mut tree = lock_tree(&self.trees[s]);
                 work.count(Work::LockAcquired, 1);
+                if take_first {
+                    // Kernel-exact: a residue counts its descendants'
+                    // updates too, so it is taken *before* the drain. Every
+                    // update it counts added to it (a Release RMW) after
+                    // queueing its row; the fence acquires those, so the
+                    // drain below finds every such row (waiting for a claim
+                    // still pushing), and the pass carries what was taken.
+                    tree.collect(x.hot.row, &mut list);
+                    self.take_residues(s, st, &list, &mut hand, work);
+                    list.clear();
+                    crate::sync::fence_acquire();
+                }
                 self.drain(s, st, &mut tree, true, work);
                 tree.extract(x.hot.row, parent_row, &mut list);
+            }
+            if !take_first {
+                // A residue that counts only its own row's updates: taken
+                // after the drain, before the counters are read (an update
+                // whose residue survives is either not flushed yet, and
+                // still counted, or flushed anyway, over-counted).
+                self.take_residues(s, st, &list, &mut hand, work);
             }
             if !list.is_empty() {
                 self.barrier_before_reading(s, work);
             }
-            // Take every listed pair's shared residue before reading any
-            // counter: an update whose residue survives is either not
-            // flushed yet (and still counted) or flushed anyway
-            // (over-counted). (Owner residues are the owners' to reset:
-            // what they still hold of flushed updates is over-counted.)
-            for &row in &list {
-                // ORDERING: Relaxed. The drain's clear of this word read the
-                // value left by every writer's Release RMW before it
-                // (release sequences continue through RMWs), and the pass's
-                // `SeqCst` fence (`barrier_before_reading`) after the drain
-                // turns that into synchronization: those writers' counter
-                // writes are visible to the reads below, including the
-                // `load() != 0` guards, which could otherwise skip a
-                // non-zero counter (loom: removing the fence fails
-                // `an_update_after_the_push_on_another_slot_is_flushed`).
-                st.node(row)
-                    .hot
-                    .rows
-                    .header(s)
-                    .fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
-            }
-            work.count(Work::Atomic, list.len() as u64);
             for &row in &list {
                 self.aggregate(st.node(row), s, work);
             }
         }
         drop(whole);
-        for (n, u0, r0) in snapshot.into_values() {
-            for (counter, v0) in [(&n.updates, u0), (&n.reserved, r0)] {
-                if v0 != 0 {
-                    // ORDERING: Relaxed; flush trigger.
-                    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                        Some(v.saturating_sub(v0))
-                    });
+        self.hand_over(hand, work);
+    }
+
+    /// Takes the shared residues of `rows` on shard `s` (as the kernel
+    /// zeroes its per-CPU `stats_updates`). What a residue held stays
+    /// visible to the bound until the flush lands it (see the module docs,
+    /// "What a flush hands over"): in the pair's reservation, which only the
+    /// hand-over releases (folded scheme: the residue is simply zeroed), or
+    /// in an in-flight count, the group's (kernel-exact) or the tree's
+    /// (global threshold).
+    ///
+    /// An in-flight count is raised *before* the residue drops: the flush
+    /// reads each residue, adds what it read to the in-flight count, then
+    /// subtracts from the residue at most what it announced (pages added
+    /// meanwhile stay in the residue). The subtraction is Release and every
+    /// residue RMW of the updaters acquires (see `Core::update`): an update
+    /// that finds a residue the flush took from, and a read after it, see
+    /// the pages in flight. (loom: zeroing first fails
+    /// `a_read_during_a_flush_is_bounded_kernel_exact`.)
+    fn take_residues<W: WorkSink>(
+        &self,
+        s: usize,
+        st: &Structure,
+        rows: &[u32],
+        hand: &mut Handover,
+        work: &mut W,
+    ) {
+        let header = |row: u32| st.node(row).hot.rows.header(s);
+        work.count(Work::Atomic, rows.len() as u64);
+        if self.policy.threshold == ThresholdRule::Global || self.walks_ancestors {
+            // ORDERING: Relaxed loads; the fence that follows the takes
+            // (the acquire fence before a kernel-exact drain, or the pass's
+            // `SeqCst` fence in `barrier_before_reading`) acquires the
+            // release sequences they read, as for the RMWs below.
+            let read = |row: u32| header(row).load(Ordering::Relaxed) & RESIDUE_MASK;
+            if self.walks_ancestors {
+                for &row in rows {
+                    let r = read(row);
+                    if r != 0 {
+                        // ORDERING: Relaxed; sequenced before the Release
+                        // take below, which publishes it.
+                        st.node(row).in_flight.fetch_add(r, Ordering::Relaxed);
+                        work.count(Work::Atomic, 2);
+                        hand.in_flight(st, row, r);
+                        take_at_most(header(row), r);
+                    }
+                }
+            } else {
+                let read_now = &mut hand.scratch;
+                read_now.clear();
+                read_now.extend(rows.iter().map(|&row| read(row)));
+                let amounts: u64 = read_now.iter().sum();
+                if amounts == 0 {
+                    return;
+                }
+                // ORDERING: Relaxed, as the group's count above.
+                self.global_in_flight.fetch_add(amounts, Ordering::Relaxed);
+                work.count(Work::Atomic, 1);
+                hand.global_taken += amounts;
+                for (&row, &r) in rows.iter().zip(read_now.iter()) {
+                    if r != 0 {
+                        work.count(Work::Atomic, 1);
+                        take_at_most(header(row), r);
+                    }
+                }
+            }
+        } else {
+            for &row in rows {
+                // ORDERING: Relaxed. The pass's fence after this RMW
+                // (`barrier_before_reading`) acquires the release sequence
+                // it reads (every writer's Release header RMW before it),
+                // so their counter writes are visible to the pass's reads,
+                // including the `load() != 0` guards, which could otherwise
+                // skip a non-zero counter (loom: removing the fence fails
+                // `an_update_after_the_push_on_another_slot_is_flushed`).
+                header(row).fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Gives back what the flush took from the threshold accounting, now
+    /// that the aggregates hold what it stood for: each snapshotted count
+    /// and reservation is reset by its snapshot, each in-flight amount is
+    /// released. ORDERING: Release for every write, after the passes'
+    /// aggregate writes: a bound that reads the smaller count (Acquire)
+    /// then reads the aggregate with what was carried.
+    fn hand_over<W: WorkSink>(&self, hand: Handover, work: &mut W) {
+        for t in hand.groups.into_values() {
+            let n = &t.node;
+            if let Some((u0, r0)) = t.snapshot {
+                // A zero snapshot resets nothing; it still clears or sets
+                // the count's flag (see `count.rs`), unless nothing would
+                // change.
+                let now = n.updates.for_bound();
+                if u0 != 0 || now.uncounted() || now.pages() > self.break_above {
+                    n.updates.reset(u0, self.break_above);
+                    work.count(Work::Atomic, 1);
+                }
+                if r0 != 0 {
+                    let _ = n
+                        .reserved
+                        .fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
+                            Some(v.saturating_sub(r0))
+                        });
                     work.count(Work::Atomic, 1);
                 }
             }
+            if t.in_flight != 0 {
+                n.in_flight.fetch_sub(t.in_flight, Ordering::Release);
+                work.count(Work::Atomic, 1);
+            }
         }
-        if let Some(g0) = global0 {
-            // ORDERING: Relaxed; flush trigger.
-            let _ = self
-                .global_updates
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                    Some(v.saturating_sub(g0))
-                });
+        // A root flush lands every page in flight (subtree flushes under a
+        // global threshold leave theirs in their parents' `pending`, which
+        // only a root flush brings to the root).
+        if let Some((g0, i0)) = hand.global {
+            self.global_updates.reset(g0, COUNT_LIMIT);
+            self.global_in_flight
+                .fetch_sub(i0 + hand.global_taken, Ordering::Release);
+            work.count(Work::Atomic, 2);
         }
     }
 
@@ -658,7 +855,7 @@ impl Core {
     /// path's asymmetric barrier, see `update.rs`).
     fn barrier_before_reading<W: WorkSink>(&self, s: usize, work: &mut W) {
         crate::sync::fence_seqcst();
-        // ORDERING: Relaxed, after the `SeqCst` fence: see `announce_owner`.
+        // ORDERING: Relaxed, after the `SeqCst` fence: see `Core::claim_owned`.
         if self.owned[s].load(Ordering::Relaxed) {
             self.barriers.heavy();
             work.count(Work::Barrier, 1);
@@ -706,6 +903,11 @@ impl Core {
     }
 
     /// Folds group `n`'s counters on shard `s` into the aggregates.
+    ///
+    /// Every sum is checked: a change that does not fit `i64`, or an
+    /// aggregate it would take out of `i64`, saturates the item in the group
+    /// and its ancestors (see `saturation.rs`), whose aggregates the flushes
+    /// then pin at the limit.
     fn aggregate<W: WorkSink>(&self, n: &Node, s: usize, work: &mut W) {
         work.count(Work::GroupVisited, 1);
         let rows = &n.hot.rows;
@@ -713,11 +915,10 @@ impl Core {
         let view = rows.flush_view(s);
         let mut prev = view.prev;
         let pending = n.pending();
-        let parent_pending = n
-            .hot
-            .parent
-            .as_deref()
-            .map(|p| p.pending_for_children(slots));
+        let parent = n.hot.parent.as_deref();
+        let parent_pending = parent.map(|p| p.pending_for_children(slots));
+        // Almost always `None`: one flag load.
+        let saturated = self.saturated_slots(n);
         // Every array below has one word per slot (lets the compiler drop
         // most per-index bounds checks).
         let (local, agg) = (&n.local[..slots], &n.agg[..slots]);
@@ -725,54 +926,91 @@ impl Core {
         let mut atomics = 0;
         for (k, cell) in view.cells[..slots].iter().enumerate() {
             // The owner cell: `delta = cur − prev` against the flushers'
-            // own snapshot; the owner's line is only read.
+            // own snapshot; the owner's line is only read. Both are the
+            // shard's running sums, kept within `i64` by the update path.
             // ORDERING: Relaxed for every access below. The owner cell's
             // latest value is visible after the pass's barrier (see
             // `barrier_before_reading`), the shared cell's after the pass's
-            // `SeqCst` fence (same place); a write that lands later is either carried now
-            // or queues its row again. `prev` is written by flushers only,
-            // one at a time per (row, shard) (overlapping flushes exclude
-            // each other), and handed over through their locks.
-            // pending/agg/local are plain sums whose RMWs are totally
-            // ordered per location.
-            let cur = cell.load(Ordering::Relaxed);
-            let own = match prev {
-                Some(p) => cur.wrapping_sub(p[k].load(Ordering::Relaxed)),
-                None => cur,
-            };
-            if own != 0 {
-                prev.get_or_insert_with(|| rows.prev_cells(s))[k].store(cur, Ordering::Relaxed);
+            // `SeqCst` fence (same place); a write that lands later is
+            // either carried now or queues its row again. `prev`, `agg` and
+            // `local` are written by flushers of this group only, one at a
+            // time (overlapping flushes exclude each other), and handed
+            // over through their locks; `pending` is a plain sum whose
+            // RMWs are totally ordered per location.
+            let cur = cell.load(Ordering::Relaxed) as i64;
+            let before = prev.map_or(0, |p| p[k].load(Ordering::Relaxed) as i64);
+            if cur != before {
+                prev.get_or_insert_with(|| rows.prev_cells(s))[k]
+                    .store(cur as u64, Ordering::Relaxed);
             }
             let shared = match view.shared {
                 Some(sh) if sh[k].load(Ordering::Relaxed) != 0 => {
                     atomics += 1;
-                    sh[k].swap(0, Ordering::Relaxed)
+                    sh[k].swap(0, Ordering::Relaxed) as i64
                 }
                 _ => 0,
             };
-            let d = own.wrapping_add(shared) as i64;
-            let mut delta = match pending.map(|ps| &ps[k]) {
+            let from_children = match pending.map(|ps| &ps[k]) {
                 Some(p) if p.load(Ordering::Relaxed) != 0 => {
                     atomics += 1;
                     p.swap(0, Ordering::Relaxed)
                 }
                 _ => 0,
             };
-            delta = delta.wrapping_add(d);
-            if d != 0 {
-                local[k].fetch_add(d, Ordering::Relaxed);
-                atomics += 1;
+            // This shard's own change, and with the children's.
+            let own = i128::from(cur) - i128::from(before) + i128::from(shared);
+            let delta = own + i128::from(from_children);
+            if let Some(dir) = saturated.as_ref().and_then(|sat| sat.get(k)) {
+                // Pinned, whether or not this pass carries anything (an
+                // ancestor is marked before any change reaches it).
+                // ORDERING: Release; pairs with the bound's Acquire load of
+                // the aggregate, before its look at the saturation flag.
+                agg[k].store(dir.limit(), Ordering::Release);
+                continue;
+            }
+            if own == 0 && delta == 0 {
+                continue;
+            }
+            let (Ok(own), Ok(delta)) = (i64::try_from(own), i64::try_from(delta)) else {
+                self.pin(n, k, Direction::of(delta));
+                continue;
+            };
+            if own != 0 {
+                match local[k].load(Ordering::Relaxed).checked_add(own) {
+                    Some(v) => local[k].store(v, Ordering::Relaxed),
+                    None => {
+                        self.pin(n, k, Direction::of(i128::from(own)));
+                        continue;
+                    }
+                }
             }
             if delta != 0 {
-                agg[k].fetch_add(delta, Ordering::Relaxed);
-                atomics += 1;
-                if let Some(pp) = parent_pending {
-                    pp[k].fetch_add(delta, Ordering::Relaxed);
+                match agg[k].load(Ordering::Relaxed).checked_add(delta) {
+                    Some(v) => agg[k].store(v, Ordering::Relaxed),
+                    None => {
+                        self.pin(n, k, Direction::of(i128::from(delta)));
+                        continue;
+                    }
+                }
+                if let (Some(pp), Some(p)) = (parent_pending, parent) {
+                    let old = pp[k].fetch_add(delta, Ordering::Relaxed);
                     atomics += 1;
+                    if old.checked_add(delta).is_none() {
+                        self.saturate_towards(p, k, Direction::of(i128::from(delta)));
+                    }
                 }
             }
         }
         work.count(Work::Atomic, atomics);
+    }
+
+    /// Saturates slot `k` of `n` (and its ancestors) and pins its aggregate.
+    #[cold]
+    #[inline(never)]
+    fn pin(&self, n: &Node, k: usize, dir: Direction) {
+        self.saturate_towards(n, k, dir);
+        // ORDERING: Release, as in `aggregate`.
+        n.agg[k].store(dir.limit(), Ordering::Release);
     }
 }
 
@@ -827,4 +1065,15 @@ impl Drop for FlushingGuard<'_> {
         // ORDERING: Release; see the type's docs.
         self.0.fetch_sub(1, Ordering::Release);
     }
+}
+
+/// Subtracts at most `r` pages from the shared residue in header `hdr`
+/// (`r` was announced in flight, see `Core::take_residues`); the residue
+/// may have been folded meanwhile, and it never goes below zero.
+fn take_at_most(hdr: &AtomicU64, r: u64) {
+    // ORDERING: Release publishes the in-flight add sequenced before it to
+    // every updater whose residue RMW reads this value (they acquire).
+    let _ = hdr.fetch_update(Ordering::Release, Ordering::Relaxed, |h| {
+        Some(h - (h & RESIDUE_MASK).min(r))
+    });
 }

@@ -7,6 +7,7 @@
 //! schedule — is measured and exposed, because upstream saw it slip by tens
 //! of seconds under load.
 
+use crate::error::{ConfigError, Error};
 use crate::flush::FlushKind;
 use crate::stats::{Core, HierStats};
 use crate::sync::{lock, Arc, Ordering};
@@ -56,15 +57,23 @@ impl HierStats {
     /// lags are measured with the tree's clock.
     ///
     /// # Errors
-    /// The OS error if the thread cannot be spawned.
-    pub fn start_flusher(&self, period: Duration) -> std::io::Result<BackgroundFlusher> {
+    /// [`Error::InvalidConfig`] ([`ConfigError::FlusherPeriod`]) for a zero
+    /// period (it would flush back to back) or one whose nanoseconds do not
+    /// fit 64 bits (about 584 years); [`Error::Spawn`] if the OS cannot
+    /// start the thread.
+    pub fn start_flusher(&self, period: Duration) -> Result<BackgroundFlusher, Error> {
+        let period_ns = match u64::try_from(period.as_nanos()) {
+            Ok(ns) if ns > 0 => ns,
+            _ => return Err(ConfigError::FlusherPeriod(period).into()),
+        };
         let shared = std::sync::Arc::new(Shared::default());
         let core = self.core.clone();
         let stats = self.clone();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("hierstat-flusher".into())
-            .spawn(move || run(stats, sh, period))?;
+            .spawn(move || run(stats, sh, period_ns))
+            .map_err(|e| Error::Spawn(e.to_string()))?;
         // ORDERING: Relaxed; a mode hint for async hot paths (`flush_entry`).
         self.core.flushers.fetch_add(1, Ordering::Relaxed);
         Ok(BackgroundFlusher {
@@ -75,10 +84,9 @@ impl HierStats {
     }
 }
 
-fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period: Duration) {
+fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period_ns: u64) {
     let core = &stats.core;
-    let period_ns = period.as_nanos() as u64;
-    let mut deadline = core.clock.now_ns() + period_ns;
+    let mut deadline = core.clock.now_ns().saturating_add(period_ns);
     let root = stats.root();
     loop {
         {
@@ -107,7 +115,7 @@ fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period: Duration) {
         if core.async_requested.swap(false, Ordering::Acquire) {
             let _ = stats.flush_with(&root, FlushKind::Periodic, &mut ());
             sh.asyncs.fetch_add(1, Ordering::Relaxed);
-            deadline = core.clock.now_ns() + period_ns;
+            deadline = core.clock.now_ns().saturating_add(period_ns);
             continue;
         }
         let now = core.clock.now_ns();
@@ -117,9 +125,9 @@ fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period: Duration) {
         sh.last_lag.store(lag, Ordering::Relaxed);
         sh.max_lag.fetch_max(lag, Ordering::Relaxed);
         sh.total_lag.fetch_add(lag, Ordering::Relaxed);
-        deadline += period_ns;
+        deadline = deadline.saturating_add(period_ns);
         if deadline <= now {
-            deadline = now + period_ns;
+            deadline = now.saturating_add(period_ns);
         }
     }
 }

@@ -3,25 +3,48 @@
 //! The design is the Linux memory cgroup's (memcg vmstats + cgroup rstat),
 //! rebuilt for userspace:
 //!
-//! * **updates** write the caller's *shard* of a group's counters — two
-//!   atomic RMWs on lines that only that shard writes — and queue the group
-//!   on the shard's lock-free update list once per flush ([`HierStats::add`]);
+//! * **updates** write the caller's *shard* of a group's counters: a thread
+//!   that owns its shard uses plain loads and stores on lines only it
+//!   writes; threads beyond the shard count, and explicit-shard calls, use
+//!   two atomic RMWs. Either queues the group on the shard's lock-free
+//!   update list once per flush ([`HierStats::add`]);
 //! * **flushes** visit only the (group, shard) pairs updated since the last
 //!   flush, children before parents, with the `delta` / `pending` scheme, for
 //!   any subtree ([`HierStats::flush`], [`FlushKind`]);
 //! * **thresholds** count unflushed update magnitude per group so that a
 //!   reader flushes only when the error could exceed `T`
-//!   ([`HierStats::read_bounded`] returns the value with its bound);
+//!   ([`HierStats::read_bounded`] returns the value with a bound that holds
+//!   at every instant, flushes running included: see [`Bounded`]);
 //! * **policies** reproduce each kernel era's choices ([`Preset`]) and ours;
 //! * a **background flusher** bounds staleness in time
 //!   ([`HierStats::start_flusher`]);
 //! * **work counters** report what every operation did, for simulation
-//!   ([`WorkCounters`]), at no cost when not asked for.
+//!   ([`WorkCounters`]), at no cost when not asked for;
+//! * **nothing wraps**: a counter that would leave `i64` saturates and says
+//!   so ([`Bounded::saturated`]), and configurations are range-checked
+//!   ([`ConfigError`]).
 //!
-//! Module map: `schema` (items, units), `slab` (shard-major counter rows and
-//! the header word), `updated` (update lists, updated trees), `node` (group
-//! layout), `tree` (create/remove/lookup), `update` (hot path), `flush`,
-//! `read`, `flusher`, `policy`, `verify` (invariant checks).
+//! Module map:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `stats` | [`HierStats`] and the shared core |
+//! | `config`, `policy`, `clock` | [`Config`], [`Policy`] and its [`Preset`]s, the clock |
+//! | `schema` | items, units, slots ([`Schema`]) |
+//! | `node`, `group` | a group's shared state and its handle ([`Group`]) |
+//! | `tree` | create, remove, lookup, iterate, reap |
+//! | `slab` | shard-major counter rows and the row header word |
+//! | `shard` | which shard a thread writes (the slot pool) |
+//! | `update`, `counter` | the update path, and a pre-resolved [`Counter`] |
+//! | `updated` | lock-free update lists, persistent updated trees |
+//! | `count` | the threshold count word |
+//! | `flush`, `flusher` | flushes and their hand-over; the background flusher |
+//! | `read` | reads and [`Bounded`] |
+//! | `saturation` | counters that left `i64` |
+//! | `work` | work counters for the simulator |
+//! | `verify` | invariant checks |
+//! | `sync` | the one import point of atomics and locks (loom or std), the lock order |
+//! | `error` | [`Error`], [`ConfigError`] |
 //!
 //! ```
 //! use hierstat::{Config, HierStats, Preset, Schema, Unit};
@@ -49,6 +72,7 @@
 
 mod clock;
 mod config;
+mod count;
 mod counter;
 mod error;
 mod flush;
@@ -59,6 +83,7 @@ mod group;
 mod node;
 mod policy;
 mod read;
+mod saturation;
 mod schema;
 mod shard;
 #[allow(unsafe_code)] // the row pointers of the update path (see the module docs)
@@ -73,8 +98,9 @@ mod work;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use config::{Config, MAX_SHARDS};
+pub use count::MAX_THRESHOLD;
 pub use counter::Counter;
-pub use error::Error;
+pub use error::{ConfigError, Error};
 pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]
 pub use flusher::{BackgroundFlusher, FlusherStats};

@@ -17,8 +17,9 @@
 //! The per-shard counters themselves are not in the node at all: they are
 //! in the shard-major slab (see `slab.rs`).
 
+use crate::count::Count;
 use crate::slab::RowRef;
-use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64};
+use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use crate::updated::NONE;
 use std::ops::Deref;
 use std::sync::OnceLock;
@@ -89,17 +90,23 @@ impl TreeTag {
 pub(crate) struct Node {
     /// Read-mostly hot fields, alone on the first line pair.
     pub(crate) hot: CachePadded<NodeHot>,
-    /// Threshold counter: folded update magnitude (pages) of this group's
-    /// subtree since its last flush. Written by updaters' folds (any shard)
-    /// and reset by flushes. ORDERING: Relaxed everywhere; it decides only
-    /// *when* to flush and publishes no data. It starts the second line
+    /// Threshold count: folded update magnitude (pages) of this group's
+    /// subtree since its last flush (see `count.rs`). Written by updaters'
+    /// folds (any shard) and reset by flushes. It starts the second line
     /// pair, which it shares only with fields updaters never touch.
-    pub(crate) updates: AtomicU64,
+    pub(crate) updates: Count,
     /// Folded scheme: `batch − 1` pages reserved per (group, shard) pair of
     /// this subtree queued since the last flush that covered it: the most
     /// those pairs' unfolded residues can hold. ORDERING: Relaxed, as
     /// `updates`.
     pub(crate) reserved: AtomicU64,
+    /// Kernel-exact scheme: pages a running flush took out of this group's
+    /// residues and has not landed in its aggregates yet. The flush adds
+    /// what it takes before it reads the counters those pages stand for,
+    /// and subtracts it once they are in `agg` (see `flush.rs`, "What a
+    /// flush hands over"), so the bound never loses sight of them.
+    /// ORDERING: see the flush's hand-over and `Core::error_bound`.
+    pub(crate) in_flight: AtomicU64,
     /// Hierarchical aggregate per slot (subtree total, flushed).
     pub(crate) agg: Box<[AtomicI64]>,
     /// Local aggregate per slot (this group only, flushed).
@@ -117,6 +124,18 @@ pub(crate) struct Node {
     /// Where the name (the last path component) starts in `path`: one
     /// string instead of two keeps the node within two line pairs.
     name_at: u32,
+    /// [`NodeFlags`] bits. ORDERING: see each flag.
+    pub(crate) flags: AtomicU8,
+}
+
+/// Bits of [`Node::flags`].
+pub(crate) struct NodeFlags;
+
+impl NodeFlags {
+    /// Some counter of this group left `i64`'s range: the tree's
+    /// saturation table says which (see `Core::saturated`). Set, never
+    /// cleared, before the table entry is readable.
+    pub(crate) const SATURATED: u8 = 1;
 }
 
 fn zeroed(n: usize) -> Box<[AtomicI64]> {
@@ -145,8 +164,10 @@ impl Node {
                 parent,
                 tree,
             }),
-            updates: AtomicU64::new(0),
+            updates: Count::new(),
             reserved: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            flags: AtomicU8::new(0),
             agg: zeroed(slots),
             local: zeroed(slots),
             pending: OnceLock::new(),
@@ -172,6 +193,21 @@ impl Node {
     /// child's delta up (a no-op load by then).
     pub(crate) fn pending_for_children(&self, slots: usize) -> &[AtomicI64] {
         self.pending.get_or_init(|| zeroed(slots))
+    }
+
+    /// Whether flag `f` ([`NodeFlags`]) is set.
+    #[inline]
+    pub(crate) fn flag(&self, f: u8) -> bool {
+        // ORDERING: Acquire; pairs with the Release `fetch_or` of whoever
+        // set it (see `NodeFlags`).
+        self.flags.load(Ordering::Acquire) & f != 0
+    }
+
+    /// Sets flag `f`.
+    pub(crate) fn set_flag(&self, f: u8) {
+        // ORDERING: Release; publishes what the setter wrote before (the
+        // saturation table entry) to `flag`'s Acquire load.
+        self.flags.fetch_or(f, Ordering::Release);
     }
 
     /// Row of the parent, or `NONE`.

@@ -10,6 +10,8 @@
 //! | `linux-6.17` | per group, early break | subtree, lock dropped per shard | serialize | ratelimited |
 //! | `hierstat` | per group, folded (O(1) update), T = 64 × shards on folded magnitude, residue batch 32, reservations in the reported bound | subtree, disjoint subtrees in parallel | wait only for overlapping flushes | over the eviction group's threshold, ask the background flusher (synchronous subtree flush if none runs) |
 
+use crate::count::MAX_THRESHOLD;
+use crate::error::ConfigError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -332,15 +334,22 @@ impl FromStr for Preset {
 }
 
 impl Policy {
-    /// The threshold `T` in pages for a tree with `shards` shards.
+    /// The threshold `T` in pages for a tree with `shards` shards
+    /// (saturating at `u64::MAX`; [`check`](Self::check) refuses more than
+    /// [`MAX_THRESHOLD`]).
     pub fn threshold_pages(&self, shards: usize) -> u64 {
-        let b = self.batch as u64;
+        self.threshold_exact(shards).try_into().unwrap_or(u64::MAX)
+    }
+
+    /// `T` without overflow (the sizes multiply two 64-bit numbers).
+    fn threshold_exact(&self, shards: usize) -> u128 {
+        let (b, n) = (u128::from(self.batch), shards as u128);
         match self.threshold_size {
-            ThresholdSize::BatchPerShard => b * shards as u64,
-            ThresholdSize::BatchSqrtShards => b * isqrt(shards as u64 + 2),
-            ThresholdSize::KernelWorstCase => (2 * b - 1) * shards as u64,
-            ThresholdSize::PagesPerShard(p) => p * shards as u64,
-            ThresholdSize::Fixed(t) => t,
+            ThresholdSize::BatchPerShard => b * n,
+            ThresholdSize::BatchSqrtShards => b * u128::from(isqrt(shards as u64 + 2)),
+            ThresholdSize::KernelWorstCase => (2 * b).saturating_sub(1) * n,
+            ThresholdSize::PagesPerShard(p) => u128::from(p) * n,
+            ThresholdSize::Fixed(t) => u128::from(t),
         }
     }
 
@@ -351,10 +360,33 @@ impl Policy {
         match (self.early_break, self.scheme) {
             (EarlyBreak::Off, _) => u64::MAX,
             (EarlyBreak::Upstream, _) | (EarlyBreak::Margin, ThresholdScheme::Folded) => t,
-            (EarlyBreak::Margin, ThresholdScheme::PerAncestor) => {
-                t + shards as u64 * (self.batch as u64 - 1)
-            }
+            (EarlyBreak::Margin, ThresholdScheme::PerAncestor) => t.saturating_add(
+                (shards as u64).saturating_mul(u64::from(self.batch).saturating_sub(1)),
+            ),
         }
+    }
+
+    /// Checks every knob's range for a tree of `shards` shards: the batch
+    /// (1..=2^20 pages, the residue field's width), the threshold (at most
+    /// [`MAX_THRESHOLD`] pages, so that counts never near their limit) and
+    /// the ratelimit period (at most 2^63 ns).
+    ///
+    /// # Errors
+    /// The first knob out of range.
+    pub fn check(&self, shards: usize) -> Result<(), ConfigError> {
+        if self.batch == 0 || self.batch > 1 << 20 {
+            return Err(ConfigError::Batch(self.batch));
+        }
+        let t = self.threshold_exact(shards);
+        if t > u128::from(MAX_THRESHOLD) {
+            return Err(ConfigError::Threshold(
+                (t <= u128::from(u64::MAX)).then_some(t),
+            ));
+        }
+        if self.period_ns > 1 << 63 {
+            return Err(ConfigError::Period(self.period_ns));
+        }
+        Ok(())
     }
 }
 

@@ -14,7 +14,7 @@
 //! Internally every item maps to dense *slots* (one per state/event item,
 //! `1 + nodes` per per-node item); a slot is one 8-byte counter per shard.
 
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use std::collections::HashMap;
 
 /// Bytes per page for [`Unit::Bytes`] magnitude normalization.
@@ -291,10 +291,10 @@ impl SchemaBuilder {
     pub fn build(&self) -> Result<Schema, Error> {
         let nodes = if self.nodes == 0 { 1 } else { self.nodes };
         if nodes > 1024 {
-            return Err(Error::InvalidConfig(format!("{nodes} nodes (max 1024)")));
+            return Err(ConfigError::Nodes(nodes).into());
         }
         if self.items.len() > u16::MAX as usize {
-            return Err(Error::InvalidConfig("more than 65535 items".into()));
+            return Err(ConfigError::Items(self.items.len()).into());
         }
         // Slot layout: item `i`'s counter (a per-node item's total) is slot
         // `i`; the per-node counters of per-node items follow all of them.

@@ -2,10 +2,12 @@
 
 use crate::clock::Clock;
 use crate::config::{Config, MAX_SHARDS};
-use crate::error::Error;
+use crate::count::{Count, COUNT_LIMIT};
+use crate::error::{ConfigError, Error};
 use crate::group::Group;
 use crate::node::{CachePadded, Node, TreeTag};
 use crate::policy::Policy;
+use crate::saturation::SaturationTable;
 use crate::schema::Schema;
 use crate::slab::Slab;
 use crate::sync::{
@@ -51,7 +53,8 @@ pub(crate) struct Core {
     pub(crate) shards: usize,
     /// Threshold `T` in pages.
     pub(crate) threshold: u64,
-    /// Per-group walk stops above this (see `EarlyBreak`).
+    /// Updates stop counting a group above this: the policy's early break
+    /// (see `EarlyBreak`), at most `COUNT_LIMIT` (see `count.rs`).
     pub(crate) break_above: u64,
     pub(crate) batch: u64,
     pub(crate) clock: std::sync::Arc<dyn Clock>,
@@ -68,9 +71,15 @@ pub(crate) struct Core {
     /// Roots of running flushes (DisjointParallel).
     pub(crate) active: Mutex<Vec<Arc<Node>>>,
     pub(crate) active_cv: Condvar,
-    /// Tree-wide magnitude counter (`ThresholdRule::Global`). ORDERING:
-    /// Relaxed; it only decides when to flush.
-    pub(crate) global_updates: CachePadded<AtomicU64>,
+    /// Tree-wide threshold count (`ThresholdRule::Global`, see `count.rs`).
+    pub(crate) global_updates: CachePadded<Count>,
+    /// Global threshold: pages flushes took out of residues whose data has
+    /// not reached the root's aggregates yet (a root flush lands them; a
+    /// subtree flush leaves them in its parent's `pending`). Bound only.
+    /// ORDERING: as `Node::in_flight`.
+    pub(crate) global_in_flight: AtomicU64,
+    /// Items that left `i64`'s range (see `saturation.rs`); rank `Leaf`.
+    pub(crate) saturated: Mutex<SaturationTable>,
     /// Flushes in progress (between `flush_subtree`'s first drain and its
     /// threshold reset). While there are none, an owner's fold skips the
     /// threshold counters of groups already above `T` (see
@@ -130,8 +139,8 @@ impl HierStats {
     /// Creates a tree holding only its root.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for 0 or more than 1024 shards, a batch of 0,
-    /// or a batch that does not fit the residue field.
+    /// [`Error::InvalidConfig`] for 0 or more than 1024 shards, or a policy
+    /// knob out of range (see [`Policy::check`](crate::Policy::check)).
     pub fn new(schema: Schema, config: Config) -> Result<Self, Error> {
         let Config {
             shards,
@@ -140,20 +149,16 @@ impl HierStats {
             membarrier,
         } = config;
         if shards == 0 || shards > MAX_SHARDS {
-            return Err(Error::InvalidConfig(format!(
-                "{shards} shards (must be 1..={MAX_SHARDS})"
-            )));
+            return Err(ConfigError::Shards(shards).into());
         }
-        if policy.batch == 0 || policy.batch > 1 << 20 {
-            return Err(Error::InvalidConfig(format!(
-                "batch {} (must be 1..=2^20)",
-                policy.batch
-            )));
-        }
+        policy.check(shards)?;
         let barriers = crate::sync::Barriers::detect(membarrier);
         // Owners write with plain stores only where flushers can issue the
         // heavy barrier (see `update.rs`).
-        let ownable = if barriers == crate::sync::Barriers::Membarrier {
+        // Under Miri (which cannot run membarrier) owners keep the plain
+        // path and fence after their writes, so that Miri checks its
+        // unsafe row pointers and its races (see `update.rs`).
+        let ownable = if barriers == crate::sync::Barriers::Membarrier || cfg!(miri) {
             shards
         } else {
             0
@@ -180,7 +185,7 @@ impl HierStats {
         let now = clock.now_ns();
         let core = Core {
             threshold: policy.threshold_pages(shards),
-            break_above: policy.break_above(shards),
+            break_above: policy.break_above(shards).min(COUNT_LIMIT),
             batch: policy.batch as u64,
             schema,
             policy,
@@ -196,7 +201,9 @@ impl HierStats {
             flush_lock: Mutex::new(()),
             active: Mutex::new(Vec::new()),
             active_cv: Condvar::new(),
-            global_updates: CachePadded(AtomicU64::new(0)),
+            global_updates: CachePadded(Count::new()),
+            global_in_flight: AtomicU64::new(0),
+            saturated: Mutex::new(SaturationTable::default()),
             flushing: CachePadded(AtomicU64::new(0)),
             last_root_flush: AtomicU64::new(now),
             async_requested: AtomicBool::new(false),

@@ -2,17 +2,17 @@
 //!
 //! Under `--cfg loom` every atomic, lock and `Arc` the engine uses comes from
 //! loom, so the model checker explores the engine's real code; otherwise they
-//! come from `std`. No other module imports `std::sync` directly.
+//! come from `std`.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering},
     Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering},
     Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
@@ -175,7 +175,7 @@ impl Barriers {
     /// Membarrier where the kernel offers it and registration succeeds
     /// (registration is per process and idempotent), else fences.
     pub(crate) fn detect(allow_membarrier: bool) -> Self {
-        #[cfg(all(target_os = "linux", not(loom)))]
+        #[cfg(all(target_os = "linux", not(loom), not(miri)))]
         if allow_membarrier {
             use rustix::thread::{membarrier, membarrier_query, MembarrierCommand as Cmd};
             let q = membarrier_query();
@@ -199,7 +199,7 @@ impl Barriers {
     /// updates.
     pub(crate) fn heavy(self) {
         match self {
-            #[cfg(all(target_os = "linux", not(loom)))]
+            #[cfg(all(target_os = "linux", not(loom), not(miri)))]
             Barriers::Membarrier => {
                 use rustix::thread::{membarrier, MembarrierCommand as Cmd};
                 let mut tries = 0;
@@ -223,4 +223,13 @@ pub(crate) fn fence_seqcst() {
     loom::sync::atomic::fence(Ordering::SeqCst);
     #[cfg(not(loom))]
     std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// An `Acquire` fence (loom's under `--cfg loom`).
+#[inline]
+pub(crate) fn fence_acquire() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::Acquire);
+    #[cfg(not(loom))]
+    std::sync::atomic::fence(Ordering::Acquire);
 }

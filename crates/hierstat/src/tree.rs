@@ -210,10 +210,20 @@ impl HierStats {
                     // ORDERING: Relaxed; no handle exists, nobody else
                     // touches the row. Clears the shared residue the next
                     // group of this row must not inherit (`alloc` resets
-                    // the owner's; owner cells keep their values: their
-                    // snapshots match them, idle).
-                    z.hot.rows.header(s).store(0, Ordering::Relaxed);
+                    // the owner's), and zeroes the owner cells with their
+                    // snapshots (equal, the row is idle): an owner cell is
+                    // the running sum of one group's updates, kept within
+                    // `i64` (see `saturation.rs`).
+                    let rows = &z.hot.rows;
+                    rows.header(s).store(0, Ordering::Relaxed);
+                    for k in 0..slots {
+                        rows.counter(s, k).store(0, Ordering::Relaxed);
+                        if let Some(p) = rows.prev_if_any(s, k) {
+                            p.store(0, Ordering::Relaxed);
+                        }
+                    }
                 }
+                core.forget_saturation(row);
                 st.nodes[row as usize] = None;
                 st.slab.free(row);
                 reaped += 1;

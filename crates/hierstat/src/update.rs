@@ -7,8 +7,10 @@
 //! 1. `cell = cell + delta` and `residue = residue − magnitude` (it counts
 //!    down to the next fold, see `slab.rs`): plain
 //!    loads and stores (no `lock` prefix) on lines only this thread writes;
-//! 2. a compiler fence (the light half of an asymmetric barrier), then an
-//!    Acquire load of the row's header;
+//!    the cell's add is checked (a sum that would leave `i64` saturates the
+//!    item instead, see `saturation.rs`);
+//! 2. a compiler fence (the light half of an asymmetric barrier), then a
+//!    Relaxed load of the row's header;
 //! 3. if the header shows the pair not yet reserved by the owner since its
 //!    last drain: claim it (`fetch_or`, cold) — push the row on the shard's
 //!    update list if it was not queued, reserve thresholds;
@@ -69,7 +71,8 @@
 //! calls (`add_with`, the simulator) write the *shared cells* with atomic
 //! RMWs, exactly as the engine always did:
 //!
-//! 1. `shared[g][s][k].fetch_add(delta)` (Relaxed);
+//! 1. `shared[g][s][k].fetch_add(delta)` (Relaxed; the value it replaced
+//!    tells whether the sum left `i64`);
 //! 2. `header[g][s].fetch_add(m)` (AcqRel), `m` the magnitude if under
 //!    `batch` (larger ones fold directly). This one RMW both accounts the
 //!    magnitude and orders the update against the flusher's drain of the
@@ -81,8 +84,11 @@
 //! the residue step is repeated on every ancestor's row on shard `s`, until
 //! the early-break rule stops the walk: plain on the owner path (the owner
 //! is the only writer of the ancestors' owner residues on its shard),
-//! `fetch_add` on the shared path.
+//! `fetch_add` (Release) on the shared path: a flush takes an ancestor's
+//! shared residue before its drain and must then find the rows whose
+//! pages it took (see `flush.rs`, "What a flush hands over").
 
+use crate::count::COUNT_LIMIT;
 use crate::error::Error;
 use crate::group::Group;
 use crate::node::Node;
@@ -179,10 +185,10 @@ impl HierStats {
             let c = row.cell(per_node);
             // ORDERING: Relaxed load and store; this thread is the cell's
             // only writer. Published with the total's update below.
-            c.store(
-                c.load(Ordering::Relaxed).wrapping_add(delta as u64),
-                Ordering::Relaxed,
-            );
+            match (c.load(Ordering::Relaxed) as i64).checked_add(delta) {
+                Some(v) => c.store(v as u64, Ordering::Relaxed),
+                None => self.core.saturate(owned, per_node.get(), delta),
+            }
             let mag = self.core.schema.slot_unit(total).pages(delta);
             self.core
                 .update_owned_row(row, lane.shard, owned, total, delta, mag, &mut ());
@@ -267,10 +273,14 @@ impl Core {
         // The total slot carries the magnitude; the per-node slot only needs
         // its counter written before the same Release header RMW.
         // ORDERING: Relaxed; published by the header RMW in `update`.
-        node.hot
+        let old = node
+            .hot
             .rows
             .shared_counter(s, per_node.get())
             .fetch_add(delta as u64, Ordering::Relaxed);
+        if (old as i64).checked_add(delta).is_none() {
+            self.saturate(node, per_node.get(), delta);
+        }
         work.count(Work::Atomic, 1);
         let mag = self.schema.slot_unit(total).pages(delta);
         self.update(s, node, total, delta, mag, work);
@@ -313,15 +323,19 @@ impl Core {
         res.store(left, Ordering::Relaxed);
         // ORDERING: Relaxed load and store: this thread is the cell's only
         // writer (it owns shard `s`), so no update can be lost between them;
-        // the flusher reads the cell after its heavy barrier.
-        cell.store(
-            cell.load(Ordering::Relaxed).wrapping_add(delta as u64),
-            Ordering::Relaxed,
-        );
+        // the flusher reads the cell after its heavy barrier. The cell is
+        // the shard's running sum since the row was allocated; one that
+        // would leave `i64` saturates the item instead (see `saturation.rs`).
+        match (cell.load(Ordering::Relaxed) as i64).checked_add(delta) {
+            Some(v) => cell.store(v as u64, Ordering::Relaxed),
+            None => self.saturate(node, slot.get(), delta),
+        }
         // The updater's side of the asymmetric barrier: a compiler fence
         // (the owner path runs only where the flushers have membarrier).
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        #[cfg(loom)]
+        // loom and Miri model the heavy barrier as a `SeqCst` fence on both
+        // sides.
+        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();
         // ORDERING: Relaxed. `OWNER_RES` is set only by this thread's own
         // claims: finding it set means this thread queued the row (or found
@@ -332,7 +346,7 @@ impl Core {
         }
         if self.walks_ancestors
             // ORDERING: Relaxed; flush trigger only.
-            && node.updates.load(Ordering::Relaxed) <= self.break_above
+            && node.updates.pages() <= self.break_above
         {
             self.walk_ancestors_owned(s, node, mag, work);
         }
@@ -412,20 +426,31 @@ impl Core {
         }
         let rows = &node.hot.rows;
         // ORDERING: Relaxed; made visible to the flusher by the Release RMW
-        // on the header below (same thread, sequenced before it).
-        rows.shared_counter(s, slot.get())
+        // on the header below (same thread, sequenced before it). The cell
+        // holds what the shard's shared writers added since its last flush;
+        // a sum that leaves `i64` saturates the item (see `saturation.rs`).
+        let old = rows
+            .shared_counter(s, slot.get())
             .fetch_add(delta as u64, Ordering::Relaxed);
+        if (old as i64).checked_add(delta).is_none() {
+            self.saturate(node, slot.get(), delta);
+        }
         let small = if mag < self.batch { mag } else { 0 };
         let hdr = rows.header(s);
-        // ORDERING: Release: the flusher's drain clears this word after it
-        // (release sequences continue through RMWs), and the pass's
-        // `SeqCst` fence after the drain acquires it (`flush_subtree`).
-        // No Acquire: if we find the pair claimed by a claimer still in
-        // progress, its `begin_claim` (published by its Release `fetch_or`)
-        // must be visible to any flush this thread starts afterwards
-        // (see `ListHead`), and every flush starts with a `SeqCst` fence
-        // (`FlushingGuard::enter`), which acquires what this RMW read.
-        let old = hdr.fetch_add(small, Ordering::Release);
+        // ORDERING: AcqRel. (Acquire also makes visible the in-flight count
+        // of a flush that took from this residue: `Core::take_residues`.)
+        // Release: the flusher's drain clears this word
+        // after it (release sequences continue through RMWs), and the
+        // pass's `SeqCst` fence after the drain acquires it
+        // (`flush_subtree`). Acquire: if we find the pair claimed by a
+        // claimer still in progress, its `begin_claim` (published by its
+        // Release `fetch_or`) must be visible to any flush that sees what
+        // this thread does next: a flush this thread starts (every flush
+        // starts with a `SeqCst` fence, which would acquire it anyway), and,
+        // under the kernel-exact scheme, a flush on another thread that
+        // takes an ancestor residue this update then adds to (see
+        // `walk_ancestors`): that flush must wait for the claim's push.
+        let old = hdr.fetch_add(small, Ordering::AcqRel);
         work.count(Work::Atomic, 2);
         if old & SHARED_RES == 0 {
             self.claim(s, node, hdr, SHARED_RES, work);
@@ -433,7 +458,7 @@ impl Core {
         if self.walks_ancestors
             // ORDERING: Relaxed; flush trigger only. A group already above
             // the break level stops the walk at itself, as the kernel does.
-            && node.updates.load(Ordering::Relaxed) <= self.break_above
+            && node.updates.pages() <= self.break_above
         {
             self.walk_ancestors(s, node, mag, work);
         }
@@ -492,9 +517,9 @@ impl Core {
             // No threshold to feed.
             ThresholdRule::None => {}
             ThresholdRule::Global => {
-                // ORDERING: Relaxed; a flush trigger, no data.
-                self.global_updates.fetch_add(m, Ordering::Relaxed);
-                work.count(Work::Atomic, 1);
+                if self.global_updates.add_below(m, COUNT_LIMIT) {
+                    work.count(Work::Atomic, 1);
+                }
             }
             ThresholdRule::PerGroup => match self.policy.scheme {
                 // Kernel-exact: the group's own counter; the ancestors
@@ -527,13 +552,12 @@ impl Core {
         let may_skip = owner && self.flushing.0.load(Ordering::Acquire) == 0;
         let mut a = Some(node);
         while let Some(n) = a {
-            // ORDERING: Relaxed; flush trigger and bound only.
-            let u = n.updates.load(Ordering::Relaxed);
+            let u = n.updates.pages();
             if u > self.break_above {
                 break;
             }
             if !(may_skip && u > self.threshold) {
-                n.updates.fetch_add(m, Ordering::Relaxed);
+                n.updates.add(m);
                 work.count(Work::Atomic, 1);
             }
             a = n.hot.parent.as_deref();
@@ -547,13 +571,19 @@ impl Core {
         let mut a = node.hot.parent.as_deref();
         let small = if mag < self.batch { mag } else { 0 };
         while let Some(n) = a {
-            // ORDERING: Relaxed; the threshold counter publishes no data.
-            if n.updates.load(Ordering::Relaxed) > self.break_above {
+            if n.updates.pages() > self.break_above {
                 break;
             }
-            // ORDERING: Relaxed; an ancestor's residue is only a magnitude:
-            // the update's data was published by its own group's header RMW.
-            let old = n.hot.rows.header(s).fetch_add(small, Ordering::Relaxed);
+            // ORDERING: AcqRel. The residue is only a magnitude, but a flush
+            // that takes it (before its drain, see `flush_subtree`) must
+            // then find this update's row queued: the row's push (or the
+            // claim this update found in progress, acquired by the header
+            // RMW in `update`) happens before this RMW, and the flush
+            // acquires it after taking the residue (Release). And if a
+            // flush took from this residue before, its in-flight count of
+            // what it took is visible from here on (Acquire, see
+            // `Core::take_residues`).
+            let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);
             work.count(Work::Atomic, 1);
             if (old & RESIDUE_MASK) + small >= self.batch || small != mag {
                 let m = self.take_residue(s, n, work) + (mag - small);
@@ -569,8 +599,7 @@ impl Core {
     fn walk_ancestors_owned<W: WorkSink>(&self, s: usize, node: &Node, mag: u64, work: &mut W) {
         let mut a = node.hot.parent.as_deref();
         while let Some(n) = a {
-            // ORDERING: Relaxed; the threshold counter publishes no data.
-            if n.updates.load(Ordering::Relaxed) > self.break_above {
+            if n.updates.pages() > self.break_above {
                 break;
             }
             let res = n.hot.rows.owned_row(s).residue();
@@ -588,22 +617,24 @@ impl Core {
 
     /// Kernel-style fold into one group's own counter.
     fn add_own<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
-        // ORDERING: Relaxed; flush trigger only.
-        if node.updates.load(Ordering::Relaxed) <= self.break_above {
-            node.updates.fetch_add(m, Ordering::Relaxed);
+        if node.updates.add_below(m, self.break_above) {
             work.count(Work::Atomic, 1);
         }
     }
 
     /// Atomically takes (zeroes) the shared residue of `node` on shard `s`.
     fn take_residue<W: WorkSink>(&self, s: usize, node: &Node, work: &mut W) -> u64 {
-        // ORDERING: Relaxed; the residue is a magnitude, and clearing it
-        // must not disturb the claim bits or the link (hence an RMW).
+        // ORDERING: Acquire; the residue is a magnitude, and clearing it
+        // must not disturb the claim bits or the link (hence an RMW). If a
+        // flush took the pages this fold meant to count, its in-flight
+        // count of them must be visible to this thread's later reads (see
+        // `Core::take_residues`; loom: Relaxed fails
+        // `a_read_during_a_flush_is_bounded_kernel_exact`).
         let old = node
             .hot
             .rows
             .header(s)
-            .fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
+            .fetch_and(!RESIDUE_MASK, Ordering::Acquire);
         work.count(Work::Atomic, 1);
         old & RESIDUE_MASK
     }

@@ -24,7 +24,8 @@ impl std::error::Error for Violation {}
 impl HierStats {
     /// Checks, while excluding flushes:
     /// * conservation `A[n] + P[n] == F[n] + Σ A[children(n)]` for every
-    ///   group (removed groups count as children of their parent) and slot;
+    ///   group (removed groups count as children of their parent) and slot
+    ///   that is not saturated;
     /// * the tree shape on every shard: on-tree ⇒ parent on-tree.
     ///
     /// # Errors
@@ -53,7 +54,13 @@ impl HierStats {
         }
         for node in st.nodes.iter().flatten() {
             let r = node.hot.row as usize;
+            // A saturated item is pinned, not summed (its ancestors are
+            // saturated with it).
+            let saturated = core.saturated_slots(node);
             for k in 0..slots {
+                if saturated.as_ref().is_some_and(|sat| sat.get(k).is_some()) {
+                    continue;
+                }
                 let a = node.agg[k].load(Ordering::Relaxed);
                 let p = node.pending().map_or(0, |ps| ps[k].load(Ordering::Relaxed));
                 let f = node.local[k].load(Ordering::Relaxed);

@@ -148,6 +148,90 @@ fn combined_rmw_protocol_is_safe() {
     protocol(Variant::CombinedRmw);
 }
 
+/// A reader racing a flush's hand-over. The flush lands 10 units in the
+/// aggregate, then gives back the 10 pages its count held for them (a
+/// Release reset); the reader reads the bound and the value. Read in that
+/// order, with the bound's load acquiring the reset, the value is never
+/// older than the bound assumes; read value first (the order before the
+/// bound issue), an interleaving reads the old value and the new bound.
+fn read_racing_a_hand_over(bound_first: bool) {
+    model(move || {
+        let agg = Arc::new(AtomicU64::new(0));
+        let count = Arc::new(AtomicU64::new(10));
+        let (a2, c2) = (agg.clone(), count.clone());
+        let flusher = thread::spawn(move || {
+            a2.store(10, Relaxed);
+            c2.fetch_sub(10, Release);
+        });
+        let (value, bound) = if bound_first {
+            let b = count.load(Acquire);
+            (agg.load(Relaxed), b)
+        } else {
+            let v = agg.load(Relaxed);
+            (v, count.load(Acquire))
+        };
+        flusher.join().unwrap();
+        assert!(
+            10 - value <= bound,
+            "bound {bound} misses: read {value} of 10"
+        );
+    });
+}
+
+#[test]
+#[should_panic(expected = "bound")]
+fn reading_the_value_before_the_bound_misses() {
+    read_racing_a_hand_over(false);
+}
+
+#[test]
+fn reading_the_bound_before_the_value_holds() {
+    read_racing_a_hand_over(true);
+}
+
+/// The kernel-exact scheme: an ancestor's residue counts its descendants'
+/// updates. An updater queues its row (`list`) and then adds its pages to
+/// the ancestor's residue (a Release RMW); the flusher takes the residue
+/// and drains the list. Whatever it took must belong to rows it drains
+/// (it will not count those pages again): taking before draining, with an
+/// acquire fence between, guarantees it; draining first (the order before
+/// the bound issue) takes pages of a row pushed after the drain.
+fn residue_taken_vs_drain(take_first: bool) {
+    model(move || {
+        let list = Arc::new(AtomicU64::new(0));
+        let residue = Arc::new(AtomicU64::new(0));
+        let (l2, r2) = (list.clone(), residue.clone());
+        let updater = thread::spawn(move || {
+            l2.store(1, Release);
+            r2.fetch_add(30, Release);
+        });
+        let (taken, drained) = if take_first {
+            let t = residue.swap(0, Relaxed);
+            fence(Acquire);
+            (t, list.swap(0, Acquire))
+        } else {
+            let d = list.swap(0, Acquire);
+            (residue.swap(0, Relaxed), d)
+        };
+        updater.join().unwrap();
+        assert!(
+            taken == 0 || drained == 1,
+            "took {taken} pages of a row it did not drain"
+        );
+    });
+}
+
+#[test]
+#[should_panic(expected = "did not drain")]
+fn draining_before_taking_an_ancestor_residue_drops_pages() {
+    residue_taken_vs_drain(false);
+}
+
+#[test]
+fn taking_an_ancestor_residue_before_draining_keeps_pages() {
+    residue_taken_vs_drain(true);
+}
+
 mod engine {
     use super::model;
     use hierstat::{Config, HierStats, ItemId, Preset, Schema, Shard, ThresholdSize, Unit};
@@ -476,5 +560,173 @@ mod engine {
                 t.verify().unwrap();
             });
         }
+    }
+
+    /// `g`'s bound against an exact value known only to lie in
+    /// `lo..=hi` (an update of `hi − lo` may run concurrently with the
+    /// read: the contract allows its magnitude on top of the bound).
+    fn assert_bounded_within(t: &HierStats, g: &hierstat::Group, x: ItemId, lo: i64, hi: i64) {
+        let b = t.read_bounded(g, x).unwrap();
+        if let Some(bound) = b.bound {
+            let slack = (hi - lo) as u64;
+            let off = (lo - b.signed)
+                .unsigned_abs()
+                .min((hi - b.signed).unsigned_abs());
+            assert!(
+                off <= bound + slack,
+                "bound {bound} (+{slack}) misses: read {} of {lo}..={hi}",
+                b.signed
+            );
+        }
+    }
+
+    /// A forced flush of `/a` races a thread that adds 60 more to `/a/b`
+    /// (60 already there) and then reads `/a`: the add returned before the
+    /// read, so the bound must cover all 120, wherever the flush is (it may
+    /// have taken `/a`'s residue and not landed it yet).
+    fn a_read_during_a_flush_after_an_update(preset: Preset) {
+        model(move || {
+            let (t, x) = tree(preset);
+            let a = t.create(&t.root(), "a").unwrap();
+            let b = t.create(&a, "b").unwrap();
+            t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
+            let (t2, a2) = (t.clone(), a.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&a2).unwrap();
+            });
+            t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
+            assert_bounded_within(&t, &a, x, 120, 120);
+            flusher.join().unwrap();
+            assert_bounded_within(&t, &a, x, 120, 120);
+        });
+    }
+
+    #[test]
+    fn a_read_during_a_flush_is_bounded_folded() {
+        a_read_during_a_flush_after_an_update(Preset::Hierstat);
+    }
+
+    #[test]
+    fn a_read_during_a_flush_is_bounded_kernel_exact() {
+        a_read_during_a_flush_after_an_update(Preset::Linux6_8);
+    }
+
+    /// A global threshold (batch 32, one shard, two rows: the root and
+    /// `g`, each holding a full residue of 31): a root flush races a thread
+    /// that fills both residues again and reads the root. The residue
+    /// allowance covers one fill per row; what the flush took and has not
+    /// landed must be counted besides.
+    #[test]
+    fn a_read_during_a_root_flush_is_bounded_global() {
+        model(|| {
+            let (t, x) = tree(Preset::Linux5_15);
+            let g = t.create(&t.root(), "g").unwrap();
+            let root = t.root();
+            t.add_with(Shard(0), &root, x, 31, &mut ()).unwrap();
+            t.add_with(Shard(0), &g, x, 31, &mut ()).unwrap();
+            let t2 = t.clone();
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&t2.root()).unwrap();
+            });
+            t.add_with(Shard(0), &root, x, 31, &mut ()).unwrap();
+            t.add_with(Shard(0), &g, x, 31, &mut ()).unwrap();
+            assert_bounded_within(&t, &root, x, 124, 124);
+            flusher.join().unwrap();
+        });
+    }
+
+    /// A reader of `/a`, a forced flush of `/a` and an updater of `/a/b`, all
+    /// racing: the bound holds at the read up to the racing update's
+    /// magnitude (the contract's allowance).
+    #[test]
+    fn a_read_racing_a_flush_and_an_update_is_bounded() {
+        model(|| {
+            let (t, x) = tree(Preset::Hierstat);
+            let a = t.create(&t.root(), "a").unwrap();
+            let b = t.create(&a, "b").unwrap();
+            t.add_with(Shard(0), &b, x, 20, &mut ()).unwrap();
+            let (t2, a2) = (t.clone(), a.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&a2).unwrap();
+            });
+            let (t3, b3) = (t.clone(), b.clone());
+            let updater = thread::spawn(move || {
+                t3.add_with(Shard(0), &b3, x, 20, &mut ()).unwrap();
+            });
+            assert_bounded_within(&t, &a, x, 20, 40);
+            flusher.join().unwrap();
+            updater.join().unwrap();
+            assert_bounded_within(&t, &a, x, 40, 40);
+        });
+    }
+
+    /// Kernel-exact: an update of `/a/b` races a flush of `/a`, which takes
+    /// `/a`'s residue. If it took the update's pages, it must have flushed
+    /// the update; if not, the pages stay counted. Another 30 afterwards
+    /// fill the residue again: `/a`'s bound must still cover both.
+    #[test]
+    fn an_ancestor_residue_a_flush_takes_is_flushed_with_it() {
+        model(|| {
+            let (t, x) = tree(Preset::Linux6_8);
+            let a = t.create(&t.root(), "a").unwrap();
+            let b = t.create(&a, "b").unwrap();
+            let (t2, b2) = (t.clone(), b.clone());
+            let u = thread::spawn(move || {
+                t2.add_with(Shard(0), &b2, x, 30, &mut ()).unwrap();
+            });
+            t.flush_forced(&a).unwrap();
+            u.join().unwrap();
+            t.add_with(Shard(0), &b, x, 30, &mut ()).unwrap();
+            assert_bounded_within(&t, &a, x, 60, 60);
+            assert_bounded_within(&t, &b, x, 60, 60);
+        });
+    }
+
+    /// linux-6.17 (upstream early break): a leaf above the threshold stops
+    /// being counted. An update racing a flush of the leaf is either carried
+    /// by it or left in no count; after the flush the bound must hold or be
+    /// `None`.
+    #[test]
+    fn a_leaf_reset_above_the_break_level_is_never_falsely_bounded() {
+        model(|| {
+            let (t, x) = tree(Preset::Linux6_17);
+            let leaf = t.create(&t.root(), "leaf").unwrap();
+            t.add_with(Shard(0), &leaf, x, 100, &mut ()).unwrap();
+            let (t2, l2) = (t.clone(), leaf.clone());
+            let u = thread::spawn(move || {
+                t2.add_with(Shard(0), &l2, x, 345, &mut ()).unwrap();
+            });
+            t.flush_forced(&leaf).unwrap();
+            u.join().unwrap();
+            assert_bounded_within(&t, &leaf, x, 445, 445);
+        });
+    }
+
+    /// A flush that finds a sum past `i64::MAX` pins the aggregate and marks
+    /// the item saturated; a racing reader that sees the pinned value must
+    /// see the mark (the pin is a Release store, the read's load of the
+    /// aggregate Acquire, the mark read after it): never `i64::MAX` with a
+    /// bound, 90 short of the exact value.
+    #[test]
+    fn a_pinned_aggregate_is_never_read_without_its_saturation() {
+        model(|| {
+            let (t, x) = tree(Preset::Linux6_8);
+            let g = t.create(&t.root(), "g").unwrap();
+            t.add_with(Shard(0), &g, x, i64::MAX - 10, &mut ()).unwrap();
+            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&g2).unwrap();
+            });
+            let b = t.read_bounded(&g, x).unwrap();
+            if let Some(bound) = b.bound {
+                let exact = i64::MAX as i128 + 90;
+                let off = (exact - b.signed as i128).unsigned_abs();
+                assert!(off <= bound as u128, "read {b:?} of {exact}");
+            }
+            flusher.join().unwrap();
+            assert!(t.read_bounded(&g, x).unwrap().saturated);
+        });
     }
 }

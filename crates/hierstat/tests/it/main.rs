@@ -1,6 +1,7 @@
 //! hierstat integration tests (one binary).
 
 mod basics;
+mod bounds;
 mod contracts;
 mod invariants;
 mod owner;

@@ -1,0 +1,139 @@
+//! Counters that left `i64`'s range: saturated, and said so.
+//!
+//! An item's value is an `i64` (an event's, `0..=i64::MAX`). The engine
+//! keeps every sum it can overflow inside that range or notices when it
+//! would leave it:
+//!
+//! * an owner cell is the shard's running sum of the item since the row was
+//!   allocated, and the update that would take it out of `i64` is not
+//!   applied;
+//! * a shared cell holds what the shard's shared writers added since its
+//!   last flush, and the writer whose add takes it out of `i64` sees it in
+//!   the value it replaced;
+//! * a flush adds each shard's change to the aggregates with checked
+//!   arithmetic (a change that does not fit `i64` is itself out of range).
+//!
+//! Any of these marks the item *saturated* in the group and in every
+//! ancestor (their sums contain it): the aggregate is pinned at `i64::MAX`
+//! (or `i64::MIN`, by the direction it left in) from the next flush of the
+//! group on, [`Bounded::saturated`](crate::Bounded::saturated) says so and
+//! [`Bounded::bound`](crate::Bounded::bound) is `None`. A saturated item
+//! stays saturated for the life of the group. Nothing wraps silently.
+//!
+//! Saturation is a rare, cold event, so the table lives beside the tree,
+//! behind one lock, keyed by row; a node flag ([`NodeFlags::SATURATED`])
+//! keeps every other group's reads and flushes from looking at it.
+
+use crate::node::{Node, NodeFlags};
+use crate::stats::Core;
+use crate::sync::{lock, ranked, Rank};
+use crate::updated::RowMap;
+
+/// The direction a saturated item left `i64` in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Past `i64::MAX`.
+    Above = 1,
+    /// Past `i64::MIN`.
+    Below = 2,
+}
+
+impl Direction {
+    /// The direction an out-of-range change of sign `delta` leaves in.
+    pub(crate) fn of(delta: i128) -> Self {
+        if delta >= 0 {
+            Direction::Above
+        } else {
+            Direction::Below
+        }
+    }
+
+    /// The value an aggregate saturated in this direction is pinned at.
+    pub(crate) fn limit(self) -> i64 {
+        match self {
+            Direction::Above => i64::MAX,
+            Direction::Below => i64::MIN,
+        }
+    }
+
+    fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            1 => Some(Direction::Above),
+            2 => Some(Direction::Below),
+            _ => None,
+        }
+    }
+}
+
+/// Per row, one byte per slot: 0, or the [`Direction`] it saturated in.
+pub(crate) type SaturationTable = RowMap<Box<[u8]>>;
+
+/// One row's saturated slots, as a flush reads them once per row.
+#[derive(Debug, Clone)]
+pub(crate) struct SaturatedSlots(Box<[u8]>);
+
+impl SaturatedSlots {
+    /// The direction slot `k` saturated in, if it did.
+    #[inline]
+    pub(crate) fn get(&self, k: usize) -> Option<Direction> {
+        Direction::from_byte(self.0[k])
+    }
+}
+
+impl Core {
+    /// Marks slot `slot` of `node` and of each of its ancestors saturated
+    /// in the direction of `delta` (a slot keeps the first direction it
+    /// saturated in).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn saturate(&self, node: &Node, slot: usize, delta: i64) {
+        self.saturate_towards(node, slot, Direction::of(delta as i128));
+    }
+
+    /// [`saturate`](Self::saturate) with the direction given.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn saturate_towards(&self, node: &Node, slot: usize, dir: Direction) {
+        let slots = self.schema.slots();
+        let _leaf = ranked(Rank::Leaf);
+        let mut table = lock(&self.saturated);
+        let mut a = Some(node);
+        while let Some(n) = a {
+            let row = table
+                .entry(n.hot.row)
+                .or_insert_with(|| vec![0; slots].into_boxed_slice());
+            if row[slot] == 0 {
+                row[slot] = dir as u8;
+            }
+            // After the entry: `flag`'s Acquire load then finds it.
+            n.set_flag(NodeFlags::SATURATED);
+            a = n.hot.parent.as_deref();
+        }
+    }
+
+    /// The direction slot `slot` of `node` saturated in, if it did.
+    #[inline]
+    pub(crate) fn saturation(&self, node: &Node, slot: usize) -> Option<Direction> {
+        if !node.flag(NodeFlags::SATURATED) {
+            return None;
+        }
+        self.saturated_slots(node).and_then(|s| s.get(slot))
+    }
+
+    /// Every saturated slot of `node`, if it has any.
+    #[inline]
+    pub(crate) fn saturated_slots(&self, node: &Node) -> Option<SaturatedSlots> {
+        if !node.flag(NodeFlags::SATURATED) {
+            return None;
+        }
+        let _leaf = ranked(Rank::Leaf);
+        let table = lock(&self.saturated);
+        table.get(&node.hot.row).cloned().map(SaturatedSlots)
+    }
+
+    /// Forgets the saturation of a row being recycled (no handle is left).
+    pub(crate) fn forget_saturation(&self, row: u32) {
+        let _leaf = ranked(Rank::Leaf);
+        lock(&self.saturated).remove(&row);
+    }
+}

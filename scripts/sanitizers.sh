@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The engine's unsafe code and its owner path under the nightly checkers:
+#
+# * Miri runs hierstat's unit tests (the row pointers of `slab.rs` and the
+#   handle's cached pointers of `group.rs`, with the owner path taken: under
+#   Miri owners keep their plain path and fence, as under loom) and a bounded
+#   set of integration tests that drive those pointers through the public
+#   API, checking every access for undefined behaviour and data races;
+# * ThreadSanitizer runs the owner-path real-thread tests (owners and
+#   sharers on one tree with racing flushes, slot hand-overs) with the
+#   standard library rebuilt instrumented.
+#
+# Both need the nightly toolchain with the `miri` and `rust-src` components;
+# the script adds the components if the toolchain lacks them, and says so
+# (and exits 0) only where the toolchain cannot be had at all.
+#
+#     scripts/sanitizers.sh            # both (about 5 minutes on 2 cores)
+#     ONLY=miri scripts/sanitizers.sh  # or ONLY=tsan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+only="${ONLY:-}"
+
+if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    echo "== installing the nightly toolchain (Miri and ThreadSanitizer need it)"
+    rustup toolchain install nightly --profile minimal || {
+        echo "== SKIP sanitizers: the nightly toolchain cannot be installed here"
+        exit 0
+    }
+fi
+rustup component add --toolchain nightly miri rust-src >/dev/null
+
+host="$(rustc -vV | sed -n 's/^host: //p')"
+
+if [ -z "$only" ] || [ "$only" = miri ]; then
+    echo "== Miri: hierstat unit tests"
+    # -Zmiri-disable-isolation: the tests read the monotonic clock.
+    export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
+    CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --lib
+    echo "== Miri: integration tests through the handles' pointers"
+    CARGO_TARGET_DIR=target/miri HIERSTAT_MIRI=1 cargo +nightly miri test -p hierstat --test it -- \
+        basics:: owner::owners_and_sharers_small selftests::three_level contracts::foreign \
+        bounds::a_read_between bounds::a_leaf_reset bounds::a_counter_that
+fi
+
+if [ -z "$only" ] || [ "$only" = tsan ]; then
+    echo "== ThreadSanitizer: hierstat owner-path tests on real threads"
+    RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
+        TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+        CARGO_TARGET_DIR=target/tsan \
+        cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test it -- \
+        owner:: stress::bounds_hold_right_after bounds::bounds_hold_on_real
+fi
+echo "== sanitizers: clean"
