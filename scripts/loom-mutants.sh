@@ -16,13 +16,14 @@ set -uo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 work="${TMPDIR:-/tmp}/hierstat-mutants"
 mkdir -p "$work"
-rsync -a --delete --exclude target --exclude .git "$src/" "$work/tree/"
-# rsync keeps the checkout's (older) mtimes, and cargo rebuilds only what
+rm -rf "$work/tree" && mkdir -p "$work/tree"
+tar -C "$src" --exclude=./target --exclude=./.git -cf - . | tar -C "$work/tree" -xf -
+# tar keeps the checkout's (older) mtimes, and cargo rebuilds only what
 # looks newer than its last build: without this, a new invocation's
 # baseline could run the binary of the previous invocation's last mutant.
 find "$work/tree/crates" -name '*.rs' -exec touch {} +
 export CARGO_TARGET_DIR="$work/target"
-cd "$work/tree/crates/hierstat"
+cd "$work/tree/crates/hierstat" || exit 1
 run_loom() {
     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "${MUTANT_TIMEOUT:-900}" \
         cargo test -p hierstat --test loom --release 2>&1

@@ -52,3 +52,14 @@ pub fn tree_with(policy: Policy, shards: usize) -> (HierStats, Items) {
         items,
     )
 }
+
+/// An iteration count, cut down under Miri (every step of a test runs
+/// thousands of times slower there; the interleavings it explores do not
+/// need the volume).
+pub fn scaled(n: usize) -> usize {
+    if cfg!(miri) {
+        (n / 1000).max(8)
+    } else {
+        n
+    }
+}

@@ -23,11 +23,11 @@ fn owners_and_sharers(preset: Preset, shards: usize, membarrier: bool) {
         .collect();
     let exact: Vec<AtomicI64> = leaves.iter().map(|_| AtomicI64::new(0)).collect();
     let stop = AtomicBool::new(false);
-    let per_thread = if cfg!(debug_assertions) {
+    let per_thread = crate::scaled(if cfg!(debug_assertions) {
         50_000
     } else {
         500_000
-    };
+    });
     let barriers = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|sc| {
         let (t, a, leaves, stop, barriers) = (&t, &a, &leaves, &stop, &barriers);
@@ -122,8 +122,8 @@ fn slot_hand_overs_keep_counts_exact() {
     let (t, file) = tree(Preset::Hierstat, 64, true);
     let g = t.create(&t.root(), "g").unwrap();
     let stop = AtomicBool::new(false);
-    let threads = 40;
-    let per = 2_000;
+    let threads = crate::scaled(40) as u64;
+    let per = crate::scaled(2_000) as u64;
     std::thread::scope(|sc| {
         let (t, g, stop) = (&t, &g, &stop);
         sc.spawn(move || {
@@ -164,7 +164,7 @@ fn both_paths_on_one_shard(preset: Preset) {
     std::thread::scope(|sc| {
         sc.spawn(|| {
             let mut exact = 0i64;
-            for i in 0..64 {
+            for i in 0..crate::scaled(64) {
                 for s in 0..64 {
                     // Whichever shard this thread owns, one of these is it.
                     t.add_with(Shard(s), &g, file, 1, &mut ()).unwrap();
