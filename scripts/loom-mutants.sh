@@ -11,10 +11,11 @@
 # A mutant that makes a model spin forever (a drain following a stale list
 # link, say) is reported as caught by a hang after MUTANT_TIMEOUT seconds
 # (default 900).
-# It works on a copy (in $TMPDIR), so the checkout is never left mutated.
+# It works on a copy (in $MUTANTS_DIR, default $TMPDIR/hierstat-mutants: give
+# each concurrent run its own), so the checkout is never left mutated.
 set -uo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
-work="${TMPDIR:-/tmp}/hierstat-mutants"
+work="${MUTANTS_DIR:-${TMPDIR:-/tmp}/hierstat-mutants}"
 mkdir -p "$work"
 rm -rf "$work/tree" && mkdir -p "$work/tree"
 tar -C "$src" --exclude=./target --exclude=./.git -cf - . | tar -C "$work/tree" -xf -
@@ -60,52 +61,54 @@ PY
 }
 out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
 echo "baseline passes"
-mutant "shared path: header fetch_add AcqRel -> Relaxed" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Relaxed);"
-mutant "shared path: header fetch_add AcqRel -> Release" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Release);"
-mutant "claim: fetch_or Release -> Relaxed" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Relaxed);"
+mutant "shared path: header residue add AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch_add(small, Ordering::AcqRel);" "let old = self.0.fetch_add(small, Ordering::Relaxed);"
+mutant "shared path: header residue add AcqRel -> Release" src/header.rs "let old = self.0.fetch_add(small, Ordering::AcqRel);" "let old = self.0.fetch_add(small, Ordering::Release);"
+mutant "claim: fetch_or Release -> Relaxed" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Release);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Relaxed);"
 mutant "owner path: light barrier removed" src/update.rs "        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();" ""
-mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.barrier_before_reading(s, work);" ""
-mutant "claims: end_claim Release -> Relaxed" src/updated.rs "self.claiming[t.0].fetch_sub(1, Ordering::Release);" "self.claiming[t.0].fetch_sub(1, Ordering::Relaxed);"
-mutant "claims: wait load Acquire -> Relaxed" src/updated.rs "while self.claiming[p].load(Ordering::Acquire) != 0" "while self.claiming[p].load(Ordering::Relaxed) != 0"
-mutant "list: push CAS Release -> Relaxed" src/updated.rs ".compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)" ".compare_exchange_weak(head, me, Ordering::Relaxed, Ordering::Relaxed)"
-mutant "list: take_all swap Acquire -> Relaxed" src/updated.rs "self.head.swap(0, Ordering::Acquire)" "self.head.swap(0, Ordering::Relaxed)"
-mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && self.flushing.0.load(Ordering::Acquire) == 0;" "let may_skip = owner;"
-mutant "fold skip: flush count load Acquire -> Relaxed" src/update.rs "self.flushing.0.load(Ordering::Acquire)" "self.flushing.0.load(Ordering::Relaxed)"
+mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.writers.barrier_before_reading(s, work);" ""
+mutant "claims: end_claim Release -> Relaxed" src/dirty.rs "self.claiming[t.0].fetch_sub(1, Ordering::Release);" "self.claiming[t.0].fetch_sub(1, Ordering::Relaxed);"
+mutant "claims: wait load Acquire -> Relaxed" src/dirty.rs "while self.claiming[p].load(Ordering::Acquire) != 0" "while self.claiming[p].load(Ordering::Relaxed) != 0"
+mutant "list: push CAS Release -> Relaxed" src/dirty.rs ".compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)" ".compare_exchange_weak(head, me, Ordering::Relaxed, Ordering::Relaxed)"
+mutant "list: take_all swap Acquire -> Relaxed" src/dirty.rs "self.head.swap(0, Ordering::Acquire)" "self.head.swap(0, Ordering::Relaxed)"
+mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && !self.flushes.running_for_skip();" "let may_skip = owner;"
+mutant "fold skip: flush count load Acquire -> Relaxed" src/flush.rs "self.running.0.load(Ordering::Acquire) != 0" "self.running.0.load(Ordering::Relaxed) != 0"
 mutant "fold skip: flush exit Release -> Relaxed" src/flush.rs "self.0.fetch_sub(1, Ordering::Release);" "self.0.fetch_sub(1, Ordering::Relaxed);"
-mutant "fold skip: flusher's fence after counting itself removed" src/flush.rs "core.flushing.0.fetch_add(1, Ordering::Relaxed);
-        crate::sync::fence_seqcst();" "core.flushing.0.fetch_add(1, Ordering::Relaxed);"
+mutant "fold skip: flusher's fence after counting itself removed" src/flush.rs "f.running.0.fetch_add(1, Ordering::Relaxed);
+        crate::sync::fence_seqcst();" "f.running.0.fetch_add(1, Ordering::Relaxed);"
 mutant "fold skip: owner's fence after its push removed" src/update.rs "        // \`FlushingGuard\`).
         crate::sync::fence_seqcst();" "        // \`FlushingGuard\`)."
 # The bound at every instant (see flush.rs, "What a flush hands over").
-mutant "read: the value before the bound" src/read.rs "        let bound = self.core.error_bound(node).map(|p| unit.from_pages(p));
+mutant "read: the value before the bound" src/read.rs "        let bound = self.error_bound(g).map(|p| unit.from_pages(p));
         // ORDERING: Acquire; pairs with a flush's Release pin of a
         // saturated aggregate, so that a pinned value comes with its flag
         // (read next).
-        let signed = node.agg[slot.get()].load(Ordering::Acquire);" "        let signed = node.agg[slot.get()].load(Ordering::Acquire);
-        let bound = self.core.error_bound(node).map(|p| unit.from_pages(p));"
+        let signed = g.agg[slot.get()].load(Ordering::Acquire);" "        let signed = g.agg[slot.get()].load(Ordering::Acquire);
+        let bound = self.error_bound(g).map(|p| unit.from_pages(p));"
 mutant "bound: count load Acquire -> Relaxed" src/count.rs "CountValue(self.0.load(Ordering::Acquire))" "CountValue(self.0.load(Ordering::Relaxed))"
 mutant "hand-over: count reset Release -> Relaxed" src/count.rs ".fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
                 Some(((v & COUNT_MASK)" ".fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                 Some(((v & COUNT_MASK)"
 mutant "bound: in-flight load Acquire -> Relaxed" src/read.rs "let in_flight = n.in_flight.load(Ordering::Acquire);" "let in_flight = n.in_flight.load(Ordering::Relaxed);"
 mutant "hand-over: in-flight release Release -> Relaxed" src/flush.rs "n.in_flight.fetch_sub(t.in_flight, Ordering::Release);" "n.in_flight.fetch_sub(t.in_flight, Ordering::Relaxed);"
-mutant "kernel-exact: in-flight not counted" src/flush.rs "st.node(row).in_flight.fetch_add(r, Ordering::Relaxed);" ""
-mutant "global: in-flight not counted" src/flush.rs "self.global_in_flight.fetch_add(amounts, Ordering::Relaxed);" ""
-mutant "residue take: Release -> Relaxed" src/flush.rs "let _ = hdr.fetch_update(Ordering::Release, Ordering::Relaxed, |h| {" "let _ = hdr.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {"
-mutant "kernel-exact: residue taken after the drain" src/flush.rs "let take_first = self.walks_ancestors;" "let take_first = false;"
+mutant "kernel-exact: in-flight not counted" src/flush.rs "st.group(id).in_flight.fetch_add(r, Ordering::Relaxed);" ""
+mutant "global: in-flight not counted" src/count.rs "self.in_flight.fetch_add(pages, Ordering::Relaxed);" ""
+mutant "residue take: Release -> Relaxed" src/header.rs ".fetch_update(Ordering::Release, Ordering::Relaxed, |h| {" ".fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {"
+mutant "kernel-exact: residue taken after the drain" src/flush.rs "let take_first = self.params.walks_ancestors;" "let take_first = false;"
 mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "                    list.clear();
                     crate::sync::fence_acquire();" "                    list.clear();"
-mutant "ancestor walk: residue RMW AcqRel -> Release" src/update.rs "let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);" "let old = n.hot.rows.header(s).fetch_add(small, Ordering::Release);"
-mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/update.rs "let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);" "let old = n.hot.rows.header(s).fetch_add(small, Ordering::Acquire);"
-mutant "fold: residue take Acquire -> Relaxed" src/update.rs ".fetch_and(!RESIDUE_MASK, Ordering::Acquire);" ".fetch_and(!RESIDUE_MASK, Ordering::Relaxed);"
-mutant "early break: snapshot fence removed" src/flush.rs "            // it found above the break level was still there at the
-            // snapshot or later, which the reset sees (see \`count.rs\`).
-            crate::sync::fence_seqcst();" "            // it found above the break level was still there at the
-            // snapshot or later, which the reset sees (see \`count.rs\`)."
+mutant "ancestor walk: residue RMW AcqRel -> Release" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Release) & RESIDUE_MASK"
+mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Acquire) & RESIDUE_MASK"
+mutant "fold: residue take Acquire -> Relaxed" src/header.rs "self.0.fetch_and(!RESIDUE_MASK, Ordering::Acquire) & RESIDUE_MASK" "self.0.fetch_and(!RESIDUE_MASK, Ordering::Relaxed) & RESIDUE_MASK"
+mutant "early break: snapshot fence removed" src/flush.rs "            // snapshot or later, which the reset sees (see \`count.rs\`).
+            crate::sync::fence_seqcst();" "            // snapshot or later, which the reset sees (see \`count.rs\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
 mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
     }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);
     }"
-mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let signed = node.agg[slot.get()].load(Ordering::Acquire);" "let signed = node.agg[slot.get()].load(Ordering::Relaxed);"
+mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let signed = g.agg[slot.get()].load(Ordering::Acquire);" "let signed = g.agg[slot.get()].load(Ordering::Relaxed);"
+# Rows on first touch (see table.rs): a row's address and index are
+# published by the entry's Release store and read after its Acquire load.
+mutant "row table: entry load Acquire -> Relaxed" src/table.rs "NonNull::new(e.load(Ordering::Acquire)).map(|p| unsafe { RowAddr::from_ptr(p) })" "NonNull::new(e.load(Ordering::Relaxed)).map(|p| unsafe { RowAddr::from_ptr(p) })"
+mutant "row table: entry store Release -> Relaxed" src/table.rs "slot.row.store(a.as_ptr(), Ordering::Release);" "slot.row.store(a.as_ptr(), Ordering::Relaxed);"
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }

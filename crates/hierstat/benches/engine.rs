@@ -10,7 +10,8 @@
 //! * `metrics` / `prometheus`: their counters through cached handles.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, Shard, Unit};
+use hierstat::sim::{Shard, Simulator};
+use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, Unit};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};

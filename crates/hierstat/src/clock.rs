@@ -1,9 +1,9 @@
 //! Time source for ratelimiting and the periodic flusher, injected so the
 //! simulator can run the engine in virtual time.
 
+use crate::sync::std_only::{StdArc as Arc, StdAtomicU64 as AtomicU64};
+use crate::sync::Ordering;
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 /// A monotonic nanosecond clock.

@@ -134,6 +134,54 @@ impl Count {
     }
 }
 
+/// The tree-wide accounting of a global threshold
+/// ([`ThresholdRule::Global`](crate::ThresholdRule::Global)).
+#[derive(Debug, Default)]
+pub(crate) struct GlobalCount {
+    /// Folded magnitude since the last root flush.
+    count: crate::state::CachePadded<Count>,
+    /// Pages flushes took out of residues whose data has not reached the
+    /// root's aggregates yet (a root flush lands them; a subtree flush
+    /// leaves them in its parent's `pending`). Bound only. ORDERING: as
+    /// `GroupState::in_flight`.
+    in_flight: AtomicU64,
+}
+
+impl GlobalCount {
+    /// The tree-wide count.
+    #[inline]
+    pub(crate) fn count(&self) -> &Count {
+        &self.count
+    }
+
+    /// Pages in flight, for a bound. ORDERING: Acquire, pairs with the
+    /// hand-over's Release release (see `flush.rs`).
+    pub(crate) fn in_flight_for_bound(&self) -> u64 {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Pages in flight at a root flush's start. ORDERING: Relaxed; the
+    /// hand-over releases.
+    pub(crate) fn in_flight_snapshot(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Announces `pages` a flush took from residues. ORDERING: Relaxed,
+    /// published by the Release residue takes that follow (see
+    /// `Core::take_residues`).
+    pub(crate) fn announce(&self, pages: u64) {
+        self.in_flight.fetch_add(pages, Ordering::Relaxed);
+    }
+
+    /// A root flush's hand-over: resets the count by its snapshot `snap`
+    /// and lands `landed` pages in flight. ORDERING: Release (see
+    /// `flush.rs`, "What a flush hands over").
+    pub(crate) fn hand_over(&self, snap: u64, landed: u64) {
+        self.count.reset(snap, COUNT_LIMIT);
+        self.in_flight.fetch_sub(landed, Ordering::Release);
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

@@ -2,19 +2,21 @@
 
 use crate::error::Error;
 use crate::group::Group;
-use crate::schema::{ItemId, ItemKind, Slot, Unit};
+use crate::schema::{ItemKind, Slot, Unit};
 use crate::stats::HierStats;
 
-/// A (group, item) pair resolved once, for code that updates the same
-/// statistic over and over (a request counter, a per-tenant gauge).
+/// A (group, item) pair resolved once: the fast path for code that updates
+/// the same statistic over and over (a request counter, a per-tenant
+/// gauge).
 ///
 /// [`HierStats::add`] checks on every call that the group belongs to the
-/// tree and the item to the schema; a `Counter` was checked when
-/// [`HierStats::counter`] made it, so its [`add`](Counter::add) goes
-/// straight to the update path: the owner's plain loads and stores when the
-/// calling thread owns its shard, the shared atomic path otherwise. It
-/// keeps the group alive (like a [`Group`] handle, it keeps counting after
-/// the group is removed).
+/// tree and the item to the schema (the contract every entry point keeps:
+/// a wrong handle is an error, never a wrong count); a `Counter` was
+/// checked when [`HierStats::counter`] made it, so its
+/// [`add`](Counter::add) goes straight to the update path: the owner's
+/// plain loads and stores when the calling thread owns its shard, the
+/// shared atomic path otherwise. It keeps the group alive (like a [`Group`]
+/// handle, it keeps counting after the group is removed).
 ///
 /// ```
 /// use hierstat::{Config, HierStats, Preset, Schema, Unit};
@@ -40,26 +42,18 @@ pub struct Counter {
     event: bool,
 }
 
-impl HierStats {
-    /// Binds `item` of `group` into a [`Counter`].
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`], [`Error::ForeignItem`],
-    /// [`Error::WrongItemKind`] for a per-node item.
-    pub fn counter(&self, group: &Group, item: ItemId) -> Result<Counter, Error> {
-        self.core.check(group)?;
-        let (slot, kind) = self.core.schema.slot_and_kind(item)?;
-        Ok(Counter {
-            stats: self.clone(),
-            group: group.clone(),
-            slot,
-            unit: self.core.schema.slot_unit(slot),
-            event: kind == ItemKind::Event,
-        })
-    }
-}
-
 impl Counter {
+    /// The counter of `slot` (of kind `kind`) of `group`, both checked.
+    pub(crate) fn new(stats: HierStats, group: Group, slot: Slot, kind: ItemKind) -> Self {
+        Counter {
+            unit: stats.core.params.schema.slot_unit(slot),
+            event: kind == ItemKind::Event,
+            stats,
+            group,
+            slot,
+        }
+    }
+
     /// Adds `delta` (see [`HierStats::add`]).
     ///
     /// # Errors
@@ -87,6 +81,7 @@ impl Counter {
         let name = self
             .stats
             .core
+            .params
             .schema
             .items()
             .get(self.slot.get())

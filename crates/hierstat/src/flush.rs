@@ -18,7 +18,7 @@
 //!
 //! An owner cell is written only by its owner thread, so the flusher never
 //! writes it: it keeps the kernel's per-shard `prev` snapshot (allocated
-//! with the first non-zero cell it meets, see `slab.rs`) and reads the
+//! with the first non-zero cell it meets, see `rows.rs`) and reads the
 //! owner's line only. A shared cell takes atomic adds from any thread, so
 //! the flusher swaps it to zero: none is lost between the swap and the next
 //! add.
@@ -53,23 +53,22 @@
 //! between the two, the value read is at least as fresh as the bound
 //! assumes.
 
-use crate::count::COUNT_LIMIT;
-use crate::error::Error;
-use crate::group::Group;
-use crate::node::Node;
+use crate::dirty::{DirtyTree, IdMap};
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
+use crate::rows::Row;
 use crate::saturation::Direction;
-use crate::slab::RESIDUE_MASK;
-use crate::stats::{Core, HierStats};
+use crate::state::{CachePadded, GroupState};
+use crate::stats::Core;
 use crate::sync::{
-    lock, lock_tree, ranked, Arc, AtomicU64, Held, MutexGuard, Ordering, Rank, Ranked,
+    lock, ranked, Arc, AtomicBool, AtomicU64, Condvar, Held, Mutex, MutexGuard, Ordering, Rank,
+    Ranked,
 };
 use crate::tree::Structure;
-use crate::updated::{drain_next, RowMap, ShardTree};
 use crate::work::{Work, WorkSink};
 
 /// Which flush entry point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FlushKind {
     /// A reader's flush (`memory.stat`): threshold-guarded, per the policy's
     /// threshold rule, scope and concurrency.
@@ -86,8 +85,10 @@ pub enum FlushKind {
 }
 
 /// What the policy's hot-path (refault/reclaim) flush does for a group
-/// ([`HierStats::hot_path_decision`]), decided without doing it.
+/// ([`HierStats::hot_path_decision`](crate::HierStats::hot_path_decision)),
+/// decided without doing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HotPathDecision {
     /// The policy never flushes on the hot path.
     NoFlush,
@@ -104,6 +105,7 @@ pub enum HotPathDecision {
 
 /// What a flush call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FlushOutcome {
     /// A subtree was flushed; `root` tells whether it was the whole tree.
     Flushed {
@@ -124,6 +126,7 @@ pub enum FlushOutcome {
 
 /// Cumulative flush statistics of a tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FlushStats {
     /// Flushes performed.
     pub flushes: u64,
@@ -139,6 +142,187 @@ pub struct FlushStats {
     pub async_requests: u64,
     /// Flushes running at the time of the call (not cumulative).
     pub running: u64,
+}
+
+/// Flush exclusion, the count of running flushes, and outcome statistics:
+/// the flushes' half of the tree's state.
+#[derive(Debug)]
+pub(crate) struct Flushes {
+    /// The tree-wide flush lock (Serialize / Skip / WaitOngoing).
+    lock: Mutex<()>,
+    /// Roots of running flushes (DisjointParallel); rank `Leaf`.
+    active: Mutex<Vec<Arc<GroupState>>>,
+    active_cv: Condvar,
+    /// Flushes in progress (between `flush_subtree`'s first drain and its
+    /// threshold reset). While there are none, an owner's fold skips the
+    /// threshold counters of groups already above `T` (see
+    /// `Core::add_up`). ORDERING: see [`FlushingGuard`].
+    running: CachePadded<AtomicU64>,
+    /// Clock time of the last root flush start. ORDERING: Relaxed; a
+    /// timestamp.
+    last_root: AtomicU64,
+    /// Counters of flush outcomes. ORDERING: Relaxed; statistics only.
+    flushes: AtomicU64,
+    root_flushes: AtomicU64,
+    skipped: AtomicU64,
+    not_needed: AtomicU64,
+    ratelimited: AtomicU64,
+    async_requests: AtomicU64,
+}
+
+impl Flushes {
+    /// No flush yet; the last root flush counts as started at `now`.
+    pub(crate) fn new(now: u64) -> Self {
+        Flushes {
+            lock: Mutex::new(()),
+            active: Mutex::new(Vec::new()),
+            active_cv: Condvar::new(),
+            running: CachePadded(AtomicU64::new(0)),
+            last_root: AtomicU64::new(now),
+            flushes: AtomicU64::new(0),
+            root_flushes: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            not_needed: AtomicU64::new(0),
+            ratelimited: AtomicU64::new(0),
+            async_requests: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether a flush runs, for an owner's fold that would skip counters
+    /// above the threshold (see `Core::add_up`).
+    ///
+    /// ORDERING: Acquire, after the update's cell writes and its pair's
+    /// check or claim; pairs with [`FlushingGuard`] (read before the
+    /// threshold counters, so that a flush that has left is seen with its
+    /// reset).
+    #[inline]
+    pub(crate) fn running_for_skip(&self) -> bool {
+        self.running.0.load(Ordering::Acquire) != 0
+    }
+
+    /// Clock time (ns) at which the last root flush started.
+    pub(crate) fn last_root_flush_ns(&self) -> u64 {
+        // ORDERING: Relaxed; a timestamp.
+        self.last_root.load(Ordering::Relaxed)
+    }
+
+    /// Counts `out` in the statistics.
+    fn record(&self, out: FlushOutcome) {
+        // ORDERING: Relaxed; statistics.
+        let field = match out {
+            FlushOutcome::Flushed { root } => {
+                if root {
+                    self.root_flushes.fetch_add(1, Ordering::Relaxed);
+                }
+                &self.flushes
+            }
+            FlushOutcome::NotNeeded | FlushOutcome::NoFlush => &self.not_needed,
+            FlushOutcome::Skipped => &self.skipped,
+            FlushOutcome::Ratelimited => &self.ratelimited,
+            FlushOutcome::AsyncRequested => &self.async_requests,
+        };
+        field.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Cumulative flush statistics.
+    pub(crate) fn stats(&self) -> FlushStats {
+        // ORDERING: Relaxed; statistics.
+        FlushStats {
+            flushes: self.flushes.load(Ordering::Relaxed),
+            root_flushes: self.root_flushes.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
+            not_needed: self.not_needed.load(Ordering::Relaxed),
+            ratelimited: self.ratelimited.load(Ordering::Relaxed),
+            async_requests: self.async_requests.load(Ordering::Relaxed),
+            running: self.running.0.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Async flush requests and the background flushers that serve them.
+#[derive(Debug)]
+pub(crate) struct AsyncRequests {
+    /// An async flush was requested and not yet served.
+    requested: AtomicBool,
+    /// Background flushers running (started and not yet stopped). An async
+    /// hot path with none to serve it flushes synchronously instead.
+    /// ORDERING: Relaxed; a mode hint (see `Core::flush_entry`).
+    flushers: AtomicU64,
+    /// Wakes the background flusher (async requests, stop); rank `Leaf`.
+    wake: Mutex<u64>,
+    wake_cv: Condvar,
+}
+
+impl AsyncRequests {
+    /// No request, no flusher.
+    pub(crate) fn new() -> Self {
+        AsyncRequests {
+            requested: AtomicBool::new(false),
+            flushers: AtomicU64::new(0),
+            wake: Mutex::new(0),
+            wake_cv: Condvar::new(),
+        }
+    }
+
+    /// Asks the background flusher to flush the root now.
+    pub(crate) fn request(&self) {
+        // ORDERING: Release; pairs with the background flusher's Acquire
+        // swap, though nothing but the flag itself is communicated.
+        self.requested.store(true, Ordering::Release);
+        self.wake_all();
+    }
+
+    /// Wakes every waiting background flusher.
+    pub(crate) fn wake_all(&self) {
+        let _leaf = ranked(Rank::Leaf);
+        let mut g = lock(&self.wake);
+        *g += 1;
+        self.wake_cv.notify_all();
+    }
+
+    /// Whether a request is pending (the flusher's wait loop).
+    #[cfg(not(loom))] // the background flusher is a real thread
+    pub(crate) fn pending(&self) -> bool {
+        // ORDERING: Acquire; pairs with `request`'s Release store.
+        self.requested.load(Ordering::Acquire)
+    }
+
+    /// Takes a pending request.
+    #[cfg(not(loom))] // the background flusher is a real thread
+    pub(crate) fn take(&self) -> bool {
+        // ORDERING: Acquire pairs with `request`'s Release store.
+        self.requested.swap(false, Ordering::Acquire)
+    }
+
+    /// Waits at most `wait` for a wake-up, unless `done` says not to.
+    #[cfg(not(loom))] // the background flusher is a real thread
+    pub(crate) fn wait(&self, wait: std::time::Duration, done: impl Fn() -> bool) {
+        let _leaf = ranked(Rank::Leaf);
+        let g = lock(&self.wake);
+        if done() {
+            return;
+        }
+        let _ = self.wake_cv.wait_timeout(g, wait);
+    }
+
+    /// Counts a background flusher started or stopped.
+    #[cfg(not(loom))] // the background flusher is a real thread
+    pub(crate) fn flusher_started(&self, started: bool) {
+        // ORDERING: Relaxed; a mode hint for async hot paths.
+        if started {
+            self.flushers.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.flushers.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a background flusher runs.
+    pub(crate) fn flusher_running(&self) -> bool {
+        // ORDERING: Relaxed; a mode hint. A flusher stopping concurrently
+        // may leave one async request unserved; the next guarded read
+        // flushes it.
+        self.flushers.load(Ordering::Relaxed) > 0
+    }
 }
 
 /// How long a flush waits for a conflicting one (see `Core::enter`).
@@ -159,18 +343,18 @@ pub(crate) enum Gate<'a> {
     /// The tree-wide flush lock, taken per shard pass (`lock_per_shard`).
     PerPass,
     /// Registered as an active flush root (no overlapping flush runs).
-    Registered(&'a Core, Arc<Node>, #[allow(dead_code)] Held),
+    Registered(&'a Flushes, Arc<GroupState>, #[allow(dead_code)] Held),
 }
 
 impl Drop for Gate<'_> {
     fn drop(&mut self) {
-        if let Gate::Registered(core, node, _) = self {
+        if let Gate::Registered(f, g, _) = self {
             let _leaf = ranked(Rank::Leaf);
-            let mut active = lock(&core.active);
-            if let Some(i) = active.iter().position(|n| Arc::ptr_eq(n, node)) {
+            let mut active = lock(&f.active);
+            if let Some(i) = active.iter().position(|n| Arc::ptr_eq(n, g)) {
                 active.swap_remove(i);
             }
-            core.active_cv.notify_all();
+            f.active_cv.notify_all();
         }
     }
 }
@@ -179,8 +363,8 @@ impl Drop for Gate<'_> {
 /// aggregates hold what it stood for ([`Core::hand_over`]).
 #[derive(Default)]
 struct Handover {
-    /// Per row of the subtree the flush took something of.
-    groups: RowMap<Taken>,
+    /// Per group id of the subtree the flush took something of.
+    groups: IdMap<Taken>,
     /// Global threshold, root flush: the tree's count and in-flight pages
     /// at the start.
     global: Option<(u64, u64)>,
@@ -190,26 +374,27 @@ struct Handover {
     scratch: Vec<u64>,
 }
 
-/// One group's part of a [`Handover`]. Holds the node itself: under a
-/// per-pass gate the structure lock is dropped between passes, and a row
-/// could be recycled meanwhile (not this one: the `Arc` keeps it a zombie).
+/// One group's part of a [`Handover`]. Holds the group's state itself:
+/// under a per-pass gate the structure lock is dropped between passes, and
+/// an id could be recycled meanwhile (not this one: the `Arc` keeps it a
+/// zombie).
 struct Taken {
-    node: Arc<Node>,
+    group: Arc<GroupState>,
     /// Count and reservations at the snapshot, if the group was on a tree
     /// then.
     snapshot: Option<(u64, u64)>,
-    /// Residue pages moved into `node.in_flight`.
+    /// Residue pages moved into `group.in_flight`.
     in_flight: u64,
 }
 
 impl Handover {
-    /// Records the snapshot of every group of `rows` not recorded yet.
-    fn snapshot(&mut self, st: &Structure, rows: &[u32]) {
+    /// Records the snapshot of every group of `ids` not recorded yet.
+    fn snapshot(&mut self, st: &Structure, ids: &[u32]) {
         // One allocation, not one per doubling.
-        self.groups.reserve(rows.len());
-        for &row in rows {
-            let t = self.groups.entry(row).or_insert_with(|| Taken {
-                node: st.node(row).clone(),
+        self.groups.reserve(ids.len());
+        for &id in ids {
+            let t = self.groups.entry(id).or_insert_with(|| Taken {
+                group: st.group(id).clone(),
                 snapshot: None,
                 in_flight: 0,
             });
@@ -217,19 +402,19 @@ impl Handover {
                 // ORDERING: Relaxed; see `flush_subtree` (its fence after
                 // the snapshot phase) and `hand_over`.
                 t.snapshot = Some((
-                    t.node.updates.snapshot(),
-                    t.node.reserved.load(Ordering::Relaxed),
+                    t.group.updates.snapshot(),
+                    t.group.reserved.load(Ordering::Relaxed),
                 ));
             }
         }
     }
 
-    /// Records `pages` moved into the in-flight count of `row`'s group.
-    fn in_flight(&mut self, st: &Structure, row: u32, pages: u64) {
+    /// Records `pages` moved into the in-flight count of group `id`.
+    fn in_flight(&mut self, st: &Structure, id: u32, pages: u64) {
         self.groups
-            .entry(row)
+            .entry(id)
             .or_insert_with(|| Taken {
-                node: st.node(row).clone(),
+                group: st.group(id).clone(),
                 snapshot: None,
                 in_flight: 0,
             })
@@ -237,214 +422,63 @@ impl Handover {
     }
 }
 
-/// Every flush entry point fails only for a group of another tree
-/// ([`Error::ForeignGroup`]), and then does nothing.
-impl HierStats {
-    /// The policy's read-side flush of `group` (threshold-guarded).
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn flush(&self, group: &Group) -> Result<FlushOutcome, Error> {
-        self.flush_with(group, FlushKind::Read, &mut ())
-    }
-
-    /// Flushes `group`'s subtree regardless of thresholds; waits for a
-    /// running flush even under the skip policy.
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn flush_forced(&self, group: &Group) -> Result<FlushOutcome, Error> {
-        self.flush_with(group, FlushKind::Forced, &mut ())
-    }
-
-    /// The ratelimited flush (see [`FlushKind::Ratelimited`]).
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn flush_ratelimited(&self, group: &Group) -> Result<FlushOutcome, Error> {
-        self.flush_with(group, FlushKind::Ratelimited, &mut ())
-    }
-
-    /// The hot-path (refault/reclaim) flush of the policy.
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn flush_hot_path(&self, group: &Group) -> Result<FlushOutcome, Error> {
-        self.flush_with(group, FlushKind::HotPath, &mut ())
-    }
-
-    /// What [`HierStats::flush_hot_path`] would do for `group` now, without
-    /// doing it: the policy's hot-path rule applied to the group's
-    /// threshold, the ratelimit and whether a background flusher runs.
-    ///
-    /// ```
-    /// use hierstat::{Config, FlushScope, HierStats, HotPathDecision, Preset, Schema, Unit};
-    ///
-    /// let mut b = Schema::builder();
-    /// let anon = b.state("anon", Unit::Pages);
-    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat))?;
-    /// let g = stats.create(&stats.root(), "g")?;
-    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::NotNeeded);
-    /// stats.add(&g, anon, 1 << 20)?;
-    /// // Async hot path, but no background flusher: flush synchronously.
-    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::Flush(FlushScope::Subtree));
-    /// assert_eq!(
-    ///     stats.hot_path_decision_with_flusher(&g, true)?,
-    ///     HotPathDecision::RequestAsync
-    /// );
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn hot_path_decision(&self, group: &Group) -> Result<HotPathDecision, Error> {
-        let node = self.core.own(group)?;
-        Ok(self
-            .core
-            .hot_path_decision(node, self.core.flusher_running()))
-    }
-
-    /// [`HierStats::hot_path_decision`] for a caller that runs the periodic
-    /// flush itself (a simulator's flusher in virtual time) and so says
-    /// whether one is running instead of the engine's own flusher thread.
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn hot_path_decision_with_flusher(
+impl Core {
+    /// Any flush entry point (see `HierStats`'s flush methods), counted in
+    /// the statistics; a root flush then reaps what it can.
+    pub(crate) fn flush<W: WorkSink>(
         &self,
-        group: &Group,
-        flusher_running: bool,
-    ) -> Result<HotPathDecision, Error> {
-        let node = self.core.own(group)?;
-        Ok(self.core.hot_path_decision(node, flusher_running))
-    }
-
-    /// Any flush entry point, reporting work.
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn flush_with<W: WorkSink>(
-        &self,
-        group: &Group,
+        g: &Arc<GroupState>,
         kind: FlushKind,
         work: &mut W,
-    ) -> Result<FlushOutcome, Error> {
-        let node = self.core.own(group)?;
-        let out = self.core.flush_entry(node, kind, work);
-        let c = &self.core.flush_stats;
-        // ORDERING: Relaxed; statistics.
-        let field = match out {
-            FlushOutcome::Flushed { root } => {
-                if root {
-                    c.root_flushes.fetch_add(1, Ordering::Relaxed);
-                }
-                &c.flushes
-            }
-            FlushOutcome::NotNeeded | FlushOutcome::NoFlush => &c.not_needed,
-            FlushOutcome::Skipped => &c.skipped,
-            FlushOutcome::Ratelimited => &c.ratelimited,
-            FlushOutcome::AsyncRequested => &c.async_requests,
-        };
-        field.fetch_add(1, Ordering::Relaxed);
+    ) -> FlushOutcome {
+        let out = self.flush_entry(g, kind, work);
+        self.flushes.record(out);
         if matches!(out, FlushOutcome::Flushed { root: true }) {
             self.reap_if_any();
         }
-        Ok(out)
+        out
     }
 
-    fn reap_if_any(&self) {
-        if !self.core.read_structure().zombies.is_empty() {
-            self.reap();
-        }
-    }
-
-    /// Whether a threshold-guarded read flush of `group` would flush.
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    pub fn needs_flush(&self, group: &Group) -> Result<bool, Error> {
-        Ok(self.core.needs_flush(self.core.own(group)?))
-    }
-
-    /// Asks the background flusher to flush the root now; returns at once.
-    pub fn request_async_flush(&self) {
-        self.core.request_async();
-    }
-
-    /// Clock time (ns) at which the last root flush started.
-    pub fn last_root_flush_ns(&self) -> u64 {
-        // ORDERING: Relaxed; a timestamp.
-        self.core.last_root_flush.load(Ordering::Relaxed)
-    }
-
-    /// Cumulative flush statistics.
-    pub fn flush_stats(&self) -> FlushStats {
-        let c = &self.core.flush_stats;
-        // ORDERING: Relaxed; statistics.
-        FlushStats {
-            flushes: c.flushes.load(Ordering::Relaxed),
-            root_flushes: c.root_flushes.load(Ordering::Relaxed),
-            skipped: c.skipped.load(Ordering::Relaxed),
-            not_needed: c.not_needed.load(Ordering::Relaxed),
-            ratelimited: c.ratelimited.load(Ordering::Relaxed),
-            async_requests: c.async_requests.load(Ordering::Relaxed),
-            running: self.core.flushing.0.load(Ordering::Relaxed),
-        }
-    }
-}
-
-impl Core {
-    pub(crate) fn needs_flush(&self, node: &Node) -> bool {
+    /// Whether a threshold-guarded read flush of `g` would flush.
+    pub(crate) fn needs_flush(&self, g: &GroupState) -> bool {
+        let (policy, threshold) = (&self.params.policy, self.params.threshold);
         // ORDERING: Relaxed (here and in `Count::pages`); flush triggers
         // publish no data.
-        match self.policy.threshold {
+        match policy.threshold {
             ThresholdRule::None => true,
-            ThresholdRule::Global => self.global_updates.pages() > self.threshold,
+            ThresholdRule::Global => self.global.count().pages() > threshold,
             ThresholdRule::PerGroup => {
-                let mut u = node.updates.pages();
-                if self.policy.strict_bound {
-                    u = u.saturating_add(node.reserved.load(Ordering::Relaxed));
+                let mut u = g.updates.pages();
+                if policy.strict_bound {
+                    u = u.saturating_add(g.reserved.load(Ordering::Relaxed));
                 }
-                u > self.threshold
+                u > threshold
             }
         }
     }
 
-    pub(crate) fn request_async(&self) {
-        // ORDERING: Release; pairs with the background flusher's Acquire
-        // swap, though nothing but the flag itself is communicated.
-        self.async_requested.store(true, Ordering::Release);
-        let _leaf = ranked(Rank::Leaf);
-        let mut g = lock(&self.wake);
-        *g += 1;
-        self.wake_cv.notify_all();
-    }
-
     fn ratelimit_expired(&self) -> bool {
-        // ORDERING: Relaxed; a timestamp.
-        let last = self.last_root_flush.load(Ordering::Relaxed);
-        self.clock.now_ns() > last.saturating_add(self.policy.period_ns.saturating_mul(2))
-    }
-
-    fn flusher_running(&self) -> bool {
-        // ORDERING: Relaxed; a mode hint. A flusher stopping concurrently
-        // may leave one async request unserved; the next guarded read
-        // flushes it.
-        self.flushers.load(Ordering::Relaxed) > 0
+        let last = self.flushes.last_root_flush_ns();
+        let period = self.params.policy.period_ns;
+        self.params.clock.now_ns() > last.saturating_add(period.saturating_mul(2))
     }
 
     /// The one definition of the hot-path rule (`flush_entry`'s
-    /// `FlushKind::HotPath` and [`HierStats::hot_path_decision`]); reads
+    /// `FlushKind::HotPath` and `HierStats::hot_path_decision`); reads
     /// only, and only what the policy's rule needs.
-    fn hot_path_decision(&self, node: &Node, flusher_running: bool) -> HotPathDecision {
+    pub(crate) fn hot_path_decision(
+        &self,
+        g: &GroupState,
+        flusher_running: bool,
+    ) -> HotPathDecision {
         let flush = || {
-            if self.needs_flush(node) {
-                HotPathDecision::Flush(self.policy.scope)
+            if self.needs_flush(g) {
+                HotPathDecision::Flush(self.params.policy.scope)
             } else {
                 HotPathDecision::NotNeeded
             }
         };
-        match self.policy.hot_path {
+        match self.params.policy.hot_path {
             HotPathFlush::None => HotPathDecision::NoFlush,
             HotPathFlush::Sync => flush(),
             HotPathFlush::Ratelimited => {
@@ -464,53 +498,56 @@ impl Core {
 
     fn flush_entry<W: WorkSink>(
         &self,
-        node: &Arc<Node>,
+        g: &Arc<GroupState>,
         kind: FlushKind,
         work: &mut W,
     ) -> FlushOutcome {
         match kind {
             FlushKind::Forced => {
-                self.flush_forced_blocking(node, work);
+                self.flush_forced_blocking(g, work);
                 FlushOutcome::Flushed {
-                    root: node.hot.parent.is_none(),
+                    root: g.hot.parent.is_none(),
                 }
             }
             FlushKind::Periodic => {
-                let root = self.root.clone();
+                let root = self.groups.root().clone();
                 self.flush_forced_blocking(&root, work);
                 FlushOutcome::Flushed { root: true }
             }
-            FlushKind::Read => self.flush_read(node, work),
+            FlushKind::Read => self.flush_read(g, work),
             FlushKind::Ratelimited => {
                 if self.ratelimit_expired() {
-                    self.flush_read(node, work)
+                    self.flush_read(g, work)
                 } else {
                     FlushOutcome::Ratelimited
                 }
             }
-            FlushKind::HotPath => match self.hot_path_decision(node, self.flusher_running()) {
-                HotPathDecision::NoFlush => FlushOutcome::NoFlush,
-                HotPathDecision::NotNeeded => FlushOutcome::NotNeeded,
-                HotPathDecision::Ratelimited => FlushOutcome::Ratelimited,
-                HotPathDecision::Flush(_) => self.flush_read(node, work),
-                HotPathDecision::RequestAsync => {
-                    self.request_async();
-                    FlushOutcome::AsyncRequested
+            FlushKind::HotPath => {
+                match self.hot_path_decision(g, self.requests.flusher_running()) {
+                    HotPathDecision::NoFlush => FlushOutcome::NoFlush,
+                    HotPathDecision::NotNeeded => FlushOutcome::NotNeeded,
+                    HotPathDecision::Ratelimited => FlushOutcome::Ratelimited,
+                    HotPathDecision::Flush(_) => self.flush_read(g, work),
+                    HotPathDecision::RequestAsync => {
+                        self.requests.request();
+                        FlushOutcome::AsyncRequested
+                    }
                 }
-            },
+            }
         }
     }
 
     /// Threshold-guarded flush with the policy's scope and concurrency.
-    fn flush_read<W: WorkSink>(&self, node: &Arc<Node>, work: &mut W) -> FlushOutcome {
-        if !self.needs_flush(node) {
+    fn flush_read<W: WorkSink>(&self, g: &Arc<GroupState>, work: &mut W) -> FlushOutcome {
+        if !self.needs_flush(g) {
             return FlushOutcome::NotNeeded;
         }
-        let target = match self.policy.scope {
-            FlushScope::Root => self.root.clone(),
-            FlushScope::Subtree => node.clone(),
+        let policy = &self.params.policy;
+        let target = match policy.scope {
+            FlushScope::Root => self.groups.root().clone(),
+            FlushScope::Subtree => g.clone(),
         };
-        let wait = match self.policy.concurrency {
+        let wait = match policy.concurrency {
             Concurrency::Skip => Wait::No,
             Concurrency::WaitOngoing { max_wait_ms } => {
                 Wait::AtMost(std::time::Duration::from_millis(u64::from(max_wait_ms)))
@@ -519,7 +556,7 @@ impl Core {
         };
         match self.enter(&target, wait, work) {
             // `WaitOngoing`: the flush it waited for usually did its work.
-            Some((_, true)) if matches!(wait, Wait::AtMost(_)) && !self.needs_flush(node) => {
+            Some((_, true)) if matches!(wait, Wait::AtMost(_)) && !self.needs_flush(g) => {
                 FlushOutcome::NotNeeded
             }
             Some((gate, _)) => {
@@ -532,25 +569,23 @@ impl Core {
         }
     }
 
-    /// Forced flush of `node`'s subtree, waiting for any conflicting flush.
-    pub(crate) fn flush_forced_blocking<W: WorkSink>(&self, node: &Arc<Node>, work: &mut W) {
+    /// Forced flush of `g`'s subtree, waiting for any conflicting flush.
+    pub(crate) fn flush_forced_blocking<W: WorkSink>(&self, g: &Arc<GroupState>, work: &mut W) {
         let (gate, _) = self
-            .enter(node, Wait::Block, work)
+            .enter(g, Wait::Block, work)
             .expect("a blocking gate entry always succeeds");
-        self.flush_subtree(node, &gate, work);
+        self.flush_subtree(g, &gate, work);
     }
 
     /// Excludes every flush (for `verify`).
-    pub(crate) fn enter_for_verify(
-        &self,
-        root: &Arc<Node>,
-    ) -> (Gate<'_>, Option<Ranked<MutexGuard<'_, ()>>>) {
+    pub(crate) fn enter_for_verify(&self) -> (Gate<'_>, Option<Ranked<MutexGuard<'_, ()>>>) {
+        let root = self.groups.root().clone();
         let (gate, _) = self
-            .enter(root, Wait::Block, &mut ())
+            .enter(&root, Wait::Block, &mut ())
             .expect("blocking entry succeeds");
         // A per-pass gate does not hold the flush lock between passes.
         let extra = matches!(gate, Gate::PerPass)
-            .then(|| Ranked::take(Rank::Gate, || lock(&self.flush_lock)));
+            .then(|| Ranked::take(Rank::Gate, || lock(&self.flushes.lock)));
         (gate, extra)
     }
 
@@ -560,27 +595,29 @@ impl Core {
     /// waited.
     fn enter<W: WorkSink>(
         &self,
-        target: &Arc<Node>,
+        target: &Arc<GroupState>,
         wait: Wait,
         work: &mut W,
     ) -> Option<(Gate<'_>, bool)> {
-        match self.policy.concurrency {
+        let policy = &self.params.policy;
+        let f = &self.flushes;
+        match policy.concurrency {
             Concurrency::Skip | Concurrency::Serialize | Concurrency::WaitOngoing { .. } => {
-                if self.policy.concurrency == Concurrency::Serialize && self.policy.lock_per_shard {
+                if policy.concurrency == Concurrency::Serialize && policy.lock_per_shard {
                     return Some((Gate::PerPass, false));
                 }
                 let held = ranked(Rank::Gate);
-                if let Ok(g) = self.flush_lock.try_lock() {
+                if let Ok(g) = f.lock.try_lock() {
                     work.count(Work::LockAcquired, 1);
                     return Some((Gate::Whole(Ranked::with(g, held)), false));
                 }
                 let g = match wait {
                     Wait::No => return None,
-                    Wait::Block => lock(&self.flush_lock),
+                    Wait::Block => lock(&f.lock),
                     Wait::AtMost(d) => {
                         let deadline = std::time::Instant::now() + d;
                         loop {
-                            if let Ok(g) = self.flush_lock.try_lock() {
+                            if let Ok(g) = f.lock.try_lock() {
                                 break g;
                             }
                             if std::time::Instant::now() >= deadline {
@@ -599,26 +636,34 @@ impl Core {
             }
             Concurrency::DisjointParallel => {
                 let held = ranked(Rank::Gate);
-                let _leaf = ranked(Rank::Leaf);
-                let mut active = lock(&self.active);
-                let overlaps = |a: &Vec<Arc<Node>>| {
-                    a.iter().any(|n| {
-                        n.is_ancestor_or_self_of(target) || target.is_ancestor_or_self_of(n)
-                    })
+                let waited = {
+                    let _leaf = ranked(Rank::Leaf);
+                    let mut active = lock(&f.active);
+                    let overlaps = |a: &Vec<Arc<GroupState>>| {
+                        a.iter().any(|n| {
+                            n.is_ancestor_or_self_of(target) || target.is_ancestor_or_self_of(n)
+                        })
+                    };
+                    let waited = overlaps(&active);
+                    if waited {
+                        while overlaps(&active) {
+                            active = match f.active_cv.wait(active) {
+                                Ok(g) => g,
+                                Err(p) => p.into_inner(),
+                            };
+                        }
+                    }
+                    active.push(target.clone());
+                    waited
                 };
-                let waited = overlaps(&active);
+                // Reported after the registry's lock is released: a work
+                // sink may do anything, updates included (whose first
+                // touch of a shard takes a lock, see `sync::Rank`).
                 if waited {
                     work.count(Work::LockWaited, 1);
-                    while overlaps(&active) {
-                        active = match self.active_cv.wait(active) {
-                            Ok(g) => g,
-                            Err(p) => p.into_inner(),
-                        };
-                    }
                 }
                 work.count(Work::LockAcquired, 1);
-                active.push(target.clone());
-                Some((Gate::Registered(self, target.clone(), held), waited))
+                Some((Gate::Registered(f, target.clone(), held), waited))
             }
         }
     }
@@ -626,7 +671,7 @@ impl Core {
     /// The flush proper; the caller holds `gate`.
     ///
     /// With a per-group threshold, a *snapshot phase* first drains every
-    /// shard's update list into its updated tree and records the threshold
+    /// shard's update list into its dirty tree and records the threshold
     /// count and reservations of every group of the subtree on a tree. Then
     /// one *pass* per shard moves the subtree's counters into the
     /// aggregates, children before parents. Last, the flush hands back what
@@ -643,56 +688,57 @@ impl Core {
     /// the flush lock, then the structure lock, then the shard's tree;
     /// otherwise the gate is already held and the structure lock is taken
     /// once for the whole flush.
-    fn flush_subtree<W: WorkSink>(&self, x: &Arc<Node>, gate: &Gate<'_>, work: &mut W) {
-        let _flushing = FlushingGuard::enter(self);
+    fn flush_subtree<W: WorkSink>(&self, x: &Arc<GroupState>, gate: &Gate<'_>, work: &mut W) {
+        let _flushing = FlushingGuard::enter(&self.flushes);
         let is_root = x.hot.parent.is_none();
         if is_root {
             // ORDERING: Relaxed; a timestamp (the kernel records the start).
-            self.last_root_flush
-                .store(self.clock.now_ns(), Ordering::Relaxed);
+            self.flushes
+                .last_root
+                .store(self.params.clock.now_ns(), Ordering::Relaxed);
         }
         let per_pass = matches!(gate, Gate::PerPass);
-        let whole = (!per_pass).then(|| self.read_structure());
-        let parent_row = x.parent_row();
+        let whole = (!per_pass).then(|| self.groups.read());
+        let parent_id = x.parent_id();
+        let threshold = self.params.policy.threshold;
         let mut hand = Handover::default();
-        if is_root && self.policy.threshold == ThresholdRule::Global {
-            // ORDERING: Relaxed; the hand-over releases (see its docs).
+        if is_root && threshold == ThresholdRule::Global {
             hand.global = Some((
-                self.global_updates.snapshot(),
-                self.global_in_flight.load(Ordering::Relaxed),
+                self.global.count().snapshot(),
+                self.global.in_flight_snapshot(),
             ));
         }
         let mut list = Vec::new();
-        if self.policy.threshold == ThresholdRule::PerGroup {
-            for s in 0..self.shards {
+        if threshold == ThresholdRule::PerGroup {
+            for s in 0..self.params.shards {
                 let _pass = self.pass_lock(gate, work);
-                let pass_st = per_pass.then(|| self.read_structure());
+                let pass_st = per_pass.then(|| self.groups.read());
                 let st: &Structure = whole.as_deref().or(pass_st.as_deref()).expect("one is set");
-                let mut tree = lock_tree(&self.trees[s]);
+                let mut tree = self.dirty.tree(s);
                 self.drain(s, st, &mut tree, false, work);
                 list.clear();
-                tree.collect(x.hot.row, &mut list);
+                tree.collect(x.hot.id, &mut list);
                 hand.snapshot(st, &list);
             }
             // Orders the snapshots before the passes' drains: an update
             // whose header RMW one of those drains reads (it found its pair
             // drained, and claimed it again) reads counts no older than the
-            // snapshots (its RMW acquires: see `Core::update`), so a count
-            // it found above the break level was still there at the
+            // snapshots (its RMW acquires: see `Header::add_residue`), so a
+            // count it found above the break level was still there at the
             // snapshot or later, which the reset sees (see `count.rs`).
             crate::sync::fence_seqcst();
         }
         // Kernel-exact: a residue counts its descendants' updates, so a pass
         // takes it before its drain (see below).
-        let take_first = self.walks_ancestors;
-        for s in 0..self.shards {
+        let take_first = self.params.walks_ancestors;
+        for s in 0..self.params.shards {
             let _pass = self.pass_lock(gate, work);
-            let pass_st = per_pass.then(|| self.read_structure());
+            let pass_st = per_pass.then(|| self.groups.read());
             let st: &Structure = whole.as_deref().or(pass_st.as_deref()).expect("one is set");
             work.count(Work::ShardScanned, 1);
             list.clear();
             {
-                let mut tree = lock_tree(&self.trees[s]);
+                let mut tree = self.dirty.tree(s);
                 work.count(Work::LockAcquired, 1);
                 if take_first {
                     // Kernel-exact: a residue counts its descendants'
@@ -701,105 +747,106 @@ impl Core {
                     // queueing its row; the fence acquires those, so the
                     // drain below finds every such row (waiting for a claim
                     // still pushing), and the pass carries what was taken.
-                    tree.collect(x.hot.row, &mut list);
-                    self.take_residues(s, st, &list, &mut hand, work);
+                    tree.collect(x.hot.id, &mut list);
+                    let rows = rows_of(st, s, &list);
+                    self.take_residues(st, &list, &rows, &mut hand, work);
                     list.clear();
                     crate::sync::fence_acquire();
                 }
                 self.drain(s, st, &mut tree, true, work);
-                tree.extract(x.hot.row, parent_row, &mut list);
+                tree.extract(x.hot.id, parent_id, &mut list);
             }
+            // Each listed group's row on the shard, looked up once for the
+            // pass (a group on the tree for a descendant's sake may have
+            // none: it was never written on the shard).
+            let rows = rows_of(st, s, &list);
             if !take_first {
                 // A residue that counts only its own row's updates: taken
                 // after the drain, before the counters are read (an update
                 // whose residue survives is either not flushed yet, and
                 // still counted, or flushed anyway, over-counted).
-                self.take_residues(s, st, &list, &mut hand, work);
+                self.take_residues(st, &list, &rows, &mut hand, work);
             }
             if !list.is_empty() {
-                self.barrier_before_reading(s, work);
+                self.writers.barrier_before_reading(s, work);
             }
-            for &row in &list {
-                self.aggregate(st.node(row), s, work);
+            for (&id, &row) in list.iter().zip(&rows) {
+                self.aggregate(st.group(id), row, work);
             }
         }
         drop(whole);
         self.hand_over(hand, work);
     }
 
-    /// Takes the shared residues of `rows` on shard `s` (as the kernel
-    /// zeroes its per-CPU `stats_updates`). What a residue held stays
-    /// visible to the bound until the flush lands it (see the module docs,
-    /// "What a flush hands over"): in the pair's reservation, which only the
-    /// hand-over releases (folded scheme: the residue is simply zeroed), or
-    /// in an in-flight count, the group's (kernel-exact) or the tree's
-    /// (global threshold).
+    /// Takes the shared residues of the groups `ids` on shard `s` (as the
+    /// kernel zeroes its per-CPU `stats_updates`). What a residue held
+    /// stays visible to the bound until the flush lands it (see the module
+    /// docs, "What a flush hands over"): in the pair's reservation, which
+    /// only the hand-over releases (folded scheme: the residue is simply
+    /// zeroed), or in an in-flight count, the group's (kernel-exact) or the
+    /// tree's (global threshold).
     ///
     /// An in-flight count is raised *before* the residue drops: the flush
     /// reads each residue, adds what it read to the in-flight count, then
     /// subtracts from the residue at most what it announced (pages added
     /// meanwhile stay in the residue). The subtraction is Release and every
-    /// residue RMW of the updaters acquires (see `Core::update`): an update
+    /// residue RMW of the updaters acquires (see `header.rs`): an update
     /// that finds a residue the flush took from, and a read after it, see
     /// the pages in flight. (loom: zeroing first fails
     /// `a_read_during_a_flush_is_bounded_kernel_exact`.)
     fn take_residues<W: WorkSink>(
         &self,
-        s: usize,
         st: &Structure,
-        rows: &[u32],
+        ids: &[u32],
+        rows: &[Option<Row<'_>>],
         hand: &mut Handover,
         work: &mut W,
     ) {
-        let header = |row: u32| st.node(row).hot.rows.header(s);
-        work.count(Work::Atomic, rows.len() as u64);
-        if self.policy.threshold == ThresholdRule::Global || self.walks_ancestors {
-            // ORDERING: Relaxed loads; the fence that follows the takes
-            // (the acquire fence before a kernel-exact drain, or the pass's
-            // `SeqCst` fence in `barrier_before_reading`) acquires the
-            // release sequences they read, as for the RMWs below.
-            let read = |row: u32| header(row).load(Ordering::Relaxed) & RESIDUE_MASK;
-            if self.walks_ancestors {
-                for &row in rows {
-                    let r = read(row);
-                    if r != 0 {
-                        // ORDERING: Relaxed; sequenced before the Release
-                        // take below, which publishes it.
-                        st.node(row).in_flight.fetch_add(r, Ordering::Relaxed);
-                        work.count(Work::Atomic, 2);
-                        hand.in_flight(st, row, r);
-                        take_at_most(header(row), r);
-                    }
+        // A group without a row on the shard has nothing to take.
+        let headers = || {
+            ids.iter()
+                .zip(rows)
+                .filter_map(|(&id, r)| Some((id, r.as_ref()?.header())))
+        };
+        work.count(Work::Atomic, ids.len() as u64);
+        let global = self.params.policy.threshold == ThresholdRule::Global;
+        if self.params.walks_ancestors {
+            for (id, h) in headers() {
+                // The fence that follows the takes (the acquire fence
+                // before a kernel-exact drain) acquires the release
+                // sequence this load read, as for the take below.
+                let r = h.residue();
+                if r != 0 {
+                    // ORDERING: Relaxed; sequenced before the Release take
+                    // below, which publishes it.
+                    st.group(id).in_flight.fetch_add(r, Ordering::Relaxed);
+                    work.count(Work::Atomic, 2);
+                    hand.in_flight(st, id, r);
+                    h.take_at_most(r);
                 }
-            } else {
-                let read_now = &mut hand.scratch;
-                read_now.clear();
-                read_now.extend(rows.iter().map(|&row| read(row)));
-                let amounts: u64 = read_now.iter().sum();
-                if amounts == 0 {
-                    return;
-                }
-                // ORDERING: Relaxed, as the group's count above.
-                self.global_in_flight.fetch_add(amounts, Ordering::Relaxed);
-                work.count(Work::Atomic, 1);
-                hand.global_taken += amounts;
-                for (&row, &r) in rows.iter().zip(read_now.iter()) {
-                    if r != 0 {
-                        work.count(Work::Atomic, 1);
-                        take_at_most(header(row), r);
-                    }
+            }
+        } else if global {
+            let read_now = &mut hand.scratch;
+            read_now.clear();
+            // The pass's `SeqCst` fence in `barrier_before_reading`
+            // acquires the release sequences these loads read.
+            read_now.extend(rows.iter().map(|r| r.map_or(0, |r| r.header().residue())));
+            let amounts: u64 = read_now.iter().sum();
+            if amounts == 0 {
+                return;
+            }
+            self.global.announce(amounts);
+            work.count(Work::Atomic, 1);
+            hand.global_taken += amounts;
+            for (row, &r) in rows.iter().zip(read_now.iter()) {
+                if let (true, Some(row)) = (r != 0, row) {
+                    work.count(Work::Atomic, 1);
+                    row.header().take_at_most(r);
                 }
             }
         } else {
-            for &row in rows {
-                // ORDERING: Relaxed. The pass's fence after this RMW
-                // (`barrier_before_reading`) acquires the release sequence
-                // it reads (every writer's Release header RMW before it),
-                // so their counter writes are visible to the pass's reads,
-                // including the `load() != 0` guards, which could otherwise
-                // skip a non-zero counter (loom: removing the fence fails
-                // `an_update_after_the_push_on_another_slot_is_flushed`).
-                header(row).fetch_and(!RESIDUE_MASK, Ordering::Relaxed);
+            for (_, h) in headers() {
+                h.clear_residue();
             }
         }
     }
@@ -811,15 +858,16 @@ impl Core {
     /// aggregate writes: a bound that reads the smaller count (Acquire)
     /// then reads the aggregate with what was carried.
     fn hand_over<W: WorkSink>(&self, hand: Handover, work: &mut W) {
+        let break_above = self.params.break_above;
         for t in hand.groups.into_values() {
-            let n = &t.node;
+            let n = &t.group;
             if let Some((u0, r0)) = t.snapshot {
                 // A zero snapshot resets nothing; it still clears or sets
                 // the count's flag (see `count.rs`), unless nothing would
                 // change.
                 let now = n.updates.for_bound();
-                if u0 != 0 || now.uncounted() || now.pages() > self.break_above {
-                    n.updates.reset(u0, self.break_above);
+                if u0 != 0 || now.uncounted() || now.pages() > break_above {
+                    n.updates.reset(u0, break_above);
                     work.count(Work::Atomic, 1);
                 }
                 if r0 != 0 {
@@ -840,25 +888,8 @@ impl Core {
         // global threshold leave theirs in their parents' `pending`, which
         // only a root flush brings to the root).
         if let Some((g0, i0)) = hand.global {
-            self.global_updates.reset(g0, COUNT_LIMIT);
-            self.global_in_flight
-                .fetch_sub(i0 + hand.global_taken, Ordering::Release);
+            self.global.hand_over(g0, i0 + hand.global_taken);
             work.count(Work::Atomic, 2);
-        }
-    }
-
-    /// After the pass has dequeued its rows and before it reads any cell: a
-    /// `SeqCst` fence — which acquires the shared writers' Release header
-    /// RMWs that the drain's clears read, and orders the owner-flag check
-    /// (see `Core::claim_owned`) — then, if an owner ever wrote this tree
-    /// on shard `s`, the heavy barrier (the flusher's half of the owner
-    /// path's asymmetric barrier, see `update.rs`).
-    fn barrier_before_reading<W: WorkSink>(&self, s: usize, work: &mut W) {
-        crate::sync::fence_seqcst();
-        // ORDERING: Relaxed, after the `SeqCst` fence: see `Core::claim_owned`.
-        if self.owned[s].load(Ordering::Relaxed) {
-            self.barriers.heavy();
-            work.count(Work::Barrier, 1);
         }
     }
 
@@ -871,60 +902,67 @@ impl Core {
         match gate {
             Gate::PerPass => {
                 work.count(Work::LockAcquired, 1);
-                Some(Ranked::take(Rank::Gate, || lock(&self.flush_lock)))
+                Some(Ranked::take(Rank::Gate, || lock(&self.flushes.lock)))
             }
             _ => None,
         }
     }
 
-    /// Moves shard `s`'s update list into its updated tree; with
-    /// `wait_claims`, first waits for claims in progress to push (see
-    /// `ListHead`), so that no update that completed before the flush began
-    /// is missed because another thread's push of its row was preempted.
+    /// Moves shard `s`'s update list into its dirty tree (see
+    /// `Dirty::drain_into`).
     fn drain<W: WorkSink>(
         &self,
         s: usize,
         st: &Structure,
-        tree: &mut ShardTree,
+        tree: &mut DirtyTree,
         wait_claims: bool,
         work: &mut W,
     ) {
-        if wait_claims {
-            self.lists[s].wait_for_claims();
-        }
-        let mut cur = self.lists[s].take_all();
-        work.count(Work::Atomic, 1);
-        while cur != 0 {
-            let row = (cur - 1) as u32;
-            let n = st.node(row);
-            cur = drain_next(n.hot.rows.header(s), work);
-            tree.insert(row, |r| st.parent_row(r));
-        }
+        self.dirty.drain_into(
+            s,
+            tree,
+            wait_claims,
+            |id| {
+                // A queued row exists: its claim queued it.
+                st.group(id)
+                    .hot
+                    .rows
+                    .header(s)
+                    .expect("a queued row exists")
+            },
+            |id| st.parent_id(id),
+            work,
+        );
     }
 
-    /// Folds group `n`'s counters on shard `s` into the aggregates.
+    /// Folds group `n`'s counters on one shard (its `row` there, if any)
+    /// into the aggregates.
     ///
     /// Every sum is checked: a change that does not fit `i64`, or an
     /// aggregate it would take out of `i64`, saturates the item in the group
     /// and its ancestors (see `saturation.rs`), whose aggregates the flushes
     /// then pin at the limit.
-    fn aggregate<W: WorkSink>(&self, n: &Node, s: usize, work: &mut W) {
+    fn aggregate<W: WorkSink>(&self, n: &GroupState, row: Option<Row<'_>>, work: &mut W) {
         work.count(Work::GroupVisited, 1);
-        let rows = &n.hot.rows;
-        let slots = self.schema.slots();
-        let view = rows.flush_view(s);
-        let mut prev = view.prev;
+        let slots = self.params.schema.slots();
+        // A group on the shard's dirty tree for a descendant's sake may
+        // have no row there (it was never written on the shard): its cells
+        // are zero, and only its children's deltas move.
+        let view = row.map(|r| r.flush_view());
+        let cells = view.map(|v| v.cells);
+        let shared_cells = view.and_then(|v| v.shared);
+        let mut prev = view.and_then(|v| v.prev);
         let pending = n.pending();
         let parent = n.hot.parent.as_deref();
         let parent_pending = parent.map(|p| p.pending_for_children(slots));
         // Almost always `None`: one flag load.
-        let saturated = self.saturated_slots(n);
+        let saturated = self.saturation.slots_of(n);
         // Every array below has one word per slot (lets the compiler drop
         // most per-index bounds checks).
         let (local, agg) = (&n.local[..slots], &n.agg[..slots]);
         work.count(Work::CounterAggregated, slots as u64);
         let mut atomics = 0;
-        for (k, cell) in view.cells[..slots].iter().enumerate() {
+        for k in 0..slots {
             // The owner cell: `delta = cur − prev` against the flushers'
             // own snapshot; the owner's line is only read. Both are the
             // shard's running sums, kept within `i64` by the update path.
@@ -937,13 +975,14 @@ impl Core {
             // time (overlapping flushes exclude each other), and handed
             // over through their locks; `pending` is a plain sum whose
             // RMWs are totally ordered per location.
-            let cur = cell.load(Ordering::Relaxed) as i64;
+            let cur = cells.map_or(0, |c| c[k].load(Ordering::Relaxed) as i64);
             let before = prev.map_or(0, |p| p[k].load(Ordering::Relaxed) as i64);
             if cur != before {
-                prev.get_or_insert_with(|| rows.prev_cells(s))[k]
+                let row = row.expect("a non-zero owner cell has a row");
+                prev.get_or_insert_with(|| row.prev_cells())[k]
                     .store(cur as u64, Ordering::Relaxed);
             }
-            let shared = match view.shared {
+            let shared = match shared_cells {
                 Some(sh) if sh[k].load(Ordering::Relaxed) != 0 => {
                     atomics += 1;
                     sh[k].swap(0, Ordering::Relaxed) as i64
@@ -1007,15 +1046,20 @@ impl Core {
     /// Saturates slot `k` of `n` (and its ancestors) and pins its aggregate.
     #[cold]
     #[inline(never)]
-    fn pin(&self, n: &Node, k: usize, dir: Direction) {
+    fn pin(&self, n: &GroupState, k: usize, dir: Direction) {
         self.saturate_towards(n, k, dir);
         // ORDERING: Release, as in `aggregate`.
         n.agg[k].store(dir.limit(), Ordering::Release);
     }
 }
 
-/// Counts a flush in [`Core::flushing`] from before its first drain until
-/// after its threshold reset (also when it unwinds).
+/// The row on shard `s` of each group of `ids`, if it has one.
+fn rows_of<'a>(st: &'a Structure, s: usize, ids: &[u32]) -> Vec<Option<Row<'a>>> {
+    ids.iter().map(|&id| st.group(id).hot.rows.row(s)).collect()
+}
+
+/// Counts a flush in [`Flushes`]'s running count from before its first
+/// drain until after its threshold reset (also when it unwinds).
 ///
 /// An owner that finds no flush in progress may skip the threshold
 /// counter of a group already above `T` (see `Core::add_up`). That must
@@ -1051,12 +1095,12 @@ impl Core {
 struct FlushingGuard<'a>(&'a AtomicU64);
 
 impl<'a> FlushingGuard<'a> {
-    fn enter(core: &'a Core) -> Self {
+    fn enter(f: &'a Flushes) -> Self {
         // ORDERING: Relaxed, then a `SeqCst` fence before the flush's
         // first drain (see the type's docs).
-        core.flushing.0.fetch_add(1, Ordering::Relaxed);
+        f.running.0.fetch_add(1, Ordering::Relaxed);
         crate::sync::fence_seqcst();
-        FlushingGuard(&core.flushing.0)
+        FlushingGuard(&f.running.0)
     }
 }
 
@@ -1065,15 +1109,4 @@ impl Drop for FlushingGuard<'_> {
         // ORDERING: Release; see the type's docs.
         self.0.fetch_sub(1, Ordering::Release);
     }
-}
-
-/// Subtracts at most `r` pages from the shared residue in header `hdr`
-/// (`r` was announced in flight, see `Core::take_residues`); the residue
-/// may have been folded meanwhile, and it never goes below zero.
-fn take_at_most(hdr: &AtomicU64, r: u64) {
-    // ORDERING: Release publishes the in-flight add sequenced before it to
-    // every updater whose residue RMW reads this value (they acquire).
-    let _ = hdr.fetch_update(Ordering::Release, Ordering::Relaxed, |h| {
-        Some(h - (h & RESIDUE_MASK).min(r))
-    });
 }

@@ -1,7 +1,8 @@
 //! The background (periodic) flusher: `flush_memcg_stats_dwork` as a thread.
 //!
 //! Every period it force-flushes the root. An async request
-//! ([`HierStats::request_async_flush`]) makes it flush at once and restart
+//! ([`HierStats::request_async_flush`](crate::HierStats::request_async_flush))
+//! makes it flush at once and restart
 //! its period, as the 2022 async refault patch scheduled the periodic work
 //! early. Its *lag* — how late each periodic flush started against its
 //! schedule — is measured and exposed, because upstream saw it slip by tens
@@ -10,13 +11,14 @@
 use crate::error::{ConfigError, Error};
 use crate::flush::FlushKind;
 use crate::stats::{Core, HierStats};
-use crate::sync::{lock, Arc, Ordering};
-use std::sync::atomic::AtomicU64;
+use crate::sync::std_only::{StdArc, StdAtomicBool, StdAtomicU64 as AtomicU64};
+use crate::sync::{Arc, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Lag and activity of a background flusher.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FlusherStats {
     /// Periodic flushes run.
     pub periodic_flushes: u64,
@@ -38,7 +40,7 @@ struct Shared {
     last_lag: AtomicU64,
     max_lag: AtomicU64,
     total_lag: AtomicU64,
-    stop: std::sync::atomic::AtomicBool,
+    stop: StdAtomicBool,
 }
 
 /// A running background flusher. Stop it with [`stop`](Self::stop) (or by
@@ -46,81 +48,65 @@ struct Shared {
 #[derive(Debug)]
 pub struct BackgroundFlusher {
     core: Arc<Core>,
-    shared: std::sync::Arc<Shared>,
+    shared: StdArc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl HierStats {
-    /// Starts a background thread that force-flushes the root every
-    /// `period` (the policy's `period_ns` is the kernel's 2 s) and serves
-    /// async flush requests. The thread uses the host clock for sleeping;
-    /// lags are measured with the tree's clock.
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] ([`ConfigError::FlusherPeriod`]) for a zero
-    /// period (it would flush back to back) or one whose nanoseconds do not
-    /// fit 64 bits (about 584 years); [`Error::Spawn`] if the OS cannot
-    /// start the thread.
-    pub fn start_flusher(&self, period: Duration) -> Result<BackgroundFlusher, Error> {
-        let period_ns = match u64::try_from(period.as_nanos()) {
-            Ok(ns) if ns > 0 => ns,
-            _ => return Err(ConfigError::FlusherPeriod(period).into()),
-        };
-        let shared = std::sync::Arc::new(Shared::default());
-        let core = self.core.clone();
-        let stats = self.clone();
-        let sh = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("hierstat-flusher".into())
-            .spawn(move || run(stats, sh, period_ns))
-            .map_err(|e| Error::Spawn(e.to_string()))?;
-        // ORDERING: Relaxed; a mode hint for async hot paths (`flush_entry`).
-        self.core.flushers.fetch_add(1, Ordering::Relaxed);
-        Ok(BackgroundFlusher {
-            core,
-            shared,
-            thread: Some(thread),
-        })
-    }
+/// Starts the background flusher of `stats` (see
+/// [`HierStats::start_flusher`]).
+pub(crate) fn start(stats: &HierStats, period: Duration) -> Result<BackgroundFlusher, Error> {
+    let period_ns = match u64::try_from(period.as_nanos()) {
+        Ok(ns) if ns > 0 => ns,
+        _ => return Err(ConfigError::FlusherPeriod(period).into()),
+    };
+    let shared = StdArc::new(Shared::default());
+    let core = stats.core.clone();
+    let stats = stats.clone();
+    let sh = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name("hierstat-flusher".into())
+        .spawn(move || run(stats, sh, period_ns))
+        .map_err(|e| Error::Spawn(e.to_string()))?;
+    core.requests.flusher_started(true);
+    Ok(BackgroundFlusher {
+        core,
+        shared,
+        thread: Some(thread),
+    })
 }
 
-fn run(stats: HierStats, sh: std::sync::Arc<Shared>, period_ns: u64) {
+fn run(stats: HierStats, sh: StdArc<Shared>, period_ns: u64) {
     let core = &stats.core;
-    let mut deadline = core.clock.now_ns().saturating_add(period_ns);
-    let root = stats.root();
+    let clock = &core.params.clock;
+    let mut deadline = clock.now_ns().saturating_add(period_ns);
+    let root = core.groups.root().clone();
+    // ORDERING: Acquire pairs with the Release store in `stop`.
+    let stopped = || sh.stop.load(Ordering::Acquire);
     loop {
-        {
-            let _leaf = crate::sync::ranked(crate::sync::Rank::Leaf);
-            let mut g = lock(&core.wake);
-            loop {
-                if sh.stop.load(Ordering::Acquire) || core.async_requested.load(Ordering::Acquire) {
-                    break;
-                }
-                let now = core.clock.now_ns();
-                if now >= deadline {
-                    break;
-                }
-                let wait = Duration::from_nanos((deadline - now).min(50_000_000));
-                g = match core.wake_cv.wait_timeout(g, wait) {
-                    Ok((g, _)) => g,
-                    Err(p) => p.into_inner().0,
-                };
+        loop {
+            if stopped() || core.requests.pending() {
+                break;
             }
+            let now = clock.now_ns();
+            if now >= deadline {
+                break;
+            }
+            let wait = Duration::from_nanos((deadline - now).min(50_000_000));
+            core.requests
+                .wait(wait, || stopped() || core.requests.pending());
         }
-        // ORDERING: Acquire pairs with the Release store in `stop`.
-        if sh.stop.load(Ordering::Acquire) {
+        if stopped() {
             return;
         }
-        // ORDERING: Acquire pairs with `request_async`'s Release store.
-        if core.async_requested.swap(false, Ordering::Acquire) {
-            let _ = stats.flush_with(&root, FlushKind::Periodic, &mut ());
+        if core.requests.take() {
+            core.flush(&root, FlushKind::Periodic, &mut ());
             sh.asyncs.fetch_add(1, Ordering::Relaxed);
-            deadline = core.clock.now_ns().saturating_add(period_ns);
+            deadline = clock.now_ns().saturating_add(period_ns);
             continue;
         }
-        let now = core.clock.now_ns();
+        let now = clock.now_ns();
         let lag = now.saturating_sub(deadline);
-        let _ = stats.flush_with(&root, FlushKind::Periodic, &mut ());
+        core.flush(&root, FlushKind::Periodic, &mut ());
         sh.periodic.fetch_add(1, Ordering::Relaxed);
         sh.last_lag.store(lag, Ordering::Relaxed);
         sh.max_lag.fetch_max(lag, Ordering::Relaxed);
@@ -155,15 +141,10 @@ impl BackgroundFlusher {
     fn shutdown(&mut self) {
         // ORDERING: Release pairs with the thread's Acquire loads.
         self.shared.stop.store(true, Ordering::Release);
-        {
-            let _leaf = crate::sync::ranked(crate::sync::Rank::Leaf);
-            let _g = lock(&self.core.wake);
-            self.core.wake_cv.notify_all();
-        }
+        self.core.requests.wake_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-            // ORDERING: Relaxed; see `start_flusher`.
-            self.core.flushers.fetch_sub(1, Ordering::Relaxed);
+            self.core.requests.flusher_started(false);
         }
     }
 }

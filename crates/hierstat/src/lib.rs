@@ -18,8 +18,9 @@
 //! * **policies** reproduce each kernel era's choices ([`Preset`]) and ours;
 //! * a **background flusher** bounds staleness in time
 //!   ([`HierStats::start_flusher`]);
-//! * **work counters** report what every operation did, for simulation
-//!   ([`WorkCounters`]), at no cost when not asked for;
+//! * a **simulator's API** ([`sim`]): explicit shards, work counters that
+//!   report what every operation did (at no cost when not asked for),
+//!   virtual time, invariant checks;
 //! * **nothing wraps**: a counter that would leave `i64` saturates and says
 //!   so ([`Bounded::saturated`]), and configurations are range-checked
 //!   ([`ConfigError`]).
@@ -28,21 +29,21 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `stats` | [`HierStats`] and the shared core |
-//! | `config`, `policy`, `clock` | [`Config`], [`Policy`] and its [`Preset`]s, the clock |
-//! | `schema` | items, units, slots ([`Schema`]) |
-//! | `node`, `group` | a group's shared state and its handle ([`Group`]) |
-//! | `tree` | create, remove, lookup, iterate, reap |
-//! | `slab` | shard-major counter rows and the row header word |
-//! | `shard` | which shard a thread writes (the slot pool) |
-//! | `update`, `counter` | the update path, and a pre-resolved [`Counter`] |
-//! | `updated` | lock-free update lists, persistent updated trees |
+//! | `stats` | [`HierStats`] — the whole public API — and the shared `Core`, made of the parts below |
+//! | `config`, `policy`, `clock` | [`Config`] and the derived parameters, [`Policy`] and its [`Preset`]s, the clock |
+//! | `schema` | items, units, counter slots ([`Schema`]) |
+//! | `state`, `group` | a group's shared state, and its handle ([`Group`]) |
+//! | `tree` | the groups: create, remove, lookup, iterate, reap |
+//! | `rows`, `table` | counter rows, allocated on first touch from per-shard arenas; a group's table of its rows |
+//! | `header` | the row header word and the owner's residue: every bit and transition of the update/flush handshake |
+//! | `seat` | which shard a thread writes (the process-wide seat pool) |
+//! | `update`, `counter` | the update paths and who writes each shard; a pre-resolved [`Counter`] |
+//! | `dirty` | lock-free update lists, persistent dirty trees |
 //! | `count` | the threshold count word |
 //! | `flush`, `flusher` | flushes and their hand-over; the background flusher |
-//! | `read` | reads and [`Bounded`] |
+//! | `read` | the bound and [`Bounded`] |
 //! | `saturation` | counters that left `i64` |
-//! | `work` | work counters for the simulator |
-//! | `verify` | invariant checks |
+//! | `sim`, `work`, `verify` | the simulator's API ([`sim`]): explicit shards, work counters, invariant checks |
 //! | `sync` | the one import point of atomics and locks (loom or std), the lock order |
 //! | `error` | [`Error`], [`ConfigError`] |
 //!
@@ -74,29 +75,33 @@ mod clock;
 mod config;
 mod count;
 mod counter;
+mod dirty;
 mod error;
 mod flush;
 #[cfg(not(loom))]
 mod flusher;
 #[allow(unsafe_code)] // the handle's cached pointers (see the module docs)
 mod group;
-mod node;
+mod header;
 mod policy;
 mod read;
+#[allow(unsafe_code)] // the row addresses of the update path (see the module docs)
+mod rows;
 mod saturation;
 mod schema;
-mod shard;
-#[allow(unsafe_code)] // the row pointers of the update path (see the module docs)
-mod slab;
+mod seat;
+pub mod sim;
+mod state;
 mod stats;
 mod sync;
+#[allow(unsafe_code)] // row addresses back from the table (see `rows.rs`)
+mod table;
 mod tree;
 mod update;
-mod updated;
 mod verify;
 mod work;
 
-pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use clock::{Clock, MonotonicClock};
 pub use config::{Config, MAX_SHARDS};
 pub use count::MAX_THRESHOLD;
 pub use counter::Counter;
@@ -111,7 +116,10 @@ pub use policy::{
 };
 pub use read::Bounded;
 pub use schema::{ItemId, ItemInfo, ItemKind, NodeItemId, Schema, SchemaBuilder, Unit, PAGE_SIZE};
-pub use shard::Shard;
 pub use stats::HierStats;
-pub use verify::Violation;
-pub use work::{Work, WorkCounters, WorkSink};
+
+// The simulator's types under their names before `hierstat::sim` existed,
+// so that code written against them keeps compiling; new code names them
+// through `sim`.
+#[doc(hidden)]
+pub use sim::{ManualClock, Shard, Violation, Work, WorkCounters, WorkSink};

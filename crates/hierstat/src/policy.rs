@@ -17,6 +17,7 @@ use std::str::FromStr;
 
 /// How much unflushed update magnitude makes a flush necessary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ThresholdRule {
     /// No threshold: every read flushes (5.13, `cgroup_rstat_flush` on each
     /// `memory.stat` read).
@@ -29,6 +30,7 @@ pub enum ThresholdRule {
 
 /// How per-group magnitudes are accounted on the update path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ThresholdScheme {
     /// The kernel's exact accounting: every update adds its magnitude to a
     /// per-shard residue of the group *and of every ancestor*, folding each
@@ -49,6 +51,7 @@ pub enum ThresholdScheme {
 
 /// When the per-group walk stops early (2025 `memcg_rstat_updated` early break).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EarlyBreak {
     /// Never: walk to the root.
     Off,
@@ -63,6 +66,7 @@ pub enum EarlyBreak {
 
 /// Size of the flush threshold `T` in pages of update magnitude.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ThresholdSize {
     /// `batch × shards` (the kernel: `MEMCG_CHARGE_BATCH × num_online_cpus()`).
     BatchPerShard,
@@ -78,7 +82,8 @@ pub enum ThresholdSize {
     Fixed(u64),
 }
 
-/// Which group a threshold-guarded flush flushes.
+/// Which group a threshold-guarded flush flushes: the whole tree or the
+/// read group's subtree (there is nothing between, so the enum is closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushScope {
     /// Always the whole tree (5.15–6.7).
@@ -89,6 +94,7 @@ pub enum FlushScope {
 
 /// What a flusher does when another flush is running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Concurrency {
     /// Skip: "we just need one flusher and everyone else can benefit"
     /// (5.15 `spin_trylock`, 2023 `stats_flush_ongoing`). Reads may be stale.
@@ -115,6 +121,7 @@ pub enum Concurrency {
 
 /// What the refault / reclaim path does about stale stats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HotPathFlush {
     /// Nothing (5.13 and before: stats were propagated eagerly).
     None,
@@ -132,7 +139,20 @@ pub enum HotPathFlush {
 }
 
 /// All knobs of the flush policy.
+///
+/// Start from a preset's and change the knobs you need (the struct is
+/// `#[non_exhaustive]`, so that a new knob breaks no one's code):
+///
+/// ```
+/// use hierstat::{Preset, ThresholdSize};
+///
+/// let mut p = Preset::Hierstat.policy();
+/// p.threshold_size = ThresholdSize::BatchSqrtShards;
+/// p.batch = 16;
+/// assert_eq!(p.threshold_pages(1024), 16 * 32);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Policy {
     /// Threshold rule.
     pub threshold: ThresholdRule,

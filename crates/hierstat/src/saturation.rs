@@ -21,13 +21,13 @@
 //! stays saturated for the life of the group. Nothing wraps silently.
 //!
 //! Saturation is a rare, cold event, so the table lives beside the tree,
-//! behind one lock, keyed by row; a node flag ([`NodeFlags::SATURATED`])
+//! behind one lock, keyed by group id; a group flag ([`Flags::SATURATED`])
 //! keeps every other group's reads and flushes from looking at it.
 
-use crate::node::{Node, NodeFlags};
+use crate::dirty::IdMap;
+use crate::state::{Flags, GroupState};
 use crate::stats::Core;
-use crate::sync::{lock, ranked, Rank};
-use crate::updated::RowMap;
+use crate::sync::{lock, ranked, Mutex, Rank};
 
 /// The direction a saturated item left `i64` in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,10 +65,14 @@ impl Direction {
     }
 }
 
-/// Per row, one byte per slot: 0, or the [`Direction`] it saturated in.
-pub(crate) type SaturationTable = RowMap<Box<[u8]>>;
+/// The tree's saturated items: per group id, one byte per slot: 0, or the
+/// [`Direction`] it saturated in. Rank `Leaf`.
+#[derive(Debug)]
+pub(crate) struct Saturation {
+    table: Mutex<IdMap<Box<[u8]>>>,
+}
 
-/// One row's saturated slots, as a flush reads them once per row.
+/// One group's saturated slots, as a flush reads them once per row.
 #[derive(Debug, Clone)]
 pub(crate) struct SaturatedSlots(Box<[u8]>);
 
@@ -80,60 +84,73 @@ impl SaturatedSlots {
     }
 }
 
-impl Core {
-    /// Marks slot `slot` of `node` and of each of its ancestors saturated
-    /// in the direction of `delta` (a slot keeps the first direction it
-    /// saturated in).
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn saturate(&self, node: &Node, slot: usize, delta: i64) {
-        self.saturate_towards(node, slot, Direction::of(delta as i128));
+impl Saturation {
+    /// No item saturated.
+    pub(crate) fn new() -> Self {
+        Saturation {
+            table: Mutex::new(IdMap::default()),
+        }
     }
 
-    /// [`saturate`](Self::saturate) with the direction given.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn saturate_towards(&self, node: &Node, slot: usize, dir: Direction) {
-        let slots = self.schema.slots();
+    /// Marks slot `slot` (of `slots`) of `g` and of each of its ancestors
+    /// saturated in direction `dir` (a slot keeps the first direction it
+    /// saturated in).
+    fn mark(&self, g: &GroupState, slot: usize, slots: usize, dir: Direction) {
         let _leaf = ranked(Rank::Leaf);
-        let mut table = lock(&self.saturated);
-        let mut a = Some(node);
+        let mut table = lock(&self.table);
+        let mut a = Some(g);
         while let Some(n) = a {
             let row = table
-                .entry(n.hot.row)
+                .entry(n.hot.id)
                 .or_insert_with(|| vec![0; slots].into_boxed_slice());
             if row[slot] == 0 {
                 row[slot] = dir as u8;
             }
             // After the entry: `flag`'s Acquire load then finds it.
-            n.set_flag(NodeFlags::SATURATED);
+            n.set_flag(Flags::SATURATED);
             a = n.hot.parent.as_deref();
         }
     }
 
-    /// The direction slot `slot` of `node` saturated in, if it did.
+    /// Every saturated slot of `g`, if it has any.
     #[inline]
-    pub(crate) fn saturation(&self, node: &Node, slot: usize) -> Option<Direction> {
-        if !node.flag(NodeFlags::SATURATED) {
-            return None;
-        }
-        self.saturated_slots(node).and_then(|s| s.get(slot))
-    }
-
-    /// Every saturated slot of `node`, if it has any.
-    #[inline]
-    pub(crate) fn saturated_slots(&self, node: &Node) -> Option<SaturatedSlots> {
-        if !node.flag(NodeFlags::SATURATED) {
+    pub(crate) fn slots_of(&self, g: &GroupState) -> Option<SaturatedSlots> {
+        if !g.flag(Flags::SATURATED) {
             return None;
         }
         let _leaf = ranked(Rank::Leaf);
-        let table = lock(&self.saturated);
-        table.get(&node.hot.row).cloned().map(SaturatedSlots)
+        let table = lock(&self.table);
+        table.get(&g.hot.id).cloned().map(SaturatedSlots)
     }
 
-    /// Forgets the saturation of a row being recycled (no handle is left).
-    pub(crate) fn forget_saturation(&self, row: u32) {
+    /// The direction slot `slot` of `g` saturated in, if it did.
+    #[inline]
+    pub(crate) fn of(&self, g: &GroupState, slot: usize) -> Option<Direction> {
+        self.slots_of(g).and_then(|s| s.get(slot))
+    }
+
+    /// Forgets the saturation of a group being recycled (no handle is
+    /// left).
+    pub(crate) fn forget(&self, id: u32) {
         let _leaf = ranked(Rank::Leaf);
-        lock(&self.saturated).remove(&row);
+        lock(&self.table).remove(&id);
+    }
+}
+
+impl Core {
+    /// Marks slot `slot` of `g` and of each of its ancestors saturated in
+    /// the direction of `delta`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn saturate(&self, g: &GroupState, slot: usize, delta: i64) {
+        self.saturate_towards(g, slot, Direction::of(delta as i128));
+    }
+
+    /// [`saturate`](Self::saturate) with the direction given.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn saturate_towards(&self, g: &GroupState, slot: usize, dir: Direction) {
+        self.saturation
+            .mark(g, slot, self.params.schema.slots(), dir);
     }
 }

@@ -114,6 +114,12 @@ impl Slot {
     pub(crate) fn get(self) -> usize {
         self.0
     }
+
+    /// An unchecked slot, for unit tests of the row code.
+    #[cfg(test)]
+    pub(crate) fn for_tests(i: usize) -> Self {
+        Slot(i)
+    }
 }
 
 /// Handle of a per-node state item (identified as [`ItemId`] is).

@@ -1,22 +1,27 @@
-//! [`HierStats`]: the tree, its shards and the shared core.
+//! [`HierStats`], the engine's whole public API in one place, and the
+//! [`Core`] every handle shares, made of parts each owned by its module.
+//!
+//! Every method here checks its handles (the group's tree, the item's
+//! schema) and hands over to the part that does the work; the simulator's
+//! methods are in `sim.rs` (the [`Simulator`](crate::sim::Simulator)
+//! trait).
 
-use crate::clock::Clock;
-use crate::config::{Config, MAX_SHARDS};
-use crate::count::{Count, COUNT_LIMIT};
+use crate::config::{Config, Params, MAX_SHARDS};
+use crate::count::GlobalCount;
+use crate::counter::Counter;
+use crate::dirty::Dirty;
 use crate::error::{ConfigError, Error};
+use crate::flush::{AsyncRequests, FlushKind, FlushOutcome, FlushStats, Flushes, HotPathDecision};
 use crate::group::Group;
-use crate::node::{CachePadded, Node, TreeTag};
 use crate::policy::Policy;
-use crate::saturation::SaturationTable;
-use crate::schema::Schema;
-use crate::slab::Slab;
-use crate::sync::{
-    Arc, AtomicBool, AtomicU64, Condvar, Mutex, Rank, Ranked, RwLock, RwLockReadGuard,
-    RwLockWriteGuard,
-};
-use crate::tree::Structure;
-use crate::updated::{ListHead, ShardTree};
-use std::collections::BTreeMap;
+use crate::read::Bounded;
+use crate::saturation::Saturation;
+use crate::schema::{ItemId, NodeItemId, Schema};
+use crate::sim::Shard;
+use crate::state::GroupState;
+use crate::sync::Arc;
+use crate::tree::Groups;
+use crate::update::Writers;
 
 /// Hierarchical per-shard statistics for a tree of groups.
 ///
@@ -45,102 +50,87 @@ pub struct HierStats {
     pub(crate) core: Arc<Core>,
 }
 
-/// State shared by every handle, the flushers and the background thread.
+/// State shared by every handle, the flushers and the background thread:
+/// one part per module, each with private fields.
 #[derive(Debug)]
 pub(crate) struct Core {
-    pub(crate) schema: Schema,
-    pub(crate) policy: Policy,
-    pub(crate) shards: usize,
-    /// Threshold `T` in pages.
-    pub(crate) threshold: u64,
-    /// Updates stop counting a group above this: the policy's early break
-    /// (see `EarlyBreak`), at most `COUNT_LIMIT` (see `count.rs`).
-    pub(crate) break_above: u64,
-    pub(crate) batch: u64,
-    pub(crate) clock: std::sync::Arc<dyn Clock>,
-    /// This tree's identity (see `TreeTag`).
-    pub(crate) tree: TreeTag,
-    pub(crate) root: Arc<Node>,
-    /// Per-shard lock-free update lists.
-    pub(crate) lists: Box<[ListHead]>,
-    /// Per-shard persistent updated trees.
-    pub(crate) trees: Box<[Mutex<ShardTree>]>,
-    pub(crate) structure: RwLock<Structure>,
-    /// The tree-wide flush lock (Serialize / Skip).
-    pub(crate) flush_lock: Mutex<()>,
-    /// Roots of running flushes (DisjointParallel).
-    pub(crate) active: Mutex<Vec<Arc<Node>>>,
-    pub(crate) active_cv: Condvar,
-    /// Tree-wide threshold count (`ThresholdRule::Global`, see `count.rs`).
-    pub(crate) global_updates: CachePadded<Count>,
-    /// Global threshold: pages flushes took out of residues whose data has
-    /// not reached the root's aggregates yet (a root flush lands them; a
-    /// subtree flush leaves them in its parent's `pending`). Bound only.
-    /// ORDERING: as `Node::in_flight`.
-    pub(crate) global_in_flight: AtomicU64,
-    /// Items that left `i64`'s range (see `saturation.rs`); rank `Leaf`.
-    pub(crate) saturated: Mutex<SaturationTable>,
-    /// Flushes in progress (between `flush_subtree`'s first drain and its
-    /// threshold reset). While there are none, an owner's fold skips the
-    /// threshold counters of groups already above `T` (see
-    /// `Core::add_up`). ORDERING: see `FlushingGuard` and `add_up`.
-    pub(crate) flushing: CachePadded<AtomicU64>,
-    /// Clock time of the last root flush start. ORDERING: Relaxed; a timestamp.
-    pub(crate) last_root_flush: AtomicU64,
-    /// An async flush was requested and not yet served.
-    pub(crate) async_requested: AtomicBool,
-    /// Background flushers running (started and not yet stopped). An async
-    /// hot path with none to serve it flushes synchronously instead.
-    /// ORDERING: Relaxed; a mode hint (see `flush_entry`).
-    pub(crate) flushers: AtomicU64,
-    /// How owners and flushers fence each other.
-    pub(crate) barriers: crate::sync::Barriers,
-    /// Shards whose owner may take the plain path: all of them where the
-    /// flushers have membarrier, none where they have only fences (an
-    /// owner would then pay a `SeqCst` fence per update, no cheaper than
-    /// the shared path's two RMWs).
-    pub(crate) ownable: usize,
-    /// The threshold accounting walks the ancestors' residues on every
-    /// update (kernel-exact per-group accounting).
-    pub(crate) walks_ancestors: bool,
-    /// Per shard: an owner wrote this tree's owner cells on the shard (set
-    /// once, see `update.rs`): flushes of the shard need the heavy barrier.
-    pub(crate) owned: Box<[AtomicBool]>,
-    /// Per shard: a shared-path writer wrote this tree on the shard (set
-    /// once; for error bounds).
-    pub(crate) shared_used: Box<[AtomicBool]>,
-    /// Set flags in `owned` and `shared_used`: the residues per (group,
-    /// shard) that error bounds must cover, summed over shards.
-    /// ORDERING: Relaxed; a size for bounds.
-    pub(crate) residue_lanes: AtomicU64,
-    /// Removed groups whose rows are not recycled yet: their residues count
-    /// in the global error bound like live groups'. ORDERING: Relaxed; a
-    /// size for bounds, updated under the structure lock.
-    pub(crate) zombie_rows: AtomicU64,
-    /// Wakes the background flusher (async requests, stop).
-    pub(crate) wake: Mutex<u64>,
-    pub(crate) wake_cv: Condvar,
-    /// Counters of flush outcomes, for observability.
-    pub(crate) flush_stats: FlushStatCounters,
+    /// The configuration, derived once (`config.rs`).
+    pub(crate) params: Params,
+    /// The groups: identity, root, structure lock, names (`tree.rs`).
+    pub(crate) groups: Groups,
+    /// Who writes each shard, and how owners and flushers fence each other
+    /// (`update.rs`).
+    pub(crate) writers: Writers,
+    /// Per-shard update lists and dirty trees (`dirty.rs`).
+    pub(crate) dirty: Dirty,
+    /// Flush exclusion, the flush count, outcome statistics (`flush.rs`).
+    pub(crate) flushes: Flushes,
+    /// Async flush requests and the background flusher's wake-ups
+    /// (`flush.rs`, `flusher.rs`).
+    pub(crate) requests: AsyncRequests,
+    /// The global threshold's count (`count.rs`).
+    pub(crate) global: GlobalCount,
+    /// Items that left `i64`'s range (`saturation.rs`).
+    pub(crate) saturation: Saturation,
 }
 
-/// Atomic counters of flush outcomes. ORDERING: Relaxed; statistics only.
-#[derive(Debug, Default)]
-pub(crate) struct FlushStatCounters {
-    pub(crate) flushes: AtomicU64,
-    pub(crate) root_flushes: AtomicU64,
-    pub(crate) skipped: AtomicU64,
-    pub(crate) not_needed: AtomicU64,
-    pub(crate) ratelimited: AtomicU64,
-    pub(crate) async_requests: AtomicU64,
+impl Core {
+    /// `group`'s state, if the group belongs to this tree: the one check
+    /// every entry point makes (a compare of the handle's copy of its
+    /// tree's identity).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    #[inline(always)]
+    pub(crate) fn own<'g>(&self, group: &'g Group) -> Result<&'g Arc<GroupState>, Error> {
+        self.check(group)?;
+        Ok(&group.state)
+    }
+
+    /// Whether `group` belongs to this tree ([`own`](Self::own) without the
+    /// state).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    #[inline(always)]
+    pub(crate) fn check(&self, group: &Group) -> Result<(), Error> {
+        if group.tree == self.groups.tag_id() {
+            Ok(())
+        } else {
+            Err(foreign(group))
+        }
+    }
+
+    /// An explicit shard, checked against the tree's shard count.
+    ///
+    /// # Errors
+    /// [`Error::ShardOutOfRange`].
+    pub(crate) fn check_shard(&self, shard: Shard) -> Result<usize, Error> {
+        if shard.0 < self.params.shards {
+            Ok(shard.0)
+        } else {
+            Err(Error::ShardOutOfRange {
+                shard: shard.0,
+                shards: self.params.shards,
+            })
+        }
+    }
 }
 
+#[cold]
+#[inline(never)]
+fn foreign(group: &Group) -> Error {
+    Error::ForeignGroup(group.path().to_string())
+}
+
+/// Construction and configuration.
 impl HierStats {
     /// Creates a tree holding only its root.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for 0 or more than 1024 shards, or a policy
-    /// knob out of range (see [`Policy::check`](crate::Policy::check)).
+    /// [`Error::InvalidConfig`] for 0 or more than
+    /// [`MAX_SHARDS`](crate::MAX_SHARDS) shards, or a policy knob out of
+    /// range (see [`Policy::check`](crate::Policy::check)).
     pub fn new(schema: Schema, config: Config) -> Result<Self, Error> {
         let Config {
             shards,
@@ -152,73 +142,19 @@ impl HierStats {
             return Err(ConfigError::Shards(shards).into());
         }
         policy.check(shards)?;
-        let barriers = crate::sync::Barriers::detect(membarrier);
-        // Owners write with plain stores only where flushers can issue the
-        // heavy barrier (see `update.rs`).
-        // Under Miri (which cannot run membarrier) owners keep the plain
-        // path and fence after their writes, so that Miri checks its
-        // unsafe row pointers and its races (see `update.rs`).
-        let ownable = if barriers == crate::sync::Barriers::Membarrier || cfg!(miri) {
-            shards
-        } else {
-            0
-        };
-        let mut slab = Slab::new(shards, ownable, schema.slots(), policy.batch as u64);
-        let (row, rows) = slab.alloc().expect("an empty slab has room for the root");
-        let tree = TreeTag::new();
-        let root = Arc::new(Node::new(
-            row,
-            rows,
-            None,
-            schema.slots(),
-            String::new(),
-            tree.clone(),
-        ));
-        let structure = Structure {
-            nodes: vec![Some(root.clone())],
-            children: vec![BTreeMap::new()],
-            zombies: Vec::new(),
-            slab,
-            live: 0,
-            reaped: Default::default(),
-        };
-        let now = clock.now_ns();
+        let params = Params::new(schema, policy, shards, clock);
+        let writers = Writers::new(shards, membarrier);
+        let groups = Groups::new(&params, writers.ownable());
+        let now = params.clock.now_ns();
         let core = Core {
-            threshold: policy.threshold_pages(shards),
-            break_above: policy.break_above(shards).min(COUNT_LIMIT),
-            batch: policy.batch as u64,
-            schema,
-            policy,
-            shards,
-            clock,
-            tree,
-            root,
-            lists: (0..shards).map(|_| ListHead::default()).collect(),
-            trees: (0..shards)
-                .map(|_| Mutex::new(ShardTree::default()))
-                .collect(),
-            structure: RwLock::new(structure),
-            flush_lock: Mutex::new(()),
-            active: Mutex::new(Vec::new()),
-            active_cv: Condvar::new(),
-            global_updates: CachePadded(Count::new()),
-            global_in_flight: AtomicU64::new(0),
-            saturated: Mutex::new(SaturationTable::default()),
-            flushing: CachePadded(AtomicU64::new(0)),
-            last_root_flush: AtomicU64::new(now),
-            async_requested: AtomicBool::new(false),
-            flushers: AtomicU64::new(0),
-            zombie_rows: AtomicU64::new(0),
-            barriers,
-            ownable,
-            walks_ancestors: policy.threshold == crate::policy::ThresholdRule::PerGroup
-                && policy.scheme == crate::policy::ThresholdScheme::PerAncestor,
-            owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),
-            shared_used: (0..shards).map(|_| AtomicBool::new(false)).collect(),
-            residue_lanes: AtomicU64::new(0),
-            wake: Mutex::new(0),
-            wake_cv: Condvar::new(),
-            flush_stats: FlushStatCounters::default(),
+            dirty: Dirty::new(shards),
+            flushes: Flushes::new(now),
+            requests: AsyncRequests::new(),
+            global: GlobalCount::default(),
+            saturation: Saturation::new(),
+            params,
+            groups,
+            writers,
         };
         Ok(HierStats {
             core: Arc::new(core),
@@ -227,22 +163,22 @@ impl HierStats {
 
     /// The schema.
     pub fn schema(&self) -> &Schema {
-        &self.core.schema
+        &self.core.params.schema
     }
 
     /// The policy.
     pub fn policy(&self) -> &Policy {
-        &self.core.policy
+        &self.core.params.policy
     }
 
     /// Number of shards.
     pub fn shards(&self) -> usize {
-        self.core.shards
+        self.core.params.shards
     }
 
     /// The flush threshold `T` in pages of update magnitude.
     pub fn threshold_pages(&self) -> u64 {
-        self.core.threshold
+        self.core.params.threshold
     }
 
     /// Whether a thread that owns its shard updates with plain loads and
@@ -250,61 +186,405 @@ impl HierStats {
     /// configuration allows it ([`Config::membarrier`]). Otherwise every
     /// update takes the shared (atomic) path.
     pub fn owner_path(&self) -> bool {
-        self.core.ownable > 0
+        self.core.writers.ownable() > 0
     }
 
     /// The clock's current time in ns.
     pub fn now_ns(&self) -> u64 {
-        self.core.clock.now_ns()
+        self.core.params.clock.now_ns()
     }
 }
 
-impl Core {
-    /// `group`'s node, if the group belongs to this tree: the one check
-    /// every entry point makes (a compare of the handle's copy of its
-    /// tree's identity).
+/// Updates.
+impl HierStats {
+    /// Adds `delta` to a state item, or counts `delta` events, on the current
+    /// thread's shard: each thread holds the lowest free seat of a
+    /// process-wide pool while it lives, and seat `i` writes shard `i` with
+    /// plain stores when `i < shards` (it owns the shard), else shard
+    /// `i % shards` with atomic adds, so live threads share a shard only
+    /// when there are more of them than shards.
+    ///
+    /// Every call checks that the group belongs to this tree and the item
+    /// to its schema (two compares); a [`Counter`], checked once when it is
+    /// made, is the fast path for code that updates the same statistic
+    /// over and over.
+    ///
+    /// A sum that would leave `i64` is not applied: the item saturates (see
+    /// [`Bounded::saturated`]).
     ///
     /// # Errors
-    /// [`Error::ForeignGroup`].
+    /// [`Error::ForeignGroup`] for a group of another tree,
+    /// [`Error::ForeignItem`] for an item of another schema,
+    /// [`Error::WrongItemKind`] for a per-node item, [`Error::NegativeEvent`].
+    /// Nothing is changed on error.
     #[inline(always)]
-    pub(crate) fn own<'g>(&self, group: &'g Group) -> Result<&'g Arc<Node>, Error> {
-        self.check(group)?;
-        Ok(&group.node)
+    pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
+        self.core.check(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        self.core.update_here(group, slot, delta, mag);
+        Ok(())
     }
 
-    /// Whether `group` belongs to this tree ([`own`](Self::own) without the
-    /// node).
+    /// Adds `delta` to a per-node state item on NUMA node `numa_node` (and
+    /// to its total), on the current thread's shard.
     ///
     /// # Errors
-    /// [`Error::ForeignGroup`].
-    #[inline(always)]
-    pub(crate) fn check(&self, group: &Group) -> Result<(), Error> {
-        if group.tree == self.tree.id() {
-            Ok(())
-        } else {
-            Err(foreign(group))
-        }
+    /// Group and item errors as [`add`](Self::add), [`Error::NodeOutOfRange`].
+    pub fn add_node(
+        &self,
+        group: &Group,
+        item: NodeItemId,
+        numa_node: usize,
+        delta: i64,
+    ) -> Result<(), Error> {
+        let g = self.core.own(group)?;
+        let (total, per_node) = self.core.params.schema.node_slots(item, numa_node)?;
+        self.core.update_node_here(g, total, per_node, delta);
+        Ok(())
     }
 
-    /// The structure lock for reading (rank `Structure`, see `sync::Rank`).
-    pub(crate) fn read_structure(&self) -> Ranked<RwLockReadGuard<'_, Structure>> {
-        Ranked::take(Rank::Structure, || match self.structure.read() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        })
-    }
-
-    /// The structure lock for writing (rank `Structure`).
-    pub(crate) fn write_structure(&self) -> Ranked<RwLockWriteGuard<'_, Structure>> {
-        Ranked::take(Rank::Structure, || match self.structure.write() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        })
+    /// Binds `item` of `group` into a [`Counter`], the fast path for code
+    /// that updates the same statistic over and over.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`],
+    /// [`Error::WrongItemKind`] for a per-node item.
+    pub fn counter(&self, group: &Group, item: ItemId) -> Result<Counter, Error> {
+        self.core.check(group)?;
+        let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
+        Ok(Counter::new(self.clone(), group.clone(), slot, kind))
     }
 }
 
-#[cold]
-#[inline(never)]
-fn foreign(group: &Group) -> Error {
-    Error::ForeignGroup(group.path().to_string())
+/// Reads. They never flush: they return the last flushed aggregate with one
+/// load. Flush first (or use the bound) when freshness matters. Signed
+/// state aggregates can be transiently negative (an increment on one shard
+/// not yet flushed while its decrement on another shard is): state reads
+/// clamp them to 0, as every kernel reader does.
+impl HierStats {
+    /// Hierarchical value of an item (the group's whole subtree), as of the
+    /// last flush that covered it.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
+    #[inline(always)]
+    pub fn read(&self, group: &Group, item: ItemId) -> Result<u64, Error> {
+        self.core.check(group)?;
+        let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
+        Ok(crate::read::clamp(kind, group.agg_relaxed(slot)))
+    }
+
+    /// Hierarchical value without clamping (may be transiently negative).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
+    pub fn read_signed(&self, group: &Group, item: ItemId) -> Result<i64, Error> {
+        self.core.check(group)?;
+        let slot = self.core.params.schema.slot_of(item)?;
+        Ok(group.agg_relaxed(slot))
+    }
+
+    /// Local value: this group's own updates only, as of the last flush.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
+    pub fn read_local(&self, group: &Group, item: ItemId) -> Result<u64, Error> {
+        let g = self.core.own(group)?;
+        let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
+        Ok(crate::read::clamp(kind, g.read_local(slot.get())))
+    }
+
+    /// Hierarchical value of a per-node item on NUMA node `numa_node`;
+    /// `None` reads the total over nodes.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`],
+    /// [`Error::NodeOutOfRange`].
+    pub fn read_node(
+        &self,
+        group: &Group,
+        item: NodeItemId,
+        numa_node: Option<usize>,
+    ) -> Result<u64, Error> {
+        let g = self.core.own(group)?;
+        let (total, per) = self
+            .core
+            .params
+            .schema
+            .node_slots(item, numa_node.unwrap_or(0))?;
+        let slot = if numa_node.is_some() { per } else { total };
+        Ok(g.read_agg(slot.get()).max(0) as u64)
+    }
+
+    /// Local value of a per-node item on NUMA node `numa_node` (`None`:
+    /// total).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`],
+    /// [`Error::NodeOutOfRange`].
+    pub fn read_node_local(
+        &self,
+        group: &Group,
+        item: NodeItemId,
+        numa_node: Option<usize>,
+    ) -> Result<u64, Error> {
+        let g = self.core.own(group)?;
+        let (total, per) = self
+            .core
+            .params
+            .schema
+            .node_slots(item, numa_node.unwrap_or(0))?;
+        let slot = if numa_node.is_some() { per } else { total };
+        Ok(g.read_local(slot.get()).max(0) as u64)
+    }
+
+    /// Hierarchical value with its error bound (see [`Bounded`] for the
+    /// contract).
+    ///
+    /// The bound, in pages of update magnitude converted to the item's unit,
+    /// by the policy's threshold accounting:
+    /// * per group, kernel-exact (6.8): `count(g) + in_flight(g) + lanes ×
+    ///   (batch − 1)` (the folded count, what a running flush took from the
+    ///   group's residues and has not landed, and what each shard's
+    ///   residues can hold; `lanes` is the number of shards, or more if some
+    ///   shard was written both by its owner and through the shared path,
+    ///   each keeping a residue);
+    /// * per group, folded (ours): `count(g) + reserved(g)`;
+    /// * global (5.15): `count + in_flight + lanes × (batch − 1) × groups`,
+    ///   where groups counts every group whose rows still exist, removed
+    ///   ones included (a removed group kept alive by a handle still takes
+    ///   updates);
+    /// * none once the group (or the tree, for a global threshold) is above
+    ///   the threshold `T`;
+    /// * none for 5.13 (no accounting);
+    /// * with an early break (6.17's upstream one, or the margin rule),
+    ///   none at any group that has ever had a child: once a child's count is
+    ///   above the break level, walks stop at the child and the parent's
+    ///   count stops growing while its unflushed total grows without limit
+    ///   (the kernel has this gap too). A group that never had a child is
+    ///   bounded as in 6.8, except after a flush that reset its count while
+    ///   it was above the break level (updates skipped during that flush
+    ///   are in no count): none until a flush resets it from below;
+    /// * none for a saturated item ([`Bounded::saturated`]).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
+    pub fn read_bounded(&self, group: &Group, item: ItemId) -> Result<Bounded, Error> {
+        let g = self.core.own(group)?;
+        let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
+        Ok(self.core.read_bounded(g, slot, kind))
+    }
+
+    /// The current error bound of `group`'s aggregates in pages (see
+    /// [`read_bounded`](Self::read_bounded)).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn error_bound_pages(&self, group: &Group) -> Result<Option<u64>, Error> {
+        let g = self.core.own(group)?;
+        Ok(self.core.error_bound(g))
+    }
+}
+
+/// Flushes. Every flush entry point fails only for a group of another tree
+/// ([`Error::ForeignGroup`]), and then does nothing.
+impl HierStats {
+    /// The policy's read-side flush of `group` (threshold-guarded).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush(&self, group: &Group) -> Result<FlushOutcome, Error> {
+        self.flush_kind(group, FlushKind::Read)
+    }
+
+    /// Flushes `group`'s subtree regardless of thresholds; waits for a
+    /// running flush even under the skip policy.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush_forced(&self, group: &Group) -> Result<FlushOutcome, Error> {
+        self.flush_kind(group, FlushKind::Forced)
+    }
+
+    /// The ratelimited flush (see [`FlushKind::Ratelimited`]).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush_ratelimited(&self, group: &Group) -> Result<FlushOutcome, Error> {
+        self.flush_kind(group, FlushKind::Ratelimited)
+    }
+
+    /// The hot-path (refault/reclaim) flush of the policy.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn flush_hot_path(&self, group: &Group) -> Result<FlushOutcome, Error> {
+        self.flush_kind(group, FlushKind::HotPath)
+    }
+
+    fn flush_kind(&self, group: &Group, kind: FlushKind) -> Result<FlushOutcome, Error> {
+        let g = self.core.own(group)?;
+        Ok(self.core.flush(g, kind, &mut ()))
+    }
+
+    /// What [`HierStats::flush_hot_path`] would do for `group` now, without
+    /// doing it: the policy's hot-path rule applied to the group's
+    /// threshold, the ratelimit and whether a background flusher runs.
+    ///
+    /// ```
+    /// use hierstat::{Config, FlushScope, HierStats, HotPathDecision, Preset, Schema, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat))?;
+    /// let g = stats.create(&stats.root(), "g")?;
+    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::NotNeeded);
+    /// stats.add(&g, anon, 1 << 20)?;
+    /// // Async hot path, but no background flusher: flush synchronously.
+    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::Flush(FlushScope::Subtree));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn hot_path_decision(&self, group: &Group) -> Result<HotPathDecision, Error> {
+        let g = self.core.own(group)?;
+        Ok(self
+            .core
+            .hot_path_decision(g, self.core.requests.flusher_running()))
+    }
+
+    /// Whether a threshold-guarded read flush of `group` would flush.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn needs_flush(&self, group: &Group) -> Result<bool, Error> {
+        Ok(self.core.needs_flush(self.core.own(group)?))
+    }
+
+    /// Asks the background flusher to flush the root now; returns at once.
+    pub fn request_async_flush(&self) {
+        self.core.requests.request();
+    }
+
+    /// Clock time (ns) at which the last root flush started.
+    pub fn last_root_flush_ns(&self) -> u64 {
+        self.core.flushes.last_root_flush_ns()
+    }
+
+    /// Cumulative flush statistics.
+    pub fn flush_stats(&self) -> FlushStats {
+        self.core.flushes.stats()
+    }
+
+    /// Starts a background thread that force-flushes the root every
+    /// `period` (the policy's `period_ns` is the kernel's 2 s) and serves
+    /// async flush requests. The thread uses the host clock for sleeping;
+    /// lags are measured with the tree's clock.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] ([`ConfigError::FlusherPeriod`]) for a zero
+    /// period (it would flush back to back) or one whose nanoseconds do not
+    /// fit 64 bits (about 584 years); [`Error::Spawn`] if the OS cannot
+    /// start the thread.
+    #[cfg(not(loom))]
+    pub fn start_flusher(
+        &self,
+        period: std::time::Duration,
+    ) -> Result<crate::flusher::BackgroundFlusher, Error> {
+        crate::flusher::start(self, period)
+    }
+}
+
+/// The tree: creation, removal, lookup, iteration, memory.
+impl HierStats {
+    /// The root group.
+    pub fn root(&self) -> Group {
+        Group::new(self.core.groups.root().clone())
+    }
+
+    /// Creates a group named `name` under `parent`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::DuplicateName`],
+    /// [`Error::GroupRemoved`] if the parent was removed,
+    /// [`Error::TooManyGroups`], [`Error::ForeignGroup`].
+    pub fn create(&self, parent: &Group, name: &str) -> Result<Group, Error> {
+        let p = self.core.own(parent)?;
+        self.core.create(p, name).map(Group::new)
+    }
+
+    /// Removes a group. Its unflushed deltas are flushed into the parent
+    /// first, so ancestors lose nothing and totals never go backwards. The
+    /// group's handles stay valid (and keep counting: late updates still
+    /// reach the ancestors); its memory is recycled once no handle is left.
+    ///
+    /// # Errors
+    /// [`Error::RemoveRoot`], [`Error::NotEmpty`], [`Error::GroupRemoved`],
+    /// [`Error::ForeignGroup`].
+    pub fn remove(&self, group: Group) -> Result<(), Error> {
+        self.core.own(&group)?;
+        self.core.remove(group.state)
+    }
+
+    /// Recycles the rows of removed groups that no handle references any
+    /// more and that no shard has queued or unflushed. Runs after each
+    /// removal and each root flush; returns how many groups were recycled.
+    pub fn reap(&self) -> usize {
+        self.core.reap()
+    }
+
+    /// Looks up a group by its canonical path: `/` for the root, else `/`
+    /// followed by names joined with single slashes (`/a`, `/a/b`), exactly
+    /// as [`Group::path`] spells it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for anything else — no leading slash, an
+    /// empty component (`//a`, `/a/`, `/a//b`), `.` or `..` — and
+    /// [`Error::UnknownGroup`]. Paths are not canonicalised: one group has
+    /// one path.
+    pub fn lookup(&self, path: &str) -> Result<Group, Error> {
+        self.core.lookup(path).map(Group::new)
+    }
+
+    /// The live children of a group, by name (none for a removed group).
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    pub fn children(&self, group: &Group) -> Result<Vec<Group>, Error> {
+        let g = self.core.own(group)?;
+        Ok(self.core.children(g).into_iter().map(Group::new).collect())
+    }
+
+    /// Every live group, parents before children (pre-order, children by name).
+    pub fn groups(&self) -> Vec<Group> {
+        self.core.all_groups().into_iter().map(Group::new).collect()
+    }
+
+    /// Number of live groups, root included.
+    pub fn len(&self) -> usize {
+        self.core.groups.live() + 1
+    }
+
+    /// Always false: a tree has at least its root.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Removed groups whose rows are not recycled yet.
+    pub fn zombies(&self) -> usize {
+        self.core.groups.zombies()
+    }
+
+    /// Bytes of per-shard counter memory allocated (the rows of all groups,
+    /// see [`memory_bytes`](Self::memory_bytes)).
+    pub fn counter_bytes(&self) -> usize {
+        self.core.counter_bytes()
+    }
+
+    /// Total bytes the tree holds: counter rows, group states, aggregate
+    /// arrays, names and tables (excluding allocator overhead).
+    pub fn memory_bytes(&self) -> usize {
+        self.core.memory_bytes()
+    }
 }

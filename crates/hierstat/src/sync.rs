@@ -1,20 +1,52 @@
-//! The one import point for synchronization primitives.
+//! The one import point for synchronization primitives: no other file of
+//! the crate names `std::sync`.
 //!
-//! Under `--cfg loom` every atomic, lock and `Arc` the engine uses comes from
-//! loom, so the model checker explores the engine's real code; otherwise they
-//! come from `std`.
+//! Under `--cfg loom` every atomic, lock and `Arc` that the update/flush
+//! protocol uses comes from loom, so the model checker explores the
+//! engine's real code; otherwise they come from `std`.
+//!
+//! A few items are `std`'s under loom too ([`std_only`]); each is outside
+//! every model, for the reason given there.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering},
+    atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering},
     Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering},
+    atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicU8, Ordering},
     Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
+
+/// `std`'s items, under loom too. None of them takes part in the protocol
+/// the loom models check:
+///
+/// * `OnceLock`: loom has none. The sections it creates lazily (a
+///   chunk's shared cells and snapshots, a parent's `pending`, a group's
+///   far row table) are created eagerly under loom where a model could
+///   race on them (see `rows.rs`), and `pending` is created under the
+///   structure lock before any flush can see it;
+/// * `compiler_fence`: the owner path's light barrier, which loom cannot
+///   model (it models the asymmetric barrier as `SeqCst` fences on both
+///   sides, see `update.rs`);
+/// * `StdArc`: the clock (a user's `dyn Clock`, read outside the protocol)
+///   and the tree's identity tag (compared, never synchronized through);
+/// * `StdMutex`, `StdMutexGuard`: the process-wide seat pool (`seat.rs`),
+///   a `static` (loom's locks cannot be built in a constant), taken once
+///   per thread, outside the models (loom threads share the OS thread's
+///   seat; the models pick their lanes explicitly);
+/// * `StdAtomicU64`, `StdAtomicBool`: statistics of the background flusher
+///   thread and the manual clock, which no model runs.
+pub(crate) mod std_only {
+    #[cfg_attr(loom, allow(unused_imports))] // the flusher's, not built under loom
+    pub(crate) use std::sync::atomic::{
+        compiler_fence, AtomicBool as StdAtomicBool, AtomicU64 as StdAtomicU64,
+    };
+    pub(crate) use std::sync::OnceLock;
+    pub(crate) use std::sync::{Arc as StdArc, Mutex as StdMutex, MutexGuard as StdMutexGuard};
+}
 
 /// Locks a mutex, ignoring poisoning: every structure the engine guards is
 /// left consistent at each unlock (a panicking flusher leaves at worst a
@@ -45,10 +77,13 @@ pub(crate) fn yield_now() {
 /// | 1 `Gate` | a flush's exclusion: the tree-wide `flush_lock` (for a whole flush, or for one shard pass under `lock_per_shard`), or a registration in `active` (disjoint-parallel flushes, `verify`) | flushes, `verify` |
 /// | 2 `Structure` | the `structure` RwLock (row table, names) | flushes (read, per pass under `lock_per_shard`), `verify` (read), `create`/`remove`/`reap`/`lookup` |
 /// | 3 `ShardTree` | one shard's updated tree (`trees[s]`), one at a time | flush passes, `reap`, `verify` |
-/// | 4 `Leaf` | `active` (the registry's own mutex), `wake`: short critical sections that take nothing else (a condvar wait releases them) | flush entry/exit, the background flusher, async requests |
+/// | 4 `Leaf` | `active` (the registry's own mutex), `wake`, the saturation table: short critical sections that take nothing else (a condvar wait releases them) | flush entry/exit, the background flusher, async requests, saturation |
+/// | 5 `Row` | one shard's row arena (`rows.rs`): allocates or frees a row, takes nothing else | an update's first touch of a (group, shard), `reap` |
 ///
-/// Updates take no lock (the shard-slot pool in `shard.rs`, taken once per
-/// thread, is a leaf too). A flush under `lock_per_shard` (linux-6.17) must
+/// Updates take no lock but `Row`, once per (group, shard) row (the seat
+/// pool in `seat.rs`, taken once per thread, is a leaf too). `Row` ranks
+/// above every other lock because an update may run anywhere a work sink
+/// is called (the simulator's probes inject updates inside flushes). A flush under `lock_per_shard` (linux-6.17) must
 /// therefore take its pass lock *before* the structure lock, pass by pass:
 /// holding the structure lock while waiting for the flush lock deadlocked
 /// against `verify` (flush lock, then structure) with a writer queued on the
@@ -63,6 +98,7 @@ pub(crate) enum Rank {
     Structure = 2,
     ShardTree = 3,
     Leaf = 4,
+    Row = 5,
 }
 
 /// Proof that the current thread holds a lock of some rank (debug builds:
@@ -214,6 +250,46 @@ impl Barriers {
             _ => fence_seqcst(),
         }
     }
+}
+
+/// Loads a word written once, before the caller's view of it was
+/// published to it (and never written again while the caller uses it).
+/// ORDERING: Relaxed: the publication ordered it. Under loom, an unsynced
+/// load: loom checks that no write races it, and explores no interleaving
+/// for it (it is not part of the protocol the models check).
+#[inline(always)]
+#[cfg_attr(loom, allow(unsafe_code))] // loom's unsynced load
+pub(crate) fn load_immutable(word: &AtomicU64) -> u64 {
+    #[cfg(loom)]
+    // SAFETY: the caller's guarantee (one write, published before); loom
+    // itself checks that no write races the load.
+    return unsafe { word.unsync_load() };
+    #[cfg(not(loom))]
+    word.load(Ordering::Relaxed)
+}
+
+/// Loads a word that goes once from 0 to its final value with a Release
+/// store, at any time (a lazily created section's address, see
+/// `rows.rs`). ORDERING: Acquire; pairs with that store. Under loom the
+/// value is set before anything is published (the sections exist from the
+/// start there, see `rows.rs`), so it is read as [`load_immutable`].
+#[inline(always)]
+pub(crate) fn load_published(word: &AtomicU64) -> u64 {
+    #[cfg(loom)]
+    return load_immutable(word);
+    #[cfg(not(loom))]
+    word.load(Ordering::Acquire)
+}
+
+/// [`load_immutable`] for a byte.
+#[inline(always)]
+#[cfg_attr(loom, allow(unsafe_code))] // loom's unsynced load
+pub(crate) fn load_immutable_u8(byte: &AtomicU8) -> u8 {
+    #[cfg(loom)]
+    // SAFETY: as for `load_immutable`.
+    return unsafe { byte.unsync_load() };
+    #[cfg(not(loom))]
+    byte.load(Ordering::Relaxed)
 }
 
 /// A `SeqCst` fence (loom's under `--cfg loom`).

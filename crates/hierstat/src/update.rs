@@ -1,16 +1,16 @@
 //! The update path: an owner's plain path and everyone else's atomic path.
 //!
-//! A thread that owns its shard (it holds the slot of the same number, see
-//! `shard.rs`) is the only writer of that shard's *owner cells*. Its update
+//! A thread that owns its shard (it holds the seat of the same number, see
+//! `seat.rs`) is the only writer of that shard's *owner cells*. Its update
 //! of `delta` to slot `k` of group `g` on shard `s` is:
 //!
 //! 1. `cell = cell + delta` and `residue = residue − magnitude` (it counts
-//!    down to the next fold, see `slab.rs`): plain
+//!    down to the next fold, see `header.rs`): plain
 //!    loads and stores (no `lock` prefix) on lines only this thread writes;
 //!    the cell's add is checked (a sum that would leave `i64` saturates the
 //!    item instead, see `saturation.rs`);
 //! 2. a compiler fence (the light half of an asymmetric barrier), then a
-//!    Relaxed load of the row's header;
+//!    Relaxed load of the row's header (`header.rs`);
 //! 3. if the header shows the pair not yet reserved by the owner since its
 //!    last drain: claim it (`fetch_or`, cold) — push the row on the shard's
 //!    update list if it was not queued, reserve thresholds;
@@ -29,9 +29,11 @@
 //! chain of loads each store's address waits for. So the path keeps both
 //! short:
 //!
-//! * the row's address comes from the group handle itself (its
-//!   `RowCursor`: row, stride, owner count) and the thread's slot, with no
-//!   load through the group's node;
+//! * the row's address is one load from the group's row table, whose
+//!   address the group handle carries (see `table.rs`), at the thread's
+//!   seat: no load through the group's state. A row exists only once its
+//!   shard writes the group: the first write allocates it (cold, under the
+//!   shard's arena lock);
 //! * the cell's index and the update's magnitude come from the item
 //!   handle's bits (an item's slot is its index, its unit a flag); the
 //!   schema's table load only decides the foreign-handle branch, beside
@@ -39,7 +41,7 @@
 //! * the cell is indexed with a checked [`Slot`], no
 //!   bounds check;
 //! * the residue counts down, so one subtraction both accounts the update
-//!   and, by its sign, says whether to fold (see `slab.rs`).
+//!   and, by its sign, says whether to fold (see `header.rs`).
 //!
 //! # Why the barrier
 //!
@@ -62,21 +64,21 @@
 //!
 //! The flusher pays the heavy barrier only on shards that an owner has ever
 //! written: the owner announces itself once per (tree, shard) with a
-//! `SeqCst` fence after setting `Core::owned[s]`, and the flusher loads the
-//! flag after a `SeqCst` fence (see `Core::claim_owned`).
+//! `SeqCst` fence after setting its shard's flag in [`Writers`], and the
+//! flusher loads the flag after a `SeqCst` fence (see `Core::claim_owned`).
 //!
 //! # The shared path
 //!
 //! Threads beyond the shard count (they share a shard) and explicit-shard
-//! calls (`add_with`, the simulator) write the *shared cells* with atomic
-//! RMWs, exactly as the engine always did:
+//! calls (`hierstat::sim`) write the *shared cells* with atomic RMWs,
+//! exactly as the engine always did:
 //!
 //! 1. `shared[g][s][k].fetch_add(delta)` (Relaxed; the value it replaced
 //!    tells whether the sum left `i64`);
 //! 2. `header[g][s].fetch_add(m)` (AcqRel), `m` the magnitude if under
 //!    `batch` (larger ones fold directly). This one RMW both accounts the
 //!    magnitude and orders the update against the flusher's drain of the
-//!    same word (see `slab.rs`);
+//!    same word (see `header.rs`);
 //! 3. claim if not reserved by a shared writer since the drain; fold at
 //!    `batch`.
 //!
@@ -89,150 +91,125 @@
 //! pages it took (see `flush.rs`, "What a flush hands over").
 
 use crate::count::COUNT_LIMIT;
-use crate::error::Error;
 use crate::group::Group;
-use crate::node::Node;
+use crate::header::{Header, OwnerResidue, Writer};
 use crate::policy::{ThresholdRule, ThresholdScheme};
-use crate::schema::{ItemId, NodeItemId, Slot};
-use crate::shard::{self, Shard};
-use crate::slab::{OwnerRow, OWNER_RES, QUEUED, RESIDUE_MASK, SHARED_RES};
-use crate::stats::{Core, HierStats};
-use crate::sync::{AtomicU64, Ordering};
+use crate::rows::OwnerRow;
+use crate::schema::Slot;
+use crate::seat;
+use crate::state::GroupState;
+use crate::stats::Core;
+use crate::sync::{AtomicBool, AtomicU64, Barriers, Ordering};
 use crate::work::{Work, WorkSink};
 
-impl HierStats {
-    /// Adds `delta` to a state item, or counts `delta` events, on the current
-    /// thread's shard: each thread holds the lowest free slot of a
-    /// process-wide pool while it lives, and slot `i` writes shard `i` with
-    /// plain stores when `i < shards` (it owns the shard), else shard
-    /// `i % shards` with atomic adds, so live threads share a shard only
-    /// when there are more of them than shards.
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`] for a group of another tree,
-    /// [`Error::ForeignItem`] for an item of another schema,
-    /// [`Error::WrongItemKind`] for a per-node item, [`Error::NegativeEvent`].
-    /// Nothing is changed on error.
-    #[inline(always)]
-    pub fn add(&self, group: &Group, item: ItemId, delta: i64) -> Result<(), Error> {
-        self.core.check(group)?;
-        let (slot, mag) = self.core.schema.slot_for_update(item, delta)?;
-        self.core.update_here(group, slot, delta, mag);
-        Ok(())
-    }
+/// Who writes each shard, and how owners and flushers fence each other:
+/// the owner path's half of the tree's state.
+#[derive(Debug)]
+pub(crate) struct Writers {
+    /// How owners and flushers fence each other.
+    barriers: Barriers,
+    /// Shards whose owner may take the plain path: all of them where the
+    /// flushers have membarrier, none where they have only fences (an
+    /// owner would then pay a `SeqCst` fence per update, no cheaper than
+    /// the shared path's two RMWs).
+    ownable: usize,
+    /// Per shard: an owner wrote this tree's owner cells on the shard (set
+    /// once, see [`Core::claim_owned`]): flushes of the shard need the
+    /// heavy barrier.
+    owned: Box<[AtomicBool]>,
+    /// Per shard: a shared-path writer wrote this tree on the shard (set
+    /// once; for error bounds).
+    shared_used: Box<[AtomicBool]>,
+    /// Set flags in `owned` and `shared_used`: the residues per (group,
+    /// shard) that error bounds must cover, summed over shards.
+    /// ORDERING: Relaxed; a size for bounds.
+    residue_lanes: AtomicU64,
+}
 
-    /// [`add`](Self::add) on an explicit shard, reporting work to `work`
-    /// (pass `&mut ()` to report nothing). Explicit-shard updates take the
-    /// shared (atomic) path: any thread may name any shard.
-    ///
-    /// # Errors
-    /// As [`add`](Self::add), plus [`Error::ShardOutOfRange`].
-    #[inline]
-    pub fn add_with<W: WorkSink>(
-        &self,
-        shard: Shard,
-        group: &Group,
-        item: ItemId,
-        delta: i64,
-        work: &mut W,
-    ) -> Result<(), Error> {
-        let node = self.core.own(group)?;
-        let (slot, mag) = self.core.schema.slot_for_update(item, delta)?;
-        let s = self.core.check_shard(shard)?;
-        self.core.update(s, node, slot, delta, mag, work);
-        Ok(())
-    }
-
-    /// loom only: [`add`](Self::add) through the owner path of `shard`, as
-    /// the thread that owns it. (Model threads share the OS thread whose
-    /// slot `add` would look up.) The caller must be the only thread that
-    /// uses this for `shard`.
-    ///
-    /// # Errors
-    /// As [`add_with`](Self::add_with).
-    #[cfg(loom)]
-    pub fn add_owned_with(
-        &self,
-        shard: Shard,
-        group: &Group,
-        item: ItemId,
-        delta: i64,
-    ) -> Result<(), Error> {
-        let node = self.core.own(group)?;
-        let (slot, mag) = self.core.schema.slot_for_update(item, delta)?;
-        let s = self.core.check_shard(shard)?;
-        self.core.update_owned(s, node, slot, delta, mag, &mut ());
-        Ok(())
-    }
-
-    /// Adds `delta` to a per-node state item on `node` (and to its total), on
-    /// the current thread's shard.
-    ///
-    /// # Errors
-    /// Group and item errors as [`add`](Self::add), [`Error::NodeOutOfRange`].
-    pub fn add_node(
-        &self,
-        group: &Group,
-        item: NodeItemId,
-        node: usize,
-        delta: i64,
-    ) -> Result<(), Error> {
-        let owned = self.core.own(group)?;
-        let (total, per_node) = self.core.schema.node_slots(item, node)?;
-        let lane = shard::current(self.core.shards, self.core.ownable);
-        if lane.owner {
-            let row = owned.hot.rows.owned_row(lane.shard);
-            let c = row.cell(per_node);
-            // ORDERING: Relaxed load and store; this thread is the cell's
-            // only writer. Published with the total's update below.
-            match (c.load(Ordering::Relaxed) as i64).checked_add(delta) {
-                Some(v) => c.store(v as u64, Ordering::Relaxed),
-                None => self.core.saturate(owned, per_node.get(), delta),
-            }
-            let mag = self.core.schema.slot_unit(total).pages(delta);
-            self.core
-                .update_owned_row(row, lane.shard, owned, total, delta, mag, &mut ());
+impl Writers {
+    /// The writers of a tree of `shards` shards; `membarrier`: whether
+    /// flushers may use membarrier (see `Config::membarrier`).
+    pub(crate) fn new(shards: usize, membarrier: bool) -> Self {
+        let barriers = Barriers::detect(membarrier);
+        // Owners write with plain stores only where flushers can issue the
+        // heavy barrier. Under Miri (which cannot run membarrier) owners
+        // keep the plain path and fence after their writes, so that Miri
+        // checks its unsafe row pointers and its races.
+        let ownable = if barriers == Barriers::Membarrier || cfg!(miri) {
+            shards
         } else {
-            self.core
-                .update_node_shared(lane.shard, owned, total, per_node, delta, &mut ());
+            0
+        };
+        Writers {
+            barriers,
+            ownable,
+            owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            shared_used: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            residue_lanes: AtomicU64::new(0),
         }
-        Ok(())
     }
 
-    /// [`add_node`](Self::add_node) on an explicit shard, reporting work.
-    ///
-    /// # Errors
-    /// Item errors, [`Error::NodeOutOfRange`], [`Error::ShardOutOfRange`].
-    pub fn add_node_with<W: WorkSink>(
-        &self,
-        shard: Shard,
-        group: &Group,
-        item: NodeItemId,
-        node: usize,
-        delta: i64,
-        work: &mut W,
-    ) -> Result<(), Error> {
-        let owned = self.core.own(group)?;
-        let (total, per_node) = self.core.schema.node_slots(item, node)?;
-        let s = self.core.check_shard(shard)?;
-        self.core
-            .update_node_shared(s, owned, total, per_node, delta, work);
-        Ok(())
+    /// Shards `0..ownable` may be written by their owners' plain path.
+    #[inline(always)]
+    pub(crate) fn ownable(&self) -> usize {
+        self.ownable
+    }
+
+    /// The residues per (group, shard) a bound must cover: one per shard,
+    /// plus one for each shard that both its owner and the shared path
+    /// wrote (each keeps a residue). ORDERING: Relaxed; a size for bounds.
+    pub(crate) fn lanes(&self, shards: usize) -> u64 {
+        (shards as u64).max(self.residue_lanes.load(Ordering::Relaxed))
+    }
+
+    /// How many shards their owners wrote, and how many the shared path
+    /// wrote. ORDERING: Relaxed; flags set once, read for diagnostics.
+    pub(crate) fn written(&self) -> (usize, usize) {
+        let count = |f: &[AtomicBool]| f.iter().filter(|b| b.load(Ordering::Relaxed)).count();
+        (count(&self.owned), count(&self.shared_used))
+    }
+
+    /// Marks shard `s` written by its owner, once; the caller fences after
+    /// (see [`Core::claim_owned`]).
+    fn announce_owner(&self, s: usize) {
+        // ORDERING: Relaxed; set once per (tree, shard), ordered by the
+        // caller's fence that follows.
+        if !self.owned[s].load(Ordering::Relaxed) && !self.owned[s].swap(true, Ordering::Relaxed) {
+            // ORDERING: Relaxed; a count for error bounds.
+            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Marks shard `s` written through the shared path, once.
+    #[inline(always)]
+    fn announce_shared(&self, s: usize) {
+        // ORDERING: Relaxed; a flag set once per (tree, shard), read only
+        // for error bounds.
+        if !self.shared_used[s].load(Ordering::Relaxed)
+            && !self.shared_used[s].swap(true, Ordering::Relaxed)
+        {
+            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The flusher's side, after a pass has dequeued its rows and before it
+    /// reads any cell: a `SeqCst` fence — which acquires the shared
+    /// writers' Release header RMWs that the drain's clears read, and
+    /// orders the owner-flag check (see [`Core::claim_owned`]) — then, if
+    /// an owner ever wrote this tree on shard `s`, the heavy barrier (the
+    /// flusher's half of the owner path's asymmetric barrier, see the
+    /// module docs).
+    pub(crate) fn barrier_before_reading<W: WorkSink>(&self, s: usize, work: &mut W) {
+        crate::sync::fence_seqcst();
+        // ORDERING: Relaxed, after the `SeqCst` fence: see `Core::claim_owned`.
+        if self.owned[s].load(Ordering::Relaxed) {
+            self.barriers.heavy();
+            work.count(Work::Barrier, 1);
+        }
     }
 }
 
 impl Core {
-    pub(crate) fn check_shard(&self, shard: Shard) -> Result<usize, Error> {
-        if shard.0 < self.shards {
-            Ok(shard.0)
-        } else {
-            Err(Error::ShardOutOfRange {
-                shard: shard.0,
-                shards: self.shards,
-            })
-        }
-    }
-
     /// An update of `group` (one of this tree's) on the current thread's
     /// lane: the owner's plain path if the thread owns its shard, the
     /// shared path otherwise.
@@ -240,31 +217,52 @@ impl Core {
     pub(crate) fn update_here(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
         // One thread-local load and one compare decide both that the thread
         // owns its shard and that the row exists there; a thread without a
-        // slot yet (`NO_SLOT`) or past its exit (`GONE`) fails the compare
+        // seat yet (`NO_SEAT`) or past its exit (`GONE`) fails the compare
         // and takes the general lane lookup.
-        let here = shard::current_slot_raw() as usize;
+        let here = seat::current_seat_raw() as usize;
         match group.owner_row(here) {
-            Some(row) => self.update_owned_row(row, here, &group.node, slot, delta, mag, &mut ()),
-            None => self.update_here_other(&group.node, slot, delta, mag),
+            Some(row) => self.update_owned_row(row, here, &group.state, slot, delta, mag, &mut ()),
+            None => self.update_here_other(&group.state, slot, delta, mag),
         }
     }
 
     /// [`update_here`](Self::update_here) for a thread that does not own a
-    /// shard (or has no slot yet).
+    /// shard (or has no seat yet).
     #[inline(never)]
-    fn update_here_other(&self, node: &Node, slot: Slot, delta: i64, mag: u64) {
-        let lane = shard::current(self.shards, self.ownable);
+    fn update_here_other(&self, g: &GroupState, slot: Slot, delta: i64, mag: u64) {
+        let lane = seat::current(self.params.shards, self.writers.ownable);
         if lane.owner {
-            self.update_owned(lane.shard, node, slot, delta, mag, &mut ());
+            self.update_owned(lane.shard, g, slot, delta, mag, &mut ());
         } else {
-            self.update(lane.shard, node, slot, delta, mag, &mut ());
+            self.update_shared(lane.shard, g, slot, delta, mag, &mut ());
         }
     }
 
-    fn update_node_shared<W: WorkSink>(
+    /// A per-node update on the current thread's lane: the per-node slot's
+    /// cell, then the total's update (which carries the magnitude).
+    pub(crate) fn update_node_here(&self, g: &GroupState, total: Slot, per_node: Slot, delta: i64) {
+        let lane = seat::current(self.params.shards, self.writers.ownable);
+        if lane.owner {
+            let row = g.hot.rows.owned_row_or_alloc(lane.shard);
+            let c = row.cell(per_node);
+            // ORDERING: Relaxed load and store; this thread is the cell's
+            // only writer. Published with the total's update below.
+            match (c.load(Ordering::Relaxed) as i64).checked_add(delta) {
+                Some(v) => c.store(v as u64, Ordering::Relaxed),
+                None => self.saturate(g, per_node.get(), delta),
+            }
+            let mag = self.params.schema.slot_unit(total).pages(delta);
+            self.update_owned_row(row, lane.shard, g, total, delta, mag, &mut ());
+        } else {
+            self.update_node_shared(lane.shard, g, total, per_node, delta, &mut ());
+        }
+    }
+
+    /// A per-node update on shard `s` through the shared path.
+    pub(crate) fn update_node_shared<W: WorkSink>(
         &self,
         s: usize,
-        node: &Node,
+        g: &GroupState,
         total: Slot,
         per_node: Slot,
         delta: i64,
@@ -272,18 +270,19 @@ impl Core {
     ) {
         // The total slot carries the magnitude; the per-node slot only needs
         // its counter written before the same Release header RMW.
-        // ORDERING: Relaxed; published by the header RMW in `update`.
-        let old = node
+        // ORDERING: Relaxed; published by the header RMW in `update_shared`.
+        let old = g
             .hot
             .rows
-            .shared_counter(s, per_node.get())
+            .row_or_alloc(s)
+            .shared_cell(per_node)
             .fetch_add(delta as u64, Ordering::Relaxed);
         if (old as i64).checked_add(delta).is_none() {
-            self.saturate(node, per_node.get(), delta);
+            self.saturate(g, per_node.get(), delta);
         }
         work.count(Work::Atomic, 1);
-        let mag = self.schema.slot_unit(total).pages(delta);
-        self.update(s, node, total, delta, mag, work);
+        let mag = self.params.schema.slot_unit(total).pages(delta);
+        self.update_shared(s, g, total, delta, mag, work);
     }
 
     /// The owner's plain path (see the module docs). Only the thread that
@@ -292,35 +291,40 @@ impl Core {
     pub(crate) fn update_owned<W: WorkSink>(
         &self,
         s: usize,
-        node: &Node,
+        g: &GroupState,
         slot: Slot,
         delta: i64,
         mag: u64,
         work: &mut W,
     ) {
-        self.update_owned_row(node.hot.rows.owned_row(s), s, node, slot, delta, mag, work);
+        self.update_owned_row(
+            g.hot.rows.owned_row_or_alloc(s),
+            s,
+            g,
+            slot,
+            delta,
+            mag,
+            work,
+        );
     }
 
-    /// [`update_owned`](Self::update_owned) on `node`'s row on shard `s`.
+    /// [`update_owned`](Self::update_owned) on `g`'s row on shard `s`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn update_owned_row<W: WorkSink>(
         &self,
         row: OwnerRow<'_>,
         s: usize,
-        node: &Node,
+        g: &GroupState,
         slot: Slot,
         delta: i64,
         mag: u64,
         work: &mut W,
     ) {
         let (hdr, res, cell) = (row.header(), row.residue(), row.cell(slot));
-        // The residue counts down (see `slab.rs`): one subtraction, and its
-        // sign says whether it reached `batch`.
-        // ORDERING: Relaxed load and store; the owner's own magnitude
-        // counter (this thread is its only writer, nobody else reads it).
-        let left = res.load(Ordering::Relaxed).wrapping_sub(mag);
-        res.store(left, Ordering::Relaxed);
+        // The residue counts down (see `header.rs`): one subtraction, and
+        // its sign says whether it reached `batch`.
+        let left = res.count_down(mag);
         // ORDERING: Relaxed load and store: this thread is the cell's only
         // writer (it owns shard `s`), so no update can be lost between them;
         // the flusher reads the cell after its heavy barrier. The cell is
@@ -328,49 +332,42 @@ impl Core {
         // would leave `i64` saturates the item instead (see `saturation.rs`).
         match (cell.load(Ordering::Relaxed) as i64).checked_add(delta) {
             Some(v) => cell.store(v as u64, Ordering::Relaxed),
-            None => self.saturate(node, slot.get(), delta),
+            None => self.saturate(g, slot.get(), delta),
         }
         // The updater's side of the asymmetric barrier: a compiler fence
         // (the owner path runs only where the flushers have membarrier).
-        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        crate::sync::std_only::compiler_fence(Ordering::SeqCst);
         // loom and Miri model the heavy barrier as a `SeqCst` fence on both
         // sides.
         #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();
-        // ORDERING: Relaxed. `OWNER_RES` is set only by this thread's own
-        // claims: finding it set means this thread queued the row (or found
-        // it queued, acquiring that claimer's announcement in its own claim
-        // RMW) since the last drain. (loom: Acquire here caught nothing.)
-        if hdr.load(Ordering::Relaxed) & OWNER_RES == 0 {
-            self.claim_owned(s, node, hdr, work);
+        if !hdr.owner_claimed() {
+            self.claim_owned(s, g, hdr, work);
         }
-        if self.walks_ancestors
+        if self.params.walks_ancestors
             // ORDERING: Relaxed; flush trigger only.
-            && node.updates.pages() <= self.break_above
+            && g.updates.pages() <= self.params.break_above
         {
-            self.walk_ancestors_owned(s, node, mag, work);
+            self.walk_ancestors_owned(s, g, mag, work);
         }
         if (left as i64) < 0 {
-            self.fold_owned(res, left, node, work);
+            self.fold_owned(res, left, g, work);
         }
     }
 
-    /// Folds an owner residue that went negative, `left` (see `slab.rs`),
-    /// into the threshold counters, and empties it.
+    /// Folds an owner residue that went negative, `left` (see
+    /// `header.rs`), into the threshold counters, and empties it.
     #[cold]
     #[inline(never)]
-    fn fold_owned<W: WorkSink>(&self, res: &AtomicU64, left: u64, node: &Node, work: &mut W) {
-        let m = self.empty_owner_residue(res, left);
-        self.account(node, m, true, work);
-    }
-
-    /// Empties an owner residue that an update took to `left` (negative:
-    /// it reached `batch`, see `slab.rs`) and returns the pages it held: it
-    /// started at `batch − 1` when empty and lost one per page.
-    fn empty_owner_residue(&self, res: &AtomicU64, left: u64) -> u64 {
-        // ORDERING: Relaxed; the owner's own word.
-        res.store(self.batch - 1, Ordering::Relaxed);
-        (self.batch - 1).wrapping_sub(left)
+    fn fold_owned<W: WorkSink>(
+        &self,
+        res: OwnerResidue<'_>,
+        left: u64,
+        g: &GroupState,
+        work: &mut W,
+    ) {
+        let m = res.empty(left, self.params.batch);
+        self.account(g, m, true, work);
     }
 
     /// The owner's claim: the first owner-path write to the pair since its
@@ -379,7 +376,7 @@ impl Core {
     /// The owner announces itself: it sets the flag the flusher checks
     /// before deciding whether it needs the heavy barrier (once per tree
     /// and shard), then issues a `SeqCst` fence (on every owner claim, a
-    /// cold path: a thread that takes over a slot must not lean on its
+    /// cold path: a thread that takes over a seat must not lean on its
     /// predecessor's fence). Every owner update of a pair follows one of
     /// the owner's own claims of it, so for each later update either the
     /// flusher's `SeqCst` fence (after its dequeues) precedes the claim's
@@ -391,118 +388,94 @@ impl Core {
     /// after the dequeue, it queues the row again).
     #[cold]
     #[inline(never)]
-    fn claim_owned<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, work: &mut W) {
-        // ORDERING: Relaxed; set once per (tree, shard), ordered by the
-        // fence that follows.
-        if !self.owned[s].load(Ordering::Relaxed) && !self.owned[s].swap(true, Ordering::Relaxed) {
-            // ORDERING: Relaxed; a count for error bounds.
-            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
-        }
+    fn claim_owned<W: WorkSink>(&self, s: usize, g: &GroupState, hdr: Header<'_>, work: &mut W) {
+        self.writers.announce_owner(s);
         crate::sync::fence_seqcst();
-        self.claim(s, node, hdr, OWNER_RES, work);
+        self.claim(s, g, hdr, Writer::Owner, work);
         // After the push, before this update's fold reads the flush count:
         // pairs with the fence a flush issues after counting itself (see
         // `FlushingGuard`).
         crate::sync::fence_seqcst();
     }
 
-    /// The shared (atomic) path (see the module docs).
+    /// The shared (atomic) path on shard `s` (see the module docs).
     #[inline(always)]
-    pub(crate) fn update<W: WorkSink>(
+    pub(crate) fn update_shared<W: WorkSink>(
         &self,
         s: usize,
-        node: &Node,
+        g: &GroupState,
         slot: Slot,
         delta: i64,
         mag: u64,
         work: &mut W,
     ) {
-        // ORDERING: Relaxed; a flag set once per (tree, shard), read only
-        // for error bounds.
-        if !self.shared_used[s].load(Ordering::Relaxed)
-            && !self.shared_used[s].swap(true, Ordering::Relaxed)
-        {
-            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
-        }
-        let rows = &node.hot.rows;
+        self.writers.announce_shared(s);
+        let row = g.hot.rows.row_or_alloc(s);
         // ORDERING: Relaxed; made visible to the flusher by the Release RMW
         // on the header below (same thread, sequenced before it). The cell
         // holds what the shard's shared writers added since its last flush;
         // a sum that leaves `i64` saturates the item (see `saturation.rs`).
-        let old = rows
-            .shared_counter(s, slot.get())
+        let old = row
+            .shared_cell(slot)
             .fetch_add(delta as u64, Ordering::Relaxed);
         if (old as i64).checked_add(delta).is_none() {
-            self.saturate(node, slot.get(), delta);
+            self.saturate(g, slot.get(), delta);
         }
-        let small = if mag < self.batch { mag } else { 0 };
-        let hdr = rows.header(s);
-        // ORDERING: AcqRel. (Acquire also makes visible the in-flight count
-        // of a flush that took from this residue: `Core::take_residues`.)
-        // Release: the flusher's drain clears this word
-        // after it (release sequences continue through RMWs), and the
-        // pass's `SeqCst` fence after the drain acquires it
-        // (`flush_subtree`). Acquire: if we find the pair claimed by a
-        // claimer still in progress, its `begin_claim` (published by its
-        // Release `fetch_or`) must be visible to any flush that sees what
-        // this thread does next: a flush this thread starts (every flush
-        // starts with a `SeqCst` fence, which would acquire it anyway), and,
-        // under the kernel-exact scheme, a flush on another thread that
-        // takes an ancestor residue this update then adds to (see
-        // `walk_ancestors`): that flush must wait for the claim's push.
-        let old = hdr.fetch_add(small, Ordering::AcqRel);
+        let batch = self.params.batch;
+        let small = if mag < batch { mag } else { 0 };
+        let hdr = row.header();
+        // The residue add orders this update against the flusher's drain
+        // (see `Header::add_residue`).
+        let seen = hdr.add_residue(small);
         work.count(Work::Atomic, 2);
-        if old & SHARED_RES == 0 {
-            self.claim(s, node, hdr, SHARED_RES, work);
+        if !seen.claimed {
+            self.claim(s, g, hdr, Writer::Shared, work);
         }
-        if self.walks_ancestors
+        if self.params.walks_ancestors
             // ORDERING: Relaxed; flush trigger only. A group already above
             // the break level stops the walk at itself, as the kernel does.
-            && node.updates.pages() <= self.break_above
+            && g.updates.pages() <= self.params.break_above
         {
-            self.walk_ancestors(s, node, mag, work);
+            self.walk_ancestors(s, g, mag, work);
         }
-        if (old & RESIDUE_MASK) + small >= self.batch || small != mag {
-            let m = self.take_residue(s, node, work) + (mag - small);
-            self.account(node, m, false, work);
+        if seen.residue + small >= batch || small != mag {
+            let m = self.take_residue(hdr, work) + (mag - small);
+            self.account(g, m, false, work);
         }
     }
 
-    /// Reserves the pair for the writer kind `res` (`OWNER_RES` or
-    /// `SHARED_RES`) and queues the row on shard `s`'s update list unless
-    /// it is queued already.
+    /// Reserves the pair for writer kind `w` and queues the row on shard
+    /// `s`'s update list unless it is queued already.
     #[cold]
     #[inline(never)]
-    fn claim<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, res: u64, work: &mut W) {
-        let list = &self.lists[s];
+    fn claim<W: WorkSink>(
+        &self,
+        s: usize,
+        g: &GroupState,
+        hdr: Header<'_>,
+        w: Writer,
+        work: &mut W,
+    ) {
+        let list = self.dirty.list(s);
         let token = list.begin_claim();
-        // ORDERING: Release publishes `begin_claim` to updaters that find
-        // the row queued (the `SeqCst` fence that starts any flush they run
-        // afterwards acquires it), and the owner's cell writes to the
-        // flusher (its pass's `SeqCst` fence after the drain acquires this
-        // word's release sequence). No Acquire: if the row is queued by a
-        // claimer still in progress, this thread trusts it to push, and the
-        // claimer's `begin_claim` must be visible to any flush this thread
-        // starts; that flush's opening `SeqCst` fence (`FlushingGuard`)
-        // acquires it, as does the owner's fence after its claim.
-        // A real RMW, never a plain store: the flusher clears the bits from
-        // another thread (the kernel learned this in `3309b63a2281`).
-        let old = hdr.fetch_or(QUEUED | res, Ordering::Release);
+        let c = hdr.claim(w);
         work.count(Work::Atomic, 3);
-        if old & QUEUED == 0 {
-            list.push(node.hot.row, hdr, work);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
         }
-        if old & res == 0
-            && self.policy.threshold == ThresholdRule::PerGroup
-            && self.policy.scheme == ThresholdScheme::Folded
+        let policy = &self.params.policy;
+        if c.reserve
+            && policy.threshold == ThresholdRule::PerGroup
+            && policy.scheme == ThresholdScheme::Folded
         {
             // Reserve the most this writer kind's residue of the pair can
             // hold before it folds, so that counters plus reservations never
             // under-count. No early break: reservations are not capped.
-            let mut a = Some(node);
+            let mut a = Some(g);
             while let Some(n) = a {
                 // ORDERING: Relaxed; flush trigger and bound only.
-                n.reserved.fetch_add(self.batch - 1, Ordering::Relaxed);
+                n.reserved
+                    .fetch_add(self.params.batch - 1, Ordering::Relaxed);
                 work.count(Work::Atomic, 1);
                 a = n.hot.parent.as_deref();
             }
@@ -510,27 +483,28 @@ impl Core {
         list.end_claim(token);
     }
 
-    /// Accounts `m` folded pages of `node`'s updates per the threshold rule;
+    /// Accounts `m` folded pages of `g`'s updates per the threshold rule;
     /// `owner`: the fold comes from the owner path (see `add_up`).
-    fn account<W: WorkSink>(&self, node: &Node, m: u64, owner: bool, work: &mut W) {
-        match self.policy.threshold {
+    fn account<W: WorkSink>(&self, g: &GroupState, m: u64, owner: bool, work: &mut W) {
+        let policy = &self.params.policy;
+        match policy.threshold {
             // No threshold to feed.
             ThresholdRule::None => {}
             ThresholdRule::Global => {
-                if self.global_updates.add_below(m, COUNT_LIMIT) {
+                if self.global.count().add_below(m, COUNT_LIMIT) {
                     work.count(Work::Atomic, 1);
                 }
             }
-            ThresholdRule::PerGroup => match self.policy.scheme {
+            ThresholdRule::PerGroup => match policy.scheme {
                 // Kernel-exact: the group's own counter; the ancestors
                 // have their own residues.
-                ThresholdScheme::PerAncestor => self.add_own(node, m, work),
-                ThresholdScheme::Folded => self.add_up(node, m, owner, work),
+                ThresholdScheme::PerAncestor => self.add_own(g, m, work),
+                ThresholdScheme::Folded => self.add_up(g, m, owner, work),
             },
         }
     }
 
-    /// Adds `m` to the threshold counters of `node` and its ancestors,
+    /// Adds `m` to the threshold counters of `g` and its ancestors,
     /// stopping at the first one above the break level (its ancestors are
     /// above it too: every amount added below reached them as well).
     ///
@@ -544,19 +518,18 @@ impl Core {
     /// busy groups (written by every thread's folds) out of the hot path
     /// between flushes. The shared path keeps its RMW-ordered protocol and
     /// always counts.
-    fn add_up<W: WorkSink>(&self, node: &Node, m: u64, owner: bool, work: &mut W) {
-        // ORDERING: Acquire, after this update's cell writes and its pair's
-        // check or claim; pairs with `FlushingGuard` (read before the
-        // threshold counters below, so that a flush that has left is seen
-        // with its reset).
-        let may_skip = owner && self.flushing.0.load(Ordering::Acquire) == 0;
-        let mut a = Some(node);
+    fn add_up<W: WorkSink>(&self, g: &GroupState, m: u64, owner: bool, work: &mut W) {
+        // After this update's cell writes and its pair's check or claim
+        // (see `Flushes::running_for_skip`).
+        let may_skip = owner && !self.flushes.running_for_skip();
+        let (threshold, break_above) = (self.params.threshold, self.params.break_above);
+        let mut a = Some(g);
         while let Some(n) = a {
             let u = n.updates.pages();
-            if u > self.break_above {
+            if u > break_above {
                 break;
             }
-            if !(may_skip && u > self.threshold) {
+            if !(may_skip && u > threshold) {
                 n.updates.add(m);
                 work.count(Work::Atomic, 1);
             }
@@ -567,26 +540,19 @@ impl Core {
     /// Kernel-exact accounting, shared path: add the magnitude to every
     /// ancestor's shared residue on this shard, folding each at `batch`,
     /// stopping early per the policy.
-    fn walk_ancestors<W: WorkSink>(&self, s: usize, node: &Node, mag: u64, work: &mut W) {
-        let mut a = node.hot.parent.as_deref();
-        let small = if mag < self.batch { mag } else { 0 };
+    fn walk_ancestors<W: WorkSink>(&self, s: usize, g: &GroupState, mag: u64, work: &mut W) {
+        let batch = self.params.batch;
+        let mut a = g.hot.parent.as_deref();
+        let small = if mag < batch { mag } else { 0 };
         while let Some(n) = a {
-            if n.updates.pages() > self.break_above {
+            if n.updates.pages() > self.params.break_above {
                 break;
             }
-            // ORDERING: AcqRel. The residue is only a magnitude, but a flush
-            // that takes it (before its drain, see `flush_subtree`) must
-            // then find this update's row queued: the row's push (or the
-            // claim this update found in progress, acquired by the header
-            // RMW in `update`) happens before this RMW, and the flush
-            // acquires it after taking the residue (Release). And if a
-            // flush took from this residue before, its in-flight count of
-            // what it took is visible from here on (Acquire, see
-            // `Core::take_residues`).
-            let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);
+            let hdr = n.hot.rows.row_or_alloc(s).header();
+            let residue = hdr.add_ancestor_residue(small);
             work.count(Work::Atomic, 1);
-            if (old & RESIDUE_MASK) + small >= self.batch || small != mag {
-                let m = self.take_residue(s, n, work) + (mag - small);
+            if residue + small >= batch || small != mag {
+                let m = self.take_residue(hdr, work) + (mag - small);
                 self.add_own(n, m, work);
             }
             a = n.hot.parent.as_deref();
@@ -596,19 +562,16 @@ impl Core {
     /// Kernel-exact accounting, owner path: the same walk on the ancestors'
     /// owner residues, with plain loads and stores (the owner of shard `s`
     /// is their only writer).
-    fn walk_ancestors_owned<W: WorkSink>(&self, s: usize, node: &Node, mag: u64, work: &mut W) {
-        let mut a = node.hot.parent.as_deref();
+    fn walk_ancestors_owned<W: WorkSink>(&self, s: usize, g: &GroupState, mag: u64, work: &mut W) {
+        let mut a = g.hot.parent.as_deref();
         while let Some(n) = a {
-            if n.updates.pages() > self.break_above {
+            if n.updates.pages() > self.params.break_above {
                 break;
             }
-            let res = n.hot.rows.owned_row(s).residue();
-            // ORDERING: Relaxed load and store; this thread's own word,
-            // counting down (see `slab.rs`).
-            let left = res.load(Ordering::Relaxed).wrapping_sub(mag);
-            res.store(left, Ordering::Relaxed);
+            let res = n.hot.rows.owned_row_or_alloc(s).residue();
+            let left = res.count_down(mag);
             if (left as i64) < 0 {
-                let m = self.empty_owner_residue(res, left);
+                let m = res.empty(left, self.params.batch);
                 self.add_own(n, m, work);
             }
             a = n.hot.parent.as_deref();
@@ -616,26 +579,15 @@ impl Core {
     }
 
     /// Kernel-style fold into one group's own counter.
-    fn add_own<W: WorkSink>(&self, node: &Node, m: u64, work: &mut W) {
-        if node.updates.add_below(m, self.break_above) {
+    fn add_own<W: WorkSink>(&self, g: &GroupState, m: u64, work: &mut W) {
+        if g.updates.add_below(m, self.params.break_above) {
             work.count(Work::Atomic, 1);
         }
     }
 
-    /// Atomically takes (zeroes) the shared residue of `node` on shard `s`.
-    fn take_residue<W: WorkSink>(&self, s: usize, node: &Node, work: &mut W) -> u64 {
-        // ORDERING: Acquire; the residue is a magnitude, and clearing it
-        // must not disturb the claim bits or the link (hence an RMW). If a
-        // flush took the pages this fold meant to count, its in-flight
-        // count of them must be visible to this thread's later reads (see
-        // `Core::take_residues`; loom: Relaxed fails
-        // `a_read_during_a_flush_is_bounded_kernel_exact`).
-        let old = node
-            .hot
-            .rows
-            .header(s)
-            .fetch_and(!RESIDUE_MASK, Ordering::Acquire);
+    /// Atomically takes (zeroes) the shared residue in `hdr`.
+    fn take_residue<W: WorkSink>(&self, hdr: Header<'_>, work: &mut W) -> u64 {
         work.count(Work::Atomic, 1);
-        old & RESIDUE_MASK
+        hdr.take_residue()
     }
 }

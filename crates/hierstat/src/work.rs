@@ -4,6 +4,7 @@
 
 /// One kind of engine work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Work {
     /// A shard pass of a flush (lock, drain, extract).
     ShardScanned,
@@ -37,6 +38,7 @@ impl WorkSink for () {
 
 /// Work totals, accumulated over any number of operations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkCounters {
     /// Shard passes.
     pub shards_scanned: u64,

@@ -234,12 +234,70 @@ fn taking_an_ancestor_residue_before_draining_keeps_pages() {
 
 mod engine {
     use super::model;
-    use hierstat::{Config, HierStats, ItemId, Preset, Schema, Shard, ThresholdSize, Unit};
+    use hierstat::sim::{Shard, Simulator};
+    use hierstat::{Config, HierStats, ItemId, Preset, Schema, ThresholdSize, Unit};
     use loom::thread;
 
     fn tree(preset: Preset) -> (HierStats, ItemId) {
         let (t, x, _) = tree2(preset);
         (t, x)
+    }
+
+    /// A tree of `shards` shards; the protocol models write shard 0, whose
+    /// rows exist from the start under loom (see `table.rs`), and the
+    /// first-touch models shard 1.
+    fn tree_on(preset: Preset, shards: usize) -> (HierStats, ItemId) {
+        let mut b = Schema::builder();
+        let x = b.event("x", Unit::Count);
+        (
+            HierStats::new(b.build().unwrap(), Config::preset(preset).shards(shards)).unwrap(),
+            x,
+        )
+    }
+
+    /// Two writers' first touches of one (group, shard) race each other and
+    /// a flush: one row is allocated (under the shard's arena lock, the
+    /// table entry published Release and read Acquire), both updates land
+    /// in it, and a second flush finds whatever the first missed.
+    #[test]
+    fn first_touches_of_one_row_race_a_flush() {
+        model(|| {
+            let (t, x) = tree_on(Preset::Hierstat, 2);
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let owner = thread::spawn(move || t2.add_owned_with(Shard(1), &g2, x, 2).unwrap());
+            let (t3, g3) = (t.clone(), g.clone());
+            let sharer = thread::spawn(move || t3.add_with(Shard(1), &g3, x, 1, &mut ()).unwrap());
+            t.flush_forced(&t.root()).unwrap();
+            owner.join().unwrap();
+            sharer.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 3);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// Kernel-exact accounting: a shared writer of a child first-touches
+    /// the parent's row on its shard (the ancestor walk), while a flush
+    /// visits the parent on that shard's dirty tree, where it may have no
+    /// row yet: the bound holds at the read after both.
+    #[test]
+    fn an_ancestor_row_first_touched_during_a_flush() {
+        model(|| {
+            let (t, x) = tree_on(Preset::Linux6_8, 2);
+            let a = t.create(&t.root(), "a").unwrap();
+            let b = t.create(&a, "b").unwrap();
+            let (t2, b2) = (t.clone(), b.clone());
+            let u = thread::spawn(move || {
+                t2.add_with(Shard(1), &b2, x, 30, &mut ()).unwrap();
+            });
+            t.flush_forced(&a).unwrap();
+            u.join().unwrap();
+            assert_bounded_within(&t, &a, x, 30, 30);
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&a, x).unwrap(), 30);
+            t.verify_clean().unwrap();
+        });
     }
 
     fn tree2(preset: Preset) -> (HierStats, ItemId, ItemId) {
@@ -443,7 +501,7 @@ mod engine {
             let u = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
             t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
             u.join().unwrap();
-            let mut w = hierstat::WorkCounters::default();
+            let mut w = hierstat::sim::WorkCounters::default();
             t.flush_with(&t.root(), hierstat::FlushKind::Forced, &mut w)
                 .unwrap();
             assert_eq!(w.list_pops, 1, "the row was pushed exactly once");

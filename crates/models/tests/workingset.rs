@@ -1,6 +1,7 @@
 //! workingset model: shadow entries, refault distance, the activation rule
 //! table, refaults through the LRU with stats flushes, shadow nodes.
 
+use hierstat::sim::Simulator as _;
 use hierstat::{FlushKind, FlushOutcome, Preset};
 use models::memcg::stat_file::read_key;
 use models::memcg::{MemcgConfig, MemcgId, MemcgTree, Stat};

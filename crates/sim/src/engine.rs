@@ -11,6 +11,7 @@ use crate::cost::Work;
 use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
+use hierstat::sim::Simulator as _;
 use hierstat::{
     Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema, Shard,
     ThresholdRule, Unit, WorkCounters,

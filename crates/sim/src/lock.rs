@@ -52,6 +52,9 @@ impl LockMode {
             hierstat::Concurrency::WaitOngoing { max_wait_ms } => LockMode::WaitOngoing {
                 max_wait: u64::from(max_wait_ms) * 1_000_000,
             },
+            // A rule this simulator does not model (the enum is
+            // non-exhaustive): one tree-wide lock.
+            _ => LockMode::Serialize,
         }
     }
 }

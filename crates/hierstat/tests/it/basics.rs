@@ -1,8 +1,6 @@
 use crate::{tree, Items};
-use hierstat::{
-    Config, Error, FlushKind, FlushOutcome, HierStats, ManualClock, Preset, Schema, Shard, Unit,
-    WorkCounters,
-};
+use hierstat::sim::{ManualClock, Shard, Simulator, WorkCounters};
+use hierstat::{Config, Error, FlushKind, FlushOutcome, HierStats, Preset, Schema, Unit};
 
 #[test]
 fn exact_after_forced_flush_for_every_preset() {
@@ -296,20 +294,51 @@ fn background_flusher_publishes_and_stops() {
     assert!(stats.max_lag_ns >= stats.last_lag_ns);
 }
 
+/// Rows exist only on the shards that write a group, are shared-path or
+/// owner-path sized by what wrote them, and go back to their shards' arenas
+/// when the group is reaped.
 #[test]
-fn memory_per_group_is_dense() {
+fn rows_exist_on_first_touch_and_are_recycled() {
     let mut b = Schema::builder();
-    for i in 0..32 {
-        b.state(&format!("s{i}"), Unit::Pages);
-    }
-    let t = HierStats::new(b.build().unwrap(), Config::default().shards(16)).unwrap();
+    let items: Vec<_> = (0..32)
+        .map(|i| b.state(&format!("s{i}"), Unit::Pages))
+        .collect();
+    let t = HierStats::new(b.build().unwrap(), Config::default().shards(64)).unwrap();
     let root = t.root();
-    for i in 0..1000 {
-        t.create(&root, &format!("g{i}")).unwrap();
+    let mut groups: Vec<_> = (0..1000)
+        .map(|i| t.create(&root, &format!("g{i}")).unwrap())
+        .collect();
+    assert_eq!(t.counter_bytes(), 0, "no shard wrote anything");
+    let per_group_idle = t.memory_bytes() / 1001;
+    // Table and aggregates, no rows: well under one dense row set
+    // (64 shards × 34 words).
+    assert!(per_group_idle < 64 * 34 * 8 / 4, "{per_group_idle} B/group");
+    // 100 groups written from shards 3 and 60, through the shared path.
+    for g in &groups[..100] {
+        for s in [3, 60] {
+            t.add_with(Shard(s), g, items[0], 1, &mut ()).unwrap();
+        }
     }
-    let per_group = t.counter_bytes() as f64 / 1001.0;
-    // 8 B per counter per shard plus an 8-byte header, within the bucket's
-    // growth slack (< 2x).
-    let dense = (33 * 8 * 16) as f64;
-    assert!(per_group < 2.0 * dense, "{per_group} B/group");
+    t.flush_forced(&root).unwrap();
+    let written = t.counter_bytes();
+    // 200 rows: control words and cells, and shared cells; chunks of up
+    // to 256 rows leave some slack.
+    let row = (2 + 32 + 32) * 8;
+    assert!(written >= 200 * row, "{written}");
+    assert!(written <= 2 * 200 * row + 2 * 4096, "{written}");
+    // Removed and reaped, their rows go back to the arenas: 100 other
+    // groups written on the same shards take them, and nothing grows.
+    for g in groups.drain(..100) {
+        t.remove(g).unwrap();
+    }
+    assert_eq!(t.zombies(), 0, "no handle left: reaped at removal");
+    for g in &groups[..100] {
+        for s in [3, 60] {
+            t.add_with(Shard(s), g, items[1], 1, &mut ()).unwrap();
+        }
+    }
+    assert_eq!(t.counter_bytes(), written, "recycled rows are reused");
+    t.flush_forced(&root).unwrap();
+    t.verify().unwrap();
+    t.verify_clean().unwrap();
 }

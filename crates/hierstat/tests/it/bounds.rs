@@ -9,9 +9,10 @@
 //! flush too. Everything runs on the flushing thread, so no update is
 //! concurrent with a read and the check is exact: `|signed − exact| ≤ b`.
 
+use hierstat::sim::{Shard, Simulator, Work, WorkSink};
 use hierstat::{
     Concurrency, Config, ConfigError, EarlyBreak, Error, FlushKind, Group, HierStats, ItemId,
-    Policy, Preset, Schema, Shard, ThresholdSize, Unit, Work, WorkSink,
+    Policy, Preset, Schema, ThresholdSize, Unit,
 };
 use std::cell::RefCell;
 
@@ -460,14 +461,13 @@ fn out_of_range_configurations_are_typed_errors() {
         Err(Error::InvalidConfig(ConfigError::Period(_)))
     ));
     assert!(with(&|p| p.threshold_size = ThresholdSize::Fixed(hierstat::MAX_THRESHOLD)).is_ok());
+    let mut huge = Preset::Hierstat.policy();
+    huge.threshold_size = ThresholdSize::PagesPerShard(u64::MAX);
     assert_eq!(
-        Preset::Hierstat.policy().threshold_pages(64).min(
-            Policy {
-                threshold_size: ThresholdSize::PagesPerShard(u64::MAX),
-                ..Preset::Hierstat.policy()
-            }
+        Preset::Hierstat
+            .policy()
             .threshold_pages(64)
-        ),
+            .min(huge.threshold_pages(64)),
         64 * 64,
         "threshold_pages saturates instead of wrapping"
     );
@@ -566,6 +566,7 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
     let updaters = 3;
     let barrier = std::sync::Barrier::new(updaters + 1);
     let (mut reads, mut bounded) = (0u64, 0u64);
+    let mut failure = None;
     std::thread::scope(|sc| {
         let (t, groups, stop) = (&t, &groups, &stop);
         sc.spawn(move || {
@@ -611,40 +612,20 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
         }
         for round in 0..rounds {
             barrier.wait();
-            let mut sum: Vec<[i64; 2]> = exact
-                .iter()
-                .map(|e| [e[0].load(Ordering::Relaxed), e[1].load(Ordering::Relaxed)])
-                .collect();
-            for g in (1..n).rev() {
-                let child = sum[g];
-                for (total, v) in sum[parent[g]].iter_mut().zip(child) {
-                    *total += v;
-                }
-            }
-            // Twice: at once, while the updates' flushes run, and after
-            // the background flusher's next period, when more groups (and
-            // a global count) are back under their thresholds.
-            for pass in 0..2 {
-                if pass == 1 {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                for (g, group) in groups.iter().enumerate() {
-                    for (k, &item) in items.iter().enumerate() {
-                        let b = t.read_bounded(group, item).unwrap();
-                        reads += 1;
-                        if let Some(bound) = b.bound {
-                            bounded += 1;
-                            assert!(
-                                (b.signed - sum[g][k]).unsigned_abs() <= bound,
-                                "seed {seed}, round {round}, {} item {k}: value {} exact {} \
-                             bound {bound} (flushes running: {})",
-                                group.path(),
-                                b.signed,
-                                sum[g][k],
-                                t.flush_stats().running
-                            );
-                        }
+            // A failed check must not leave the updaters waiting at the
+            // barrier (the test would hang instead of failing): the first
+            // failure is kept, the remaining rounds only pass the barriers,
+            // and it is raised once every thread is done.
+            if failure.is_none() {
+                let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    check_round(t, groups, &parent, &exact, &items, seed, round)
+                }));
+                match checked {
+                    Ok((r, b)) => {
+                        reads += r;
+                        bounded += b;
                     }
+                    Err(p) => failure = Some(p),
                 }
             }
             barrier.wait();
@@ -652,5 +633,62 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
         stop.store(true, Ordering::Relaxed);
     });
     flusher.stop();
+    if let Some(p) = failure {
+        std::panic::resume_unwind(p);
+    }
     (reads, bounded, n)
+}
+
+/// One round's checks of [`real_threads_round_trip`], the updaters paused:
+/// every (group, item) bound against the exact sums, at once and after the
+/// background flusher's next period; (reads, reads with a bound).
+fn check_round(
+    t: &HierStats,
+    groups: &[Group],
+    parent: &[usize],
+    exact: &[[std::sync::atomic::AtomicI64; 2]],
+    items: &[ItemId; 2],
+    seed: u64,
+    round: usize,
+) -> (u64, u64) {
+    use std::sync::atomic::Ordering;
+    let n = groups.len();
+    let (mut reads, mut bounded) = (0u64, 0u64);
+    let mut sum: Vec<[i64; 2]> = exact
+        .iter()
+        .map(|e| [e[0].load(Ordering::Relaxed), e[1].load(Ordering::Relaxed)])
+        .collect();
+    for g in (1..n).rev() {
+        let child = sum[g];
+        for (total, v) in sum[parent[g]].iter_mut().zip(child) {
+            *total += v;
+        }
+    }
+    // Twice: at once, while the updates' flushes run, and after the
+    // background flusher's next period, when more groups (and a global
+    // count) are back under their thresholds.
+    for pass in 0..2 {
+        if pass == 1 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        for (g, group) in groups.iter().enumerate() {
+            for (k, &item) in items.iter().enumerate() {
+                let b = t.read_bounded(group, item).unwrap();
+                reads += 1;
+                if let Some(bound) = b.bound {
+                    bounded += 1;
+                    assert!(
+                        (b.signed - sum[g][k]).unsigned_abs() <= bound,
+                        "seed {seed}, round {round}, {} item {k}: value {} exact {} \
+                         bound {bound} (flushes running: {})",
+                        group.path(),
+                        b.signed,
+                        sum[g][k],
+                        t.flush_stats().running
+                    );
+                }
+            }
+        }
+    }
+    (reads, bounded)
 }

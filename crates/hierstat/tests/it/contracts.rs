@@ -3,9 +3,8 @@
 //! order under every flush kind racing `verify` and structure changes.
 
 use crate::{schema, tree, Items};
-use hierstat::{
-    Config, Error, FlushKind, HierStats, ItemId, Preset, Schema, Shard, Unit, WorkCounters,
-};
+use hierstat::sim::{Shard, Simulator, WorkCounters};
+use hierstat::{Config, Error, FlushKind, HierStats, ItemId, Preset, Schema, Unit};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! Property tests against a sequential oracle (kernel-rstat.md §6.5).
 
 use crate::{tree, Items};
-use hierstat::{FlushKind, Group, HierStats, ItemId, Preset, Shard};
+use hierstat::sim::{Shard, Simulator};
+use hierstat::{FlushKind, Group, HierStats, ItemId, Preset};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

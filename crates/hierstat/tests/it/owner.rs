@@ -4,7 +4,8 @@
 //! membarrier and with the fence fallback.
 
 use crate::schema;
-use hierstat::{Config, FlushKind, HierStats, Preset, Shard, WorkCounters};
+use hierstat::sim::{Shard, Simulator, WorkCounters};
+use hierstat::{Config, FlushKind, HierStats, Preset};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 fn tree(preset: Preset, shards: usize, membarrier: bool) -> (HierStats, hierstat::ItemId) {

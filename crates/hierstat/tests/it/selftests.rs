@@ -1,6 +1,7 @@
 //! Analogues of the kernel's selftests.
 use crate::{tree, Items};
-use hierstat::{Preset, Shard};
+use hierstat::sim::{Shard, Simulator};
+use hierstat::Preset;
 
 /// BPF `cgroup_hierarchical_stats`: exact equality after a flush.
 #[test]

@@ -2,7 +2,8 @@
 //! removes and flushes.
 
 use crate::{tree, tree_with, Items};
-use hierstat::{Concurrency, FlushKind, FlushOutcome, Preset, Shard, ThresholdSize};
+use hierstat::sim::{Shard, Simulator};
+use hierstat::{Concurrency, FlushKind, FlushOutcome, Preset, ThresholdSize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn stress(preset: Preset) {

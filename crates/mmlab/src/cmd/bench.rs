@@ -10,6 +10,9 @@
 //! | `ns_per_op` name | what |
 //! |---|---|
 //! | `atomic_fetch_add` | one uncontended `AtomicU64::fetch_add` (1 thread) |
+//! | `plain_add` | a plain add to a per-thread array (4 cells in turn): what a thread-local counter costs |
+//! | `hierstat_counter_add_depth1` | `Counter::add` (the handle checks done once) on a group at depth 1, `hierstat` preset |
+//! | `hierstat_shared_path_depth1` | the shared (atomic) path: `hierstat::sim::Simulator::add_with` on an explicit shard, depth 1 |
 //! | `hierstat_update_depthD` | `HierStats::add` (group and item handles, 4 items in turn) on a group at depth D (1, 4, 8), `hierstat` preset |
 //! | `linux-6.8_update_depth4`, `linux-5.15_update_depth4` | the same under those presets |
 //! | `pre-rstat_update_depthD` | the eager-atomic tree (depth 1, 4, 8), through the simulator's backend (index lookups) |
@@ -24,6 +27,8 @@
 //! | `ratios` name | target |
 //! |---|---|
 //! | `hierstat_depth1_vs_atomic` | ≤ 2 |
+//! | `hierstat_depth1_vs_plain`, `hierstat_counter_vs_plain`, `hierstat_shared_path_vs_plain` | the physical ratios (a plain add is the floor on every CPU) |
+//! | `hierstat_counter_vs_atomic`, `hierstat_shared_path_vs_atomic` | shared path ≤ 1.3 |
 //! | `hierstat_depth8_vs_depth1` | ≤ 1.5 |
 //! | `hierstat_2threads_vs_1thread` | ≤ 1.3 |
 //! | `shared_atomic_vs_hierstat_2threads` | ≥ 3 |
@@ -39,7 +44,8 @@
 use crate::cli::BenchArgs;
 use crate::cmd::run::write_json;
 use anyhow::{Context, Result};
-use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
+use hierstat::sim::{Shard, Simulator};
+use hierstat::{Config, HierStats, Preset, Schema, Unit};
 use serde_json::json;
 use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
@@ -141,7 +147,7 @@ pub fn time_flush(groups: usize, shards: usize, reps: usize) -> Result<f64> {
             }
         }
         let t = CpuTimer::start();
-        stats.flush_with(&root, FlushKind::Forced, &mut ())?;
+        stats.flush_forced(&root)?;
         times.push(t.elapsed_ns());
     }
     times.sort_by(|a, b| a.total_cmp(b));
@@ -218,6 +224,13 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
         .into_iter()
         .map(|d| (d, EagerTree::new(&TreeShape::chain(d), 4)))
         .collect();
+    // `hier[0]` is the `hierstat` preset at depth 1.
+    let (s1, g1, items1) = &hier[0].1;
+    let counters: Vec<hierstat::Counter> = items1
+        .iter()
+        .map(|&it| s1.counter(g1, it))
+        .collect::<Result<_, _>>()?;
+    let mut plain = [0u64; 4];
     let (rstats, rg, ritems) = chain_tree(Preset::Hierstat, 2, shards)?;
     rstats.add(&rg, ritems[0], 5)?;
     rstats.flush_forced(&rstats.root())?;
@@ -225,9 +238,19 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let mut sample = |name: String, v: f64| samples.entry(name).or_default().push(v);
     for _ in 0..reps {
         sample("atomic_fetch_add".into(), time_atomic(n));
+        sample("plain_add".into(), time_plain(&mut plain, n));
         for (name, (stats, g, items)) in &hier {
             sample(name.clone(), time_add(stats, g, items, n));
         }
+        sample(
+            "hierstat_counter_add_depth1".into(),
+            time_counter(&counters, n),
+        );
+        let (stats, g, items) = &hier[0].1;
+        sample(
+            "hierstat_shared_path_depth1".into(),
+            time_add_with(stats, g, items, n),
+        );
         for (d, e) in &eager {
             sample(format!("pre-rstat_update_depth{d}"), time_updates(e, *d, n));
         }
@@ -288,10 +311,35 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
 
     let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
     // (ratio name, numerator, denominator), all from `ns` above.
-    const RATIOS: [(&str, &str, &str); 8] = [
+    const RATIOS: [(&str, &str, &str); 13] = [
         (
             "hierstat_depth1_vs_atomic",
             "hierstat_update_depth1",
+            "atomic_fetch_add",
+        ),
+        (
+            "hierstat_depth1_vs_plain",
+            "hierstat_update_depth1",
+            "plain_add",
+        ),
+        (
+            "hierstat_counter_vs_plain",
+            "hierstat_counter_add_depth1",
+            "plain_add",
+        ),
+        (
+            "hierstat_counter_vs_atomic",
+            "hierstat_counter_add_depth1",
+            "atomic_fetch_add",
+        ),
+        (
+            "hierstat_shared_path_vs_plain",
+            "hierstat_shared_path_depth1",
+            "plain_add",
+        ),
+        (
+            "hierstat_shared_path_vs_atomic",
+            "hierstat_shared_path_depth1",
             "atomic_fetch_add",
         ),
         (
@@ -407,7 +455,7 @@ fn time_barrier(shards: usize, dur: Duration) -> f64 {
             while t0.elapsed() < dur {
                 let _ = stats.add(&g, it, 1);
                 let t = Instant::now();
-                let _ = stats.flush_with(&root, FlushKind::Forced, &mut ());
+                let _ = stats.flush_forced(&root);
                 times.push(t.elapsed().as_nanos() as f64);
             }
             stop.store(true, Ordering::Relaxed);
@@ -447,6 +495,42 @@ fn time_add(stats: &HierStats, g: &hierstat::Group, items: &[hierstat::ItemId], 
     let t = CpuTimer::start();
     for i in 0..n {
         let _ = stats.add(black_box(g), items[(i & 3) as usize], 1);
+    }
+    t.elapsed_ns() / n as f64
+}
+
+/// ns per plain add to a per-thread array (4 cells in turn), one thread.
+#[inline(never)]
+fn time_plain(cells: &mut [u64; 4], n: u64) -> f64 {
+    let t = CpuTimer::start();
+    for i in 0..n {
+        black_box(&mut *cells)[(i & 3) as usize] += 1;
+    }
+    t.elapsed_ns() / n as f64
+}
+
+/// ns per `Counter::add` of 1 (rotating over `counters`), one thread.
+#[inline(never)]
+fn time_counter(counters: &[hierstat::Counter], n: u64) -> f64 {
+    let t = CpuTimer::start();
+    for i in 0..n {
+        let _ = black_box(&counters[(i & 3) as usize]).add(1);
+    }
+    t.elapsed_ns() / n as f64
+}
+
+/// ns per shared-path update (`add_with` on shard 0) of 1 to `g`
+/// (rotating over `items`), one thread.
+#[inline(never)]
+fn time_add_with(
+    stats: &HierStats,
+    g: &hierstat::Group,
+    items: &[hierstat::ItemId],
+    n: u64,
+) -> f64 {
+    let t = CpuTimer::start();
+    for i in 0..n {
+        let _ = stats.add_with(Shard(0), black_box(g), items[(i & 3) as usize], 1, &mut ());
     }
     t.elapsed_ns() / n as f64
 }

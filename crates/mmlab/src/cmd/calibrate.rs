@@ -15,6 +15,7 @@
 use crate::cli::CalibrateArgs;
 use crate::cmd::bench::{time_atomic, CpuTimer};
 use anyhow::Result;
+use hierstat::sim::Simulator as _;
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
 use sim::cost::CostModel;
 use std::hint::black_box;

@@ -46,6 +46,7 @@ pub use events::{EventCounts, MemoryEvent};
 pub use schema::{Class, MemcgSchema, Slot, Stat};
 pub use stock::Stocks;
 
+use hierstat::sim::Simulator as _;
 use hierstat::{
     Config, Group, HierStats, ManualClock, Policy, Preset, Shard, WorkCounters, WorkSink,
 };

@@ -8,6 +8,7 @@
 //! split as sums.
 
 use super::{Class, MemcgError, MemcgId, MemcgTree, Slot, Stat};
+use hierstat::sim::Simulator as _;
 use hierstat::{FlushKind, FlushOutcome, Unit, PAGE_SIZE};
 use std::fmt::Write as _;
 

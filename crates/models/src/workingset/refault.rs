@@ -17,6 +17,7 @@
 
 use super::lruvec::LruSizes;
 use crate::memcg::{MemcgId, MemcgTree};
+use hierstat::sim::Simulator as _;
 use hierstat::{FlushKind, FlushOutcome, WorkCounters};
 
 /// The workingset size a refault is compared with (see the module table).

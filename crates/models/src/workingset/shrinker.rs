@@ -4,6 +4,7 @@
 
 use super::{Lru, SlotState, WorkingsetError, CHUNK, XA_CHUNK_SHIFT};
 use crate::memcg::{MemcgId, MemcgTree, Stat};
+use hierstat::sim::Simulator as _;
 
 impl Lru {
     /// Shadow-only nodes of mappings owned by `id` on `node` (what the

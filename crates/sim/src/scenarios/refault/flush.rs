@@ -27,6 +27,7 @@
 
 use crate::cost::{CostModel, Work};
 use crate::lock::{Acquire, FlushLock, LockMode, Scope};
+use hierstat::sim::Simulator as _;
 use hierstat::{
     FlushKind, FlushOutcome, FlushScope, Group, HierStats, HotPathDecision, WorkCounters,
 };
@@ -56,11 +57,9 @@ impl Plan {
             Ok(HotPathDecision::Flush(FlushScope::Root)) => Plan::Flush(stats.root()),
             Ok(HotPathDecision::Flush(FlushScope::Subtree)) => Plan::Flush(g.clone()),
             Ok(HotPathDecision::RequestAsync) => Plan::Async,
-            Ok(
-                HotPathDecision::NoFlush
-                | HotPathDecision::NotNeeded
-                | HotPathDecision::Ratelimited,
-            ) => Plan::None,
+            // No flush, not needed, ratelimited, or a decision this
+            // simulator does not know (the enum is non-exhaustive).
+            Ok(_) => Plan::None,
         }
     }
 }

@@ -145,6 +145,7 @@ fn builtin_file_parses_and_errors_name_line_and_field() {
 
 #[test]
 fn hot_path_plans_follow_each_preset() {
+    use hierstat::sim::Simulator as _;
     use hierstat::{Config, HierStats, ManualClock, Schema, Shard, Unit};
     let mut b = Schema::builder();
     let item = b.state("x", Unit::Pages);
@@ -269,15 +270,11 @@ fn a_sqrt_threshold_doubles_background_flush_requests() {
     let base = Preset::Hierstat.policy();
     let costs = CostModel::defaults();
     let ours = run_once_policy(&sc.refault, base, sc.seed, &costs).unwrap();
-    let sqrt = hierstat::Policy {
-        threshold_size: ThresholdSize::BatchSqrtShards,
-        ..base
-    };
+    let mut sqrt = base;
+    sqrt.threshold_size = ThresholdSize::BatchSqrtShards;
     let sqrt = run_once_policy(&sc.refault, sqrt, sc.seed, &costs).unwrap();
-    let rl = hierstat::Policy {
-        hot_path: HotPathFlush::Ratelimited,
-        ..base
-    };
+    let mut rl = base;
+    rl.hot_path = HotPathFlush::Ratelimited;
     let rl = run_once_policy(&sc.refault, rl, sc.seed, &costs).unwrap();
     show("hierstat", &ours);
     show("hierstat T=64*isqrt(shards+2)", &sqrt);

@@ -1,28 +1,29 @@
-//! A group's node: the per-group state that handles, updaters and flushers
-//! share (the handle itself is in `group.rs`).
+//! A group's shared state ([`GroupState`]): what handles, updaters and
+//! flushers share of one group (the handle itself is in `group.rs`).
 //!
 //! # Layout
 //!
 //! Seed 002 (a 36% stress-ng regression) came from a read-mostly per-CPU
-//! pointer sharing a cache line with write-hot event counters. A node keeps
-//! three kinds of field apart:
+//! pointer sharing a cache line with write-hot event counters. A group's
+//! state keeps three kinds of field apart:
 //!
-//! * [`NodeHot`]: what every update reads (row location, parent link) —
+//! * [`Hot`]: what every update reads (row table, parent link) —
 //!   written once at creation, on its own 128-byte line pair;
 //! * `updates`: the threshold counter, written by folds from every shard —
 //!   on its own line pair;
 //! * the aggregates (`agg`, `local`, `pending`), written by flushers and read
 //!   by readers — separate heap allocations.
 //!
-//! The per-shard counters themselves are not in the node at all: they are
-//! in the shard-major slab (see `slab.rs`).
+//! The per-shard counters themselves are not in the group's state at all:
+//! they are rows in per-shard arenas (see `rows.rs`); the state holds the
+//! group's row table (`table.rs`).
 
 use crate::count::Count;
-use crate::slab::RowRef;
+use crate::dirty::NONE;
+use crate::sync::std_only::{OnceLock, StdArc};
 use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
-use crate::updated::NONE;
+use crate::table::RowTable;
 use std::ops::Deref;
-use std::sync::OnceLock;
 
 /// Aligns `T` to 128 bytes (a cache-line pair, because the adjacent-line
 /// prefetcher of x86 pulls lines in pairs), so it shares no line with
@@ -38,31 +39,33 @@ impl<T> Deref for CachePadded<T> {
     }
 }
 
-/// Read-mostly fields of a node: everything the update path reads.
+/// Read-mostly fields of a group's state: everything the update path
+/// reads.
 #[derive(Debug)]
-pub(crate) struct NodeHot {
-    /// Row of the node in the slab (also its key in shard trees).
-    pub(crate) row: u32,
+pub(crate) struct Hot {
+    /// The group's id: its index in the tree's group table, its key in the
+    /// dirty trees and its link in the update lists.
+    pub(crate) id: u32,
     /// Depth (root = 0).
     pub(crate) depth: u32,
-    /// Where the node's per-shard rows are.
-    pub(crate) rows: RowRef,
-    /// Parent node, `None` for the root.
-    pub(crate) parent: Option<Arc<Node>>,
-    /// The tree the node belongs to: compared with the tree's own tag on
+    /// Where the group's per-shard rows are.
+    pub(crate) rows: RowTable,
+    /// The parent's state, `None` for the root.
+    pub(crate) parent: Option<Arc<GroupState>>,
+    /// The tree the group belongs to: compared with the tree's own tag on
     /// every entry point, so a handle of another tree is an error.
     pub(crate) tree: TreeTag,
 }
 
-/// Identity of one [`HierStats`](crate::HierStats) tree. Every node holds a
-/// clone, so the allocation (and with it the identity) cannot be reused by
+/// Identity of one [`HierStats`](crate::HierStats) tree. Every group's state
+/// holds a clone, so the allocation (and with it the identity) cannot be reused by
 /// another tree while any handle of this one lives; comparing two tags is
 /// one pointer compare.
 #[derive(Debug, Clone)]
 pub(crate) struct TreeTag {
     /// Held so that no other tree gets the same address while this one
     /// lives.
-    _alive: std::sync::Arc<()>,
+    _alive: StdArc<()>,
     /// The allocation's address, kept beside it so a compare loads one
     /// word.
     id: usize,
@@ -71,8 +74,8 @@ pub(crate) struct TreeTag {
 impl TreeTag {
     /// A tag no other live tree has.
     pub(crate) fn new() -> Self {
-        let tag = std::sync::Arc::new(());
-        let id = std::sync::Arc::as_ptr(&tag) as usize;
+        let tag = StdArc::new(());
+        let id = StdArc::as_ptr(&tag) as usize;
         TreeTag { _alive: tag, id }
     }
 
@@ -87,9 +90,9 @@ impl TreeTag {
 /// A group's shared state.
 #[repr(C)]
 #[derive(Debug)]
-pub(crate) struct Node {
+pub(crate) struct GroupState {
     /// Read-mostly hot fields, alone on the first line pair.
-    pub(crate) hot: CachePadded<NodeHot>,
+    pub(crate) hot: CachePadded<Hot>,
     /// Threshold count: folded update magnitude (pages) of this group's
     /// subtree since its last flush (see `count.rs`). Written by updaters'
     /// folds (any shard) and reset by flushes. It starts the second line
@@ -122,16 +125,16 @@ pub(crate) struct Node {
     /// Full path (`/` for the root).
     pub(crate) path: String,
     /// Where the name (the last path component) starts in `path`: one
-    /// string instead of two keeps the node within two line pairs.
+    /// string instead of two keeps the state within two line pairs.
     name_at: u32,
-    /// [`NodeFlags`] bits. ORDERING: see each flag.
+    /// [`Flags`] bits. ORDERING: see each flag.
     pub(crate) flags: AtomicU8,
 }
 
-/// Bits of [`Node::flags`].
-pub(crate) struct NodeFlags;
+/// Bits of [`GroupState::flags`].
+pub(crate) struct Flags;
 
-impl NodeFlags {
+impl Flags {
     /// Some counter of this group left `i64`'s range: the tree's
     /// saturation table says which (see `Core::saturated`). Set, never
     /// cleared, before the table entry is readable.
@@ -142,11 +145,11 @@ fn zeroed(n: usize) -> Box<[AtomicI64]> {
     (0..n).map(|_| AtomicI64::new(0)).collect()
 }
 
-impl Node {
+impl GroupState {
     pub(crate) fn new(
-        row: u32,
-        rows: RowRef,
-        parent: Option<Arc<Node>>,
+        id: u32,
+        rows: RowTable,
+        parent: Option<Arc<GroupState>>,
         slots: usize,
         name: String,
         tree: TreeTag,
@@ -156,9 +159,9 @@ impl Node {
             Some(p) if p.hot.parent.is_none() => (1, format!("/{name}")),
             Some(p) => (p.hot.depth + 1, format!("{}/{name}", p.path)),
         };
-        Node {
-            hot: CachePadded(NodeHot {
-                row,
+        GroupState {
+            hot: CachePadded(Hot {
+                id,
                 depth,
                 rows,
                 parent,
@@ -183,6 +186,20 @@ impl Node {
         &self.path[self.name_at as usize..]
     }
 
+    /// The hierarchical aggregate of slot `k`, as of the last flush.
+    #[inline]
+    pub(crate) fn read_agg(&self, k: usize) -> i64 {
+        // ORDERING: Relaxed; a statistic, consistent per counter only.
+        self.agg[k].load(Ordering::Relaxed)
+    }
+
+    /// The local aggregate of slot `k`, as of the last flush.
+    #[inline]
+    pub(crate) fn read_local(&self, k: usize) -> i64 {
+        // ORDERING: Relaxed; a statistic.
+        self.local[k].load(Ordering::Relaxed)
+    }
+
     /// Pending deltas, if the group ever had a child (else all zero).
     pub(crate) fn pending(&self) -> Option<&[AtomicI64]> {
         self.pending.get().map(|b| &b[..])
@@ -195,7 +212,7 @@ impl Node {
         self.pending.get_or_init(|| zeroed(slots))
     }
 
-    /// Whether flag `f` ([`NodeFlags`]) is set.
+    /// Whether flag `f` ([`Flags`]) is set.
     #[inline]
     pub(crate) fn flag(&self, f: u8) -> bool {
         // ORDERING: Acquire; pairs with the Release `fetch_or` of whoever
@@ -210,13 +227,13 @@ impl Node {
         self.flags.fetch_or(f, Ordering::Release);
     }
 
-    /// Row of the parent, or `NONE`.
-    pub(crate) fn parent_row(&self) -> u32 {
-        self.hot.parent.as_ref().map_or(NONE, |p| p.hot.row)
+    /// Id of the parent, or `NONE`.
+    pub(crate) fn parent_id(&self) -> u32 {
+        self.hot.parent.as_ref().map_or(NONE, |p| p.hot.id)
     }
 
     /// Whether `self` is `other` or one of its ancestors.
-    pub(crate) fn is_ancestor_or_self_of(&self, other: &Node) -> bool {
+    pub(crate) fn is_ancestor_or_self_of(&self, other: &GroupState) -> bool {
         let mut cur = Some(other);
         while let Some(n) = cur {
             if n.hot.depth < self.hot.depth {
@@ -238,13 +255,10 @@ mod tests {
 
     #[test]
     fn hot_and_write_hot_fields_are_on_separate_line_pairs() {
-        assert_eq!(align_of::<CachePadded<NodeHot>>(), 128);
-        assert!(
-            size_of::<NodeHot>() <= 128,
-            "NodeHot must fit one line pair"
-        );
-        let hot = offset_of!(Node, hot);
-        let upd = offset_of!(Node, updates);
+        assert_eq!(align_of::<CachePadded<Hot>>(), 128);
+        assert!(size_of::<Hot>() <= 128, "Hot must fit one line pair");
+        let hot = offset_of!(GroupState, hot);
+        let upd = offset_of!(GroupState, updates);
         assert_eq!(hot % 128, 0);
         assert_eq!(upd % 128, 0);
         assert!(
@@ -252,8 +266,8 @@ mod tests {
             "updates must not share the hot fields' lines"
         );
         // `updates` shares its line pair only with fields the update path
-        // never reads (aggregate pointers, flags, names), and the node
+        // never reads (aggregate pointers, flags, names), and the state
         // stays within two line pairs.
-        assert_eq!(size_of::<Node>(), 256);
+        assert_eq!(size_of::<GroupState>(), 256);
     }
 }

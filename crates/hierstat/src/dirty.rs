@@ -1,31 +1,95 @@
-//! Updated tracking: which (group, shard) pairs have unflushed updates.
+//! Dirty tracking: which (group, shard) rows have unflushed updates.
 //!
-//! Two structures per shard, as in Linux 6.17:
+//! Two structures per shard, as in Linux 6.17 (whose "updated tree" is our
+//! *dirty tree*):
 //!
 //! * a lock-free multi-producer **update list** (a Treiber stack of rows,
-//!   linked through the `next` field of each row's header word). An updater
-//!   whose `QUEUED` claim succeeds pushes the row; the flusher, holding the
-//!   shard's tree lock and hence the only consumer, takes the whole list with
-//!   one `swap` and clears each row's claim. Pushers never race with a pop of
-//!   a single element, so there is no ABA problem: a pusher's CAS on the head
-//!   succeeds only if the head is unchanged, and whatever it links to is a
-//!   valid list at that instant.
-//! * a persistent **updated tree** ([`ShardTree`]), owned by flushers: a
+//!   linked through the `next` field of each row's header word, see
+//!   `header.rs`). An updater whose claim finds the row not queued pushes
+//!   it; the flusher, holding the shard's tree lock and hence the only
+//!   consumer, takes the whole list with one `swap` and drains each row's
+//!   claim. Pushers never race with a pop of a single element, so there is
+//!   no ABA problem: a pusher's CAS on the head succeeds only if the head is
+//!   unchanged, and whatever it links to is a valid list at that instant.
+//! * a persistent **dirty tree** ([`DirtyTree`]), owned by flushers: a
 //!   group on the tree has all its ancestors on the tree. Draining the list
-//!   inserts each popped row and climbs until an ancestor already on the
-//!   tree. A subtree flush extracts exactly the subtree of its root, children
-//!   before parents, and leaves unrelated dirty groups in place for later.
+//!   inserts each popped group and climbs until an ancestor already on the
+//!   tree. A subtree flush extracts exactly the subtree of its root,
+//!   children before parents, and leaves unrelated dirty groups in place for
+//!   later.
+//!
+//! Lists and trees name groups by their id (`GroupState::id`): a row is
+//! one group's on one shard, so (id, shard) names it.
 
-use crate::slab::{NEXT_MASK, NEXT_SHIFT, OWNER_RES, QUEUED, SHARED_RES};
-use crate::sync::{AtomicU64, Ordering};
+use crate::header::Header;
+use crate::sync::{lock_tree, AtomicU64, Mutex, MutexGuard, Ordering, Ranked};
 use crate::work::{Work, WorkSink};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Marks "no row" in tree links.
+/// Marks "no group" in tree links.
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// Head of one shard's update list: row + 1 of the first element, 0 if empty.
+/// Every shard's update list and dirty tree.
+#[derive(Debug)]
+pub(crate) struct Dirty {
+    lists: Box<[ListHead]>,
+    trees: Box<[Mutex<DirtyTree>]>,
+}
+
+impl Dirty {
+    /// Empty lists and trees for `shards` shards.
+    pub(crate) fn new(shards: usize) -> Self {
+        Dirty {
+            lists: (0..shards).map(|_| ListHead::default()).collect(),
+            trees: (0..shards)
+                .map(|_| Mutex::new(DirtyTree::default()))
+                .collect(),
+        }
+    }
+
+    /// Shard `s`'s update list.
+    #[inline]
+    pub(crate) fn list(&self, s: usize) -> &ListHead {
+        &self.lists[s]
+    }
+
+    /// Locks shard `s`'s dirty tree (rank `DirtyTree`).
+    pub(crate) fn tree(&self, s: usize) -> Ranked<MutexGuard<'_, DirtyTree>> {
+        lock_tree(&self.trees[s])
+    }
+
+    /// Moves shard `s`'s update list into its dirty tree (`tree`, locked
+    /// by the caller); with `wait_claims`, first waits for claims in
+    /// progress to push (see [`ListHead`]), so that no update that
+    /// completed before the flush began is missed because another thread's
+    /// push of its row was preempted. `header` gives a listed group's row
+    /// header on shard `s`, `parent` a group's parent id.
+    pub(crate) fn drain_into<'h, W: WorkSink>(
+        &self,
+        s: usize,
+        tree: &mut DirtyTree,
+        wait_claims: bool,
+        header: impl Fn(u32) -> Header<'h>,
+        parent: impl Fn(u32) -> u32,
+        work: &mut W,
+    ) {
+        let list = &self.lists[s];
+        if wait_claims {
+            list.wait_for_claims();
+        }
+        let mut cur = list.take_all();
+        work.count(Work::Atomic, 1);
+        while cur != 0 {
+            let id = (cur - 1) as u32;
+            cur = header(id).drain(work);
+            tree.insert(id, &parent);
+        }
+    }
+}
+
+/// Head of one shard's update list: group id + 1 of the first row, 0 if
+/// empty.
 ///
 /// Claims in progress are counted here too. An updater that finds its pair
 /// already `QUEUED` returns at once, trusting the claimer to push it; if
@@ -60,14 +124,14 @@ pub(crate) struct ListHead {
 pub(crate) struct ClaimToken(usize);
 
 impl ListHead {
-    /// Announces a claim attempt; call before setting `QUEUED`.
+    /// Announces a claim attempt; call before the header's claim.
     pub(crate) fn begin_claim(&self) -> ClaimToken {
         // ORDERING: Relaxed for both. The epoch only picks a parity (see
         // the type's docs: any value read before the flusher's first
         // advance is covered). The increment is published by the
-        // claimer's Release `fetch_or` of `QUEUED`, which any updater that
-        // then sees `QUEUED` acquires, so it happens before any flush that
-        // updater starts afterwards.
+        // claimer's Release claim RMW on the header, which any updater
+        // that then sees `QUEUED` acquires, so it happens before any flush
+        // that updater starts afterwards.
         let p = (self.epoch.load(Ordering::Relaxed) & 1) as usize;
         self.claiming[p].fetch_add(1, Ordering::Relaxed);
         ClaimToken(p)
@@ -83,7 +147,7 @@ impl ListHead {
 
     /// Waits until every claim that began before this call has ended.
     /// Call with the shard's tree lock held (one flusher per shard).
-    pub(crate) fn wait_for_claims(&self) {
+    fn wait_for_claims(&self) {
         for _ in 0..2 {
             // ORDERING: Relaxed; the advance only steers new claims to the
             // other parity. The load below is what synchronizes.
@@ -98,14 +162,14 @@ impl ListHead {
         }
     }
 
-    /// Pushes `row`, whose header on this shard is `hdr` and whose claim the
-    /// caller won.
-    pub(crate) fn push<W: WorkSink>(&self, row: u32, hdr: &AtomicU64, work: &mut W) {
-        let me = row as u64 + 1;
+    /// Pushes the row of group `id` on this shard, whose header is `hdr`
+    /// and whose claim the caller won.
+    pub(crate) fn push<W: WorkSink>(&self, id: u32, hdr: Header<'_>, work: &mut W) {
+        let me = id as u64 + 1;
         // ORDERING: Relaxed; the CAS below re-checks the value.
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
-            set_next(hdr, head, work);
+            hdr.set_next(head, work);
             // ORDERING: Release publishes the `next` field written above to
             // the flusher's Acquire swap in `take_all`.
             match self
@@ -119,18 +183,18 @@ impl ListHead {
         work.count(Work::Atomic, 2);
     }
 
-    /// Current head (row + 1, 0 if empty), without taking it.
-    pub(crate) fn take_all_peek(&self) -> u64 {
+    /// Whether the list is empty, for quiescent checks.
+    pub(crate) fn is_empty_quiescent(&self) -> bool {
         // ORDERING: Relaxed; a diagnostic read.
-        self.head.load(Ordering::Relaxed)
+        self.head.load(Ordering::Relaxed) == 0
     }
 
-    /// Takes the whole list; returns the first row + 1 (0 if empty). Follow
-    /// it with [`drain_next`] on each row.
+    /// Takes the whole list; returns the first group id + 1 (0 if empty).
+    /// Follow it with [`Header::drain`] on each row.
     ///
     /// An empty list costs one load and leaves the line shared: most of a
     /// wide tree's shards have nothing queued at a given flush.
-    pub(crate) fn take_all(&self) -> u64 {
+    fn take_all(&self) -> u64 {
         // ORDERING: Relaxed; a hint. After `wait_for_claims` (whose Acquire
         // load synchronizes with every earlier claimer's `end_claim`, which
         // follows its push), coherence makes this load see every push of a
@@ -147,58 +211,6 @@ impl ListHead {
     }
 }
 
-/// Writes the `next` field of a header, keeping its other bits (an updater
-/// may be adding to the residue concurrently).
-fn set_next<W: WorkSink>(hdr: &AtomicU64, next: u64, work: &mut W) {
-    // ORDERING: Relaxed; published by the Release CAS on the list head.
-    let mut old = hdr.load(Ordering::Relaxed);
-    loop {
-        let new = (old & !NEXT_MASK) | (next << NEXT_SHIFT);
-        match hdr.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => break,
-            Err(v) => old = v,
-        }
-        work.count(Work::Atomic, 1);
-    }
-}
-
-/// Clears the claim and link of a popped row; returns the next row + 1.
-///
-/// This RMW and every updater's residue `fetch_add` modify the same word,
-/// so they are totally ordered: an update ordered after this clear sees
-/// `QUEUED` clear and queues the row again; an update ordered before it
-/// must be carried by this flush (if the row is in the flushed subtree) or
-/// by a later one (it stays on the shard's updated tree).
-///
-/// ORDERING: Relaxed. The visibility of such an update's counter write is
-/// not this RMW's job: every pass that reads the row's counters first takes
-/// the row's residue with an Acquire RMW of this same word (`flush_subtree`),
-/// which comes later in the word's modification order than this clear and
-/// so synchronizes with every updater's Release RMW before it (release
-/// sequences continue through RMWs). loom: weakening *that* Acquire fails
-/// `an_update_after_the_push_on_another_slot_is_flushed`; this one passes
-/// all models as Relaxed, so it is Relaxed.
-///
-/// The link is read with a plain load before the clear: once the list is
-/// taken the chain belongs to the flusher, and only the pusher that won the
-/// row's claim ever wrote the link, before its push. Reading it from the
-/// RMW's result would be as good on hardware, but a model checker gives an
-/// RMW the latest value whatever the orderings; the load is what lets loom
-/// check the list's Release/Acquire publication (weakening either fails
-/// `two_rows_pushed_by_another_thread_are_both_flushed`).
-pub(crate) fn drain_next<W: WorkSink>(hdr: &AtomicU64, work: &mut W) -> u64 {
-    // ORDERING: Relaxed; the link was published by the pusher's Release CAS
-    // on the list head, which `take_all`'s Acquire swap synchronized with.
-    let next = (hdr.load(Ordering::Relaxed) & NEXT_MASK) >> NEXT_SHIFT;
-    hdr.fetch_and(
-        !(QUEUED | OWNER_RES | SHARED_RES | NEXT_MASK),
-        Ordering::Relaxed,
-    );
-    work.count(Work::Atomic, 1);
-    work.count(Work::ListPop, 1);
-    next
-}
-
 /// Links of a group on a shard's updated tree.
 #[derive(Debug, Clone, Default)]
 struct Links {
@@ -206,11 +218,11 @@ struct Links {
     children: Vec<u32>,
 }
 
-/// FxHash-style hasher for dense `u32` row keys.
+/// FxHash-style hasher for dense `u32` group ids.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct RowHasher(u64);
+pub(crate) struct IdHasher(u64);
 
-impl Hasher for RowHasher {
+impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -224,19 +236,19 @@ impl Hasher for RowHasher {
     }
 }
 
-/// Row-keyed map with a cheap hasher.
-pub(crate) type RowMap<V> = HashMap<u32, V, BuildHasherDefault<RowHasher>>;
+/// Group-id-keyed map with a cheap hasher.
+pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
-/// One shard's persistent updated tree. Invariant: a row on the tree has its
+/// One shard's persistent dirty tree. Invariant: a group on the tree has its
 /// parent on the tree (the root is the top).
 ///
-/// The same rows come and go flush after flush, so the tree keeps what
-/// they allocate: child lists of extracted rows wait in `spare` for the
-/// next row that gets a child, and the walks reuse one stack. A flush
+/// The same groups come and go flush after flush, so the tree keeps what
+/// they allocate: child lists of extracted groups wait in `spare` for the
+/// next group that gets a child, and the walks reuse one stack. A flush
 /// then allocates nothing here once the tree has seen its working set.
 #[derive(Debug, Default)]
-pub(crate) struct ShardTree {
-    nodes: RowMap<Links>,
+pub(crate) struct DirtyTree {
+    nodes: IdMap<Links>,
     /// Emptied child lists, kept with their capacity (at most
     /// `MAX_SPARE`).
     spare: Vec<Vec<u32>>,
@@ -247,22 +259,22 @@ pub(crate) struct ShardTree {
 /// Most emptied child lists a tree keeps for reuse.
 const MAX_SPARE: usize = 256;
 
-impl ShardTree {
-    /// Number of rows on the tree.
+impl DirtyTree {
+    /// Number of groups on the tree.
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
     }
 
-    /// Whether `row` is on the tree.
-    pub(crate) fn contains(&self, row: u32) -> bool {
-        self.nodes.contains_key(&row)
+    /// Whether `id` is on the tree.
+    pub(crate) fn contains(&self, id: u32) -> bool {
+        self.nodes.contains_key(&id)
     }
 
-    /// Inserts `row` and climbs `parent_of` until an ancestor already on the
+    /// Inserts `id` and climbs `parent_of` until an ancestor already on the
     /// tree (or the root).
-    pub(crate) fn insert(&mut self, row: u32, parent_of: impl Fn(u32) -> u32) {
+    pub(crate) fn insert(&mut self, id: u32, parent_of: impl Fn(u32) -> u32) {
         let mut child = NONE;
-        let mut cur = row;
+        let mut cur = id;
         loop {
             if let Some(l) = self.nodes.get_mut(&cur) {
                 if child != NONE {
@@ -288,8 +300,8 @@ impl ShardTree {
         }
     }
 
-    /// Removes the subtree of `root` from the tree and appends its rows to
-    /// `out`, every child before its parent. `parent` is the parent row of
+    /// Removes the subtree of `root` from the tree and appends its groups to
+    /// `out`, every child before its parent. `parent` is the parent id of
     /// `root` (`NONE` for the tree's root).
     pub(crate) fn extract(&mut self, root: u32, parent: u32, out: &mut Vec<u32>) {
         let Some(links) = self.nodes.remove(&root) else {
@@ -319,7 +331,7 @@ impl ShardTree {
         out[start..].reverse();
     }
 
-    /// Moves an extracted row's children onto `stack` and keeps the emptied
+    /// Moves an extracted group's children onto `stack` and keeps the emptied
     /// list for reuse.
     fn recycle(&mut self, mut children: Vec<u32>, stack: &mut Vec<u32>) {
         if children.capacity() == 0 {
@@ -331,7 +343,7 @@ impl ShardTree {
         }
     }
 
-    /// Appends the rows of `root`'s subtree that are on the tree to `out`,
+    /// Appends the groups of `root`'s subtree that are on the tree to `out`,
     /// leaving the tree unchanged.
     pub(crate) fn collect(&mut self, root: u32, out: &mut Vec<u32>) {
         if !self.nodes.contains_key(&root) {
@@ -350,20 +362,20 @@ impl ShardTree {
 
     /// Checks the tree-shape invariant; returns the first violation.
     pub(crate) fn check_shape(&self, parent_of: impl Fn(u32) -> u32) -> Result<(), String> {
-        for (&row, links) in &self.nodes {
-            let p = parent_of(row);
+        for (&id, links) in &self.nodes {
+            let p = parent_of(id);
             if p != NONE {
                 match self.nodes.get(&p) {
-                    None => return Err(format!("row {row} on tree without its parent {p}")),
-                    Some(pl) if !pl.children.contains(&row) => {
-                        return Err(format!("row {row} missing from its parent's child list"))
+                    None => return Err(format!("id {id} on tree without its parent {p}")),
+                    Some(pl) if !pl.children.contains(&id) => {
+                        return Err(format!("id {id} missing from its parent's child list"))
                     }
                     _ => {}
                 }
             }
             for &c in &links.children {
-                if parent_of(c) != row {
-                    return Err(format!("row {c} linked under {row}, not its parent"));
+                if parent_of(c) != id {
+                    return Err(format!("id {c} linked under {id}, not its parent"));
                 }
             }
         }
@@ -387,7 +399,7 @@ mod tests {
 
     #[test]
     fn insert_climbs_and_extract_is_child_before_parent() {
-        let mut t = ShardTree::default();
+        let mut t = DirtyTree::default();
         t.insert(2, parent);
         t.insert(3, parent);
         t.insert(4, parent);
@@ -422,7 +434,7 @@ mod tests {
             }
             c == root
         };
-        let mut t = ShardTree::default();
+        let mut t = DirtyTree::default();
         let mut on = std::collections::BTreeSet::new();
         let mut x = 12345u64;
         let mut next = |n: u32| {

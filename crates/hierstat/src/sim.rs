@@ -1,0 +1,265 @@
+//! The simulator's API: explicit shards, work counters, virtual time and
+//! invariant checks.
+//!
+//! A program that counts its own statistics needs none of this: it calls
+//! [`HierStats::add`] (or a [`Counter`](crate::Counter)) on the thread that
+//! updates, and the engine picks the thread's shard. A simulator of the
+//! kernel's per-CPU statistics (the `sim` crate) instead plays many CPUs on
+//! one thread, prices what each operation did, and runs in virtual time:
+//!
+//! * [`Simulator::add_with`] and [`Simulator::add_node_with`] update an
+//!   explicit [`Shard`] (always through the shared, atomic path: any thread
+//!   may name any shard) and report their [`Work`];
+//! * [`Simulator::flush_with`] runs any [`FlushKind`] and reports its work;
+//! * [`Simulator::hot_path_decision_with_flusher`] applies the hot-path rule
+//!   for a flusher the caller runs itself (in virtual time);
+//! * [`ManualClock`] is a clock set by hand;
+//! * [`Simulator::verify`] and [`Simulator::verify_clean`] check the
+//!   engine's invariants (tests, audits).
+//!
+//! The methods are a trait's, so a program uses them only by naming it:
+//!
+//! ```
+//! use hierstat::sim::{Shard, Simulator, WorkCounters};
+//! use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
+//!
+//! let mut b = Schema::builder();
+//! let pgfault = b.event("pgfault", Unit::Count);
+//! let stats = HierStats::new(b.build()?, Config::preset(Preset::Linux6_8).shards(4))?;
+//! let g = stats.create(&stats.root(), "g")?;
+//! let mut work = WorkCounters::default();
+//! stats.add_with(Shard(3), &g, pgfault, 10, &mut work)?;
+//! stats.flush_with(&stats.root(), FlushKind::Forced, &mut work)?;
+//! assert_eq!(stats.read(&g, pgfault)?, 10);
+//! assert!(work.atomics > 0 && work.groups_visited >= 2);
+//! stats.verify_clean()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use crate::clock::ManualClock;
+pub use crate::verify::Violation;
+pub use crate::work::{Work, WorkCounters, WorkSink};
+
+use crate::error::Error;
+use crate::flush::{FlushKind, FlushOutcome, HotPathDecision};
+use crate::group::Group;
+use crate::schema::{ItemId, NodeItemId};
+use crate::stats::HierStats;
+
+/// Which shards have been written, and how (see
+/// [`Simulator::shards_written`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShardsWritten {
+    /// Shards written by the thread that owns them (plain stores).
+    pub by_owners: usize,
+    /// Shards written through the shared path (atomic adds): threads
+    /// beyond the shard count, explicit-shard calls.
+    pub shared: usize,
+}
+
+/// An explicit shard index (`0..shards`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Shard(pub usize);
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::HierStats {}
+}
+
+/// The simulator's methods of [`HierStats`] (see the module docs). Sealed:
+/// only `HierStats` implements it.
+pub trait Simulator: sealed::Sealed {
+    /// [`HierStats::add`] on an explicit shard, reporting work to `work`
+    /// (pass `&mut ()` to report nothing). Explicit-shard updates take the
+    /// shared (atomic) path: any thread may name any shard.
+    ///
+    /// # Errors
+    /// As [`HierStats::add`], plus [`Error::ShardOutOfRange`].
+    fn add_with<W: WorkSink>(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+        work: &mut W,
+    ) -> Result<(), Error>;
+
+    /// [`HierStats::add_node`] on an explicit shard, reporting work.
+    ///
+    /// # Errors
+    /// Item errors, [`Error::NodeOutOfRange`], [`Error::ShardOutOfRange`].
+    fn add_node_with<W: WorkSink>(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: NodeItemId,
+        numa_node: usize,
+        delta: i64,
+        work: &mut W,
+    ) -> Result<(), Error>;
+
+    /// Any flush entry point, reporting work.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    fn flush_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        kind: FlushKind,
+        work: &mut W,
+    ) -> Result<FlushOutcome, Error>;
+
+    /// [`HierStats::hot_path_decision`] for a caller that runs the periodic
+    /// flush itself (a simulator's flusher in virtual time) and so says
+    /// whether one is running instead of the engine's own flusher thread.
+    ///
+    /// ```
+    /// use hierstat::sim::Simulator;
+    /// use hierstat::{Config, FlushScope, HierStats, HotPathDecision, Preset, Schema, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat))?;
+    /// let g = stats.create(&stats.root(), "g")?;
+    /// stats.add(&g, anon, 1 << 20)?;
+    /// // Async hot path, but no background flusher: flush synchronously.
+    /// assert_eq!(stats.hot_path_decision(&g)?, HotPathDecision::Flush(FlushScope::Subtree));
+    /// assert_eq!(
+    ///     stats.hot_path_decision_with_flusher(&g, true)?,
+    ///     HotPathDecision::RequestAsync
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    fn hot_path_decision_with_flusher(
+        &self,
+        group: &Group,
+        flusher_running: bool,
+    ) -> Result<HotPathDecision, Error>;
+
+    /// Checks, while excluding flushes:
+    /// * conservation `A[n] + P[n] == F[n] + Σ A[children(n)]` for every
+    ///   group (removed groups count as children of their parent) and slot
+    ///   that is not saturated (`A` the hierarchical aggregate, `P` the
+    ///   deltas pushed up by children and not absorbed yet, `F` the group's
+    ///   own flushed updates);
+    /// * the dirty trees' shape on every shard: on a tree ⇒ parent on it.
+    ///
+    /// # Errors
+    /// The first violation found.
+    fn verify(&self) -> Result<(), Violation>;
+
+    /// After quiescence and a forced root flush: every claim is clear,
+    /// every update list and dirty tree is empty and every counter is
+    /// flushed.
+    ///
+    /// # Errors
+    /// The first (group, shard) that is not clean.
+    fn verify_clean(&self) -> Result<(), Violation>;
+
+    /// Which shards have been written since the tree was built, and by
+    /// which path: a program whose shards cover its live threads (see
+    /// [`Config::shards`](crate::Config::shards)) has `shared == 0`.
+    fn shards_written(&self) -> ShardsWritten;
+
+    /// loom only: [`HierStats::add`] through the owner path of `shard`, as
+    /// the thread that owns it. (Model threads share the OS thread whose
+    /// seat `add` would look up.) The caller must be the only thread that
+    /// uses this for `shard`.
+    ///
+    /// # Errors
+    /// As [`add_with`](Self::add_with).
+    #[cfg(loom)]
+    fn add_owned_with(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error>;
+}
+
+impl Simulator for HierStats {
+    #[inline]
+    fn add_with<W: WorkSink>(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+        work: &mut W,
+    ) -> Result<(), Error> {
+        let g = self.core.own(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        let s = self.core.check_shard(shard)?;
+        self.core.update_shared(s, g, slot, delta, mag, work);
+        Ok(())
+    }
+
+    fn add_node_with<W: WorkSink>(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: NodeItemId,
+        numa_node: usize,
+        delta: i64,
+        work: &mut W,
+    ) -> Result<(), Error> {
+        let g = self.core.own(group)?;
+        let (total, per_node) = self.core.params.schema.node_slots(item, numa_node)?;
+        let s = self.core.check_shard(shard)?;
+        self.core
+            .update_node_shared(s, g, total, per_node, delta, work);
+        Ok(())
+    }
+
+    fn flush_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        kind: FlushKind,
+        work: &mut W,
+    ) -> Result<FlushOutcome, Error> {
+        let g = self.core.own(group)?;
+        Ok(self.core.flush(g, kind, work))
+    }
+
+    fn hot_path_decision_with_flusher(
+        &self,
+        group: &Group,
+        flusher_running: bool,
+    ) -> Result<HotPathDecision, Error> {
+        let g = self.core.own(group)?;
+        Ok(self.core.hot_path_decision(g, flusher_running))
+    }
+
+    fn verify(&self) -> Result<(), Violation> {
+        self.core.verify()
+    }
+
+    fn verify_clean(&self) -> Result<(), Violation> {
+        self.core.verify_clean()
+    }
+
+    fn shards_written(&self) -> ShardsWritten {
+        let (by_owners, shared) = self.core.writers.written();
+        ShardsWritten { by_owners, shared }
+    }
+
+    #[cfg(loom)]
+    fn add_owned_with(
+        &self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error> {
+        let g = self.core.own(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        let s = self.core.check_shard(shard)?;
+        self.core.update_owned(s, g, slot, delta, mag, &mut ());
+        Ok(())
+    }
+}
