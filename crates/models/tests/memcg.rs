@@ -112,6 +112,21 @@ fn charge_uncharge_conservation() {
             t.uncharge_kind(0, g, node, kinds[k], n).unwrap();
         }
     }
+    // Kernel and socket pages went back through the charge stocks
+    // (`refill_stock`): they stay charged until the stocks drain.
+    for g in [a, b, c, d] {
+        assert_eq!(
+            t.memory(g).unwrap().usage(),
+            t.children(g)
+                .unwrap()
+                .iter()
+                .map(|&k| t.memory(k).unwrap().usage())
+                .sum::<u64>()
+                + t.stock_pages(g),
+            "group {g}"
+        );
+    }
+    t.drain_all_stocks().unwrap();
     for g in [root, a, b, c, d] {
         assert_eq!(t.memory(g).unwrap().usage(), 0, "group {g}");
     }
@@ -149,15 +164,23 @@ fn max_without_reclaimable_memory_fails_with_oom_never_silently() {
         .unwrap();
     assert!(t.memory(p).unwrap().usage() <= 1000);
     let usage = t.memory(p).unwrap().usage();
+    // A THP-sized charge fails without invoking the OOM killer (no `oom`
+    // event: the fault falls back to small pages)...
     let err = t
-        .charge(1, c2, 0, Charge::Anon, 50, &mut NoReclaim)
+        .charge(1, c2, 0, Charge::Anon, 512, &mut NoReclaim)
+        .unwrap_err();
+    assert!(matches!(err, MemcgError::Oom { nr: 512, .. }), "{err}");
+    assert_eq!(t.events(p).unwrap().get(MemoryEvent::Oom), 0);
+    // ... a small one invokes it.
+    let err = t
+        .charge(1, c2, 0, Charge::Anon, 8, &mut NoReclaim)
         .unwrap_err();
     assert_eq!(
         err,
         MemcgError::Oom {
             memcg: c2,
             over: p,
-            nr: 50
+            nr: 8
         }
     );
     assert_eq!(

@@ -7,7 +7,7 @@ use super::{
     Access, Lru, LruList, LruSizes, Mapping, RefaultFlush, RefaultInfo, Shadow, SlotState,
     WorkingsetError,
 };
-use crate::memcg::{MemcgError, MemcgId, MemcgTree, Stat};
+use crate::memcg::{ChargeContext, MemcgError, MemcgId, MemcgTree, Stat};
 
 impl Lru {
     pub(crate) fn folio_stats(file: bool, nr: u64) -> [(Stat, bool); 2] {
@@ -83,7 +83,9 @@ impl Lru {
         Ok(())
     }
 
-    /// A page access on `cpu` (see the module docs).
+    /// A page access on `cpu` (see the module docs) as one kernel entry:
+    /// the access, then the `memory.high` debt of a charge paid on the way
+    /// back to user space (its throttling sleep dropped).
     ///
     /// # Errors
     /// [`WorkingsetError::UnknownSlot`]; [`MemcgError::Oom`] when the
@@ -94,6 +96,28 @@ impl Lru {
         cpu: usize,
         slot: u32,
         flush: &mut dyn RefaultFlush,
+    ) -> Result<Access, WorkingsetError> {
+        let mut ctx = ChargeContext::default();
+        let out = self.access_in(tree, cpu, slot, flush, &mut ctx)?;
+        if ctx.pages_over_high > 0 {
+            let owner = self.mapping_of(slot)?.owner;
+            tree.return_to_user(cpu, owner, self, &mut ctx)?;
+        }
+        Ok(out)
+    }
+
+    /// A page access on `cpu` by a task whose `memory.high` debt is `ctx`
+    /// (paying it is the caller's: [`MemcgTree::return_to_user`]).
+    ///
+    /// # Errors
+    /// As [`access`](Self::access).
+    pub fn access_in(
+        &mut self,
+        tree: &mut MemcgTree,
+        cpu: usize,
+        slot: u32,
+        flush: &mut dyn RefaultFlush,
+        ctx: &mut ChargeContext,
     ) -> Result<Access, WorkingsetError> {
         let s = *self
             .slots
@@ -112,7 +136,7 @@ impl Lru {
             self.activate_resident(tree, cpu, slot)?;
             return Ok(Access::Hit { activated: true });
         }
-        tree.try_charge(cpu, m.owner, m.nr, self)?;
+        tree.try_charge_in(cpu, m.owner, m.nr, self, ctx)?;
         // Reclaim during the charge cannot have touched this slot: it was
         // not resident.
         let state = self.slots[slot as usize].state;
