@@ -387,11 +387,13 @@ impl MemcgTree {
         reclaim: &mut dyn Reclaim,
         ctx: &mut ChargeContext,
     ) -> Result<(), MemcgError> {
-        let parts = self.cache(cache)?.parts.clone();
-        for (i, &(kind, size)) in parts.iter().enumerate() {
+        let n = self.cache(cache)?.parts.len();
+        for i in 0..n {
+            let (kind, size) = self.caches.caches[cache.0].parts[i];
             let bytes = size + OBJCG_POINTER_BYTES;
             if let Err(e) = self.charge_obj(cpu, id, node, kind, bytes, reclaim, ctx) {
-                for &(k, s) in &parts[..i] {
+                for j in 0..i {
+                    let (k, s) = self.caches.caches[cache.0].parts[j];
                     self.uncharge_obj(cpu, id, node, k, s + OBJCG_POINTER_BYTES)?;
                 }
                 return Err(e);
