@@ -13,7 +13,7 @@
 //!   on the way back to user space; a throttled process sleeps in virtual
 //!   time;
 //! * [`oom`]: the memcg OOM killer (`oom_score_adj`, `memory.oom.group`);
-//! * [`file`]: page cache of temporary files;
+//! * [`mod@file`]: page cache of temporary files;
 //! * [`socket`]: a TCP connection whose send buffer is charged to the
 //!   server's memcg.
 //!

@@ -3,7 +3,7 @@
 //! A process lives in a cgroup and runs on one CPU. What it does is a
 //! sequence of kernel entries, each charging what the kernel would charge
 //! and, on the way back to user space, paying the `memory.high` debt of
-//! its charges ([`MemcgTree::return_to_user`]); a throttled process sleeps
+//! its charges ([`crate::memcg::MemcgTree::return_to_user`]); a throttled process sleeps
 //! in virtual time. The entries:
 //!
 //! * an anonymous page fault: the page, and a page-table page for each
