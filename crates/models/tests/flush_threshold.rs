@@ -143,3 +143,44 @@ fn sock_reads_zero_through_sixteen_reads_at_256_cpus() {
         assert_eq!(sock, 4 << 20, "{preset} after FLUSH_TIME");
     }
 }
+
+/// The reads of `test_memcg_sock` until `sock` shows (the first flush;
+/// the client stops there), and the value read right after the server
+/// exits.
+fn sock_reads(preset: Preset, cpus: usize) -> (Option<usize>, i64) {
+    let mut m = machine(preset, cpus);
+    m.mkdir("/s").unwrap();
+    let server = m.spawn("/s").unwrap();
+    let sk = m.tcp_connect(server, 0).unwrap();
+    let mut first = None;
+    for i in 1..=16 {
+        m.tcp_recv(sk, 1 << 20).unwrap();
+        if cg_read_key_long(&mut m, "/s", "memory.stat", "sock ") > 0 {
+            // The test's client stops at its first passing read.
+            first = Some(i);
+            break;
+        }
+    }
+    m.tcp_close(sk).unwrap();
+    (
+        first,
+        cg_read_key_long(&mut m, "/s", "memory.stat", "sock "),
+    )
+}
+
+/// At 64 CPUs the threshold is passed at the 6th read, at 128 at the 14th,
+/// never at 256; and after the server exits, the 1,024 pages it frees stay
+/// under the threshold at 64 CPUs and more: the pre-2025 test's single
+/// read of `sock` sees the stale 4 MiB, as the kernel's did.
+#[test]
+fn sock_threshold_crossings_by_cpu_count() {
+    for preset in PER_GROUP {
+        assert_eq!(sock_reads(preset, 4), (Some(1), 0), "{preset} 4");
+        for (cpus, first) in [(64, Some(6)), (128, Some(14)), (256, None)] {
+            let (got, after_exit) = sock_reads(preset, cpus);
+            assert_eq!(got, first, "{preset} {cpus}");
+            let stale = if first.is_some() { 4 << 20 } else { 0 };
+            assert_eq!(after_exit, stale, "{preset} {cpus}");
+        }
+    }
+}

@@ -9,11 +9,14 @@ use super::{
 };
 use crate::memcg::{ChargeContext, MemcgError, MemcgId, MemcgTree, Stat};
 
+/// Pages of a PMD-sized THP.
+const THP_PAGES: u64 = 512;
+
 impl Lru {
     pub(crate) fn folio_stats(file: bool, nr: u64) -> [(Stat, bool); 2] {
         let base = if file { Stat::File } else { Stat::Anon };
         let thp = if file { Stat::FileThp } else { Stat::AnonThp };
-        [(base, true), (thp, nr >= 512)]
+        [(base, true), (thp, nr >= THP_PAGES)]
     }
 
     /// Statistics of a folio entering (`sign = 1`) or leaving (`-1`) memory.
@@ -271,6 +274,10 @@ impl Lru {
         sl.referenced = false;
         self.set_state(slot, SlotState::Shadow(sh));
         Self::account_folio(tree, cpu, &m, LruList::of(m.file, s.active), -1)?;
+        if !m.file && m.nr >= THP_PAGES {
+            // Swapped out whole, not split (`THP_SWPOUT`).
+            tree.mod_stat(cpu, m.owner, m.node, Stat::ThpSwpout, 1)?;
+        }
         tree.uncharge(m.owner, m.nr)?;
         self.counters.evictions += 1;
         Ok(true)
