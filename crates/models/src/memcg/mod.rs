@@ -7,11 +7,14 @@
 //! * [`protection`]: effective `memory.min`/`memory.low` protection;
 //! * [`stock`]: the per-CPU charge stock of BATCH pages;
 //! * [`charge`]: hierarchical charging: stock, counters of every ancestor,
-//!   reclaim from the subtree over its limit, OOM, and the `memory.high`
-//!   debt a task pays on its way back to user space (reclaim, throttling);
+//!   reclaim from the subtree over its limit, OOM;
+//! * [`high`]: the `memory.high` / `memory.swap.high` debt a task pays on
+//!   its way back to user space (reclaim, throttling);
 //! * [`reclaim`]: the reclaim driver (protection, proportional pressure,
-//!   the slab shrinker) and the writes that reclaim (`memory.reclaim`,
-//!   `memory.max`, `memory.high`);
+//!   the slab shrinker);
+//! * `limits` (the setters on [`MemcgTree`]): limits and protections, swap
+//!   accounting, event counting, and the writes that reclaim
+//!   (`memory.max`, `memory.high`, `memory.reclaim`);
 //! * [`kmem`]: byte-granular kernel memory (slab, percpu) through the
 //!   per-CPU object stock, and reclaimable object caches with a shrinker;
 //! * [`events`]: `memory.events` (low, high, max, oom, oom_kill,
