@@ -27,7 +27,7 @@ fn exact_magnitude_machine(cpus: usize) -> Machine {
     let policy = Policy {
         threshold: ThresholdRule::PerGroup,
         scheme: ThresholdScheme::PerAncestor,
-        threshold_size: ThresholdSize::Fixed(u64::MAX / 2),
+        threshold_size: ThresholdSize::Fixed(hierstat::MAX_THRESHOLD),
         batch: 1,
         ..Preset::Linux6_8.policy()
     };
