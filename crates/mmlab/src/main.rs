@@ -12,27 +12,11 @@ use std::process::ExitCode;
 const INTERRUPTED: &[u8] = b"\nmmlab: interrupted: the scenarios that completed are stored \
 (see `mmlab history`); the one under way was not stored\n";
 
-extern "C" fn on_interrupt(_signal: libc::c_int) {
-    // SAFETY: write(2) and _exit(2) are async-signal-safe; the message is a
-    // static byte string. _exit skips destructors on purpose: an SQLite
-    // transaction in progress is rolled back by its journal on the next
-    // open, as after `kill -9` (the store's tests cover that).
-    unsafe {
-        libc::write(2, INTERRUPTED.as_ptr().cast(), INTERRUPTED.len());
-        libc::_exit(130);
-    }
-}
-
-/// Says on Ctrl-C what the store kept (the commands that run scenarios).
-fn report_interrupts() {
-    // SAFETY: installs a handler that only calls async-signal-safe
-    // functions (see `on_interrupt`); no other code here handles SIGINT.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
+/// Says on Ctrl-C what the store kept (the commands that run scenarios):
+/// the process's one signal design ([`hostkernel::signals`]).
+fn report_interrupts() -> Result<()> {
+    hostkernel::signals::install(Some(INTERRUPTED))?;
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -43,7 +27,7 @@ fn run(cli: Cli) -> Result<()> {
         cli.command,
         None | Some(Command::Suite(_)) | Some(Command::Run(_))
     ) {
-        report_interrupts();
+        report_interrupts()?;
     }
     match cli.command {
         None => mmlab::cmd::suite::cmd_suite(&cli.suite, db, &mut out)?,

@@ -61,6 +61,10 @@ pub enum SimError {
     /// interrupted, or a cgroup or process operation failed.
     #[error(transparent)]
     Kernel(#[from] hostkernel::Error),
+    /// A runner thread could not be started (a thread or address-space
+    /// limit).
+    #[error("{0}; lower `threads` or `writers.cpus`")]
+    Thread(#[from] simcore::thread::SpawnError),
     /// The run was cancelled through its progress callback.
     #[error("cancelled")]
     Cancelled,

@@ -33,53 +33,9 @@ impl Mode {
     }
 }
 
-/// Log2 latency histogram: `buckets[i]` counts samples `v` with
-/// `2^i <= v < 2^(i+1)` (bucket 0 also holds `v == 0`), as bcc's funclatency prints.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Log2Histogram {
-    /// Sample counts per power-of-two bucket.
-    pub buckets: Vec<u64>,
-}
-
-impl Log2Histogram {
-    /// Index of the bucket holding `v`.
-    pub fn bucket_of(v: u64) -> usize {
-        if v == 0 {
-            0
-        } else {
-            63 - v.leading_zeros() as usize
-        }
-    }
-
-    /// Records one sample.
-    pub fn record(&mut self, v: u64) {
-        self.record_n(v, 1);
-    }
-
-    /// Records `n` samples of value `v`.
-    pub fn record_n(&mut self, v: u64, n: u64) {
-        let b = Self::bucket_of(v);
-        if self.buckets.len() <= b {
-            self.buckets.resize(b + 1, 0);
-        }
-        self.buckets[b] += n;
-    }
-
-    /// Adds every bucket of `other` into `self`.
-    pub fn merge(&mut self, other: &Log2Histogram) {
-        if self.buckets.len() < other.buckets.len() {
-            self.buckets.resize(other.buckets.len(), 0);
-        }
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
-            *a += b;
-        }
-    }
-
-    /// Total number of samples.
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-}
+/// The log2 latency histogram (funclatency's buckets) of a latency
+/// metric: the workspace's one definition, [`simcore::stats::Log2Histogram`].
+pub use simcore::stats::Log2Histogram;
 
 /// One metric of one policy: its unit, its value in every run, optional
 /// percentiles (per run, keyed `p50`, `p99`, `p999`, `max`) and histogram.
@@ -281,38 +237,7 @@ impl RunReport {
     }
 }
 
-/// Arithmetic mean; NaN if empty.
-pub fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-/// Median (mean of the two middle values for an even count, NaNs left
-/// out); NaN if empty.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Percent change from `base` to `new`; `None` when `base` is 0 or either
-/// is not finite.
-pub fn pct_change(base: f64, new: f64) -> Option<f64> {
-    if base == 0.0 || !base.is_finite() || !new.is_finite() {
-        return None;
-    }
-    Some(100.0 * (new - base) / base.abs())
-}
+pub use simcore::stats::{mean, median, pct_change};
 
 /// Nanoseconds as microseconds, or milliseconds from 1 ms on (claims'
 /// measured figures).

@@ -44,10 +44,12 @@ use serde_json::json;
 use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
 use sim::engine::EngineBackend;
-use sim::report::median;
-use sim::runner::{real, sim as simrun, spawn_scoped, Gate};
+use sim::runner::sim as simrun;
 use sim::spec::{Targets, WritersSpec};
 use sim::workload::TreeShape;
+use simcore::clock::CpuTimer;
+use simcore::stats::median;
+use simcore::thread::{spawn_scoped, Gate};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Write;
@@ -59,33 +61,6 @@ pub fn median_of(reps: usize, mut f: impl FnMut() -> f64) -> f64 {
     let mut v: Vec<f64> = (0..reps.max(1)).map(|_| f()).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
-}
-
-/// A stopwatch on the calling thread's CPU time (wall clock where the
-/// platform has no thread CPU clock): on a shared host, time slices taken
-/// by other processes do not count.
-#[derive(Debug)]
-pub struct CpuTimer {
-    cpu0: Option<u64>,
-    wall0: Instant,
-}
-
-impl CpuTimer {
-    /// Starts the stopwatch.
-    pub fn start() -> Self {
-        CpuTimer {
-            cpu0: real::thread_cpu_ns(),
-            wall0: Instant::now(),
-        }
-    }
-
-    /// Nanoseconds since [`CpuTimer::start`].
-    pub fn elapsed_ns(&self) -> f64 {
-        match (self.cpu0, real::thread_cpu_ns()) {
-            (Some(a), Some(b)) => b.saturating_sub(a) as f64,
-            _ => self.wall0.elapsed().as_nanos() as f64,
-        }
-    }
 }
 
 /// ns per `AtomicU64::fetch_add` over `n` iterations.
@@ -398,11 +373,15 @@ fn time_barrier(shards: usize, dur: Duration) -> f64 {
         let mut times = Vec::new();
         std::thread::scope(|s| {
             // ORDERING: Relaxed; a stop flag.
-            s.spawn(|| {
+            if spawn_scoped(s, "mmlab-bench-spin", || {
                 while !stop.load(Ordering::Relaxed) {
                     std::hint::spin_loop();
                 }
-            });
+            })
+            .is_err()
+            {
+                return;
+            }
             let t0 = Instant::now();
             while t0.elapsed() < dur {
                 let _ = stats.add(&g, it, 1);
@@ -473,8 +452,7 @@ fn time_read(
 
 /// Per-thread ns per operation, 2 threads each running `op(thread, i)` in
 /// the same tight loop (chunks of 256 between stop checks), timed on each
-/// thread's own CPU time. They start together through the real runner's
-/// [`Gate`], so a thread that cannot be spawned is an error, not a hang.
+/// thread's own CPU time. They start together through a [`Gate`], so a thread that cannot be spawned is an error, not a hang.
 ///
 /// # Errors
 /// A thread that cannot be spawned.

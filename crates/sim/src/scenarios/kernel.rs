@@ -30,7 +30,7 @@ use crate::spec::kernel::{Experiment, KernelScenario, HOST_POLICY};
 use crate::spec::StatsScenario;
 use crate::workload::TreeShape;
 use hierstat::Preset;
-use hostkernel::{Cancel, Event, Host, RunFacts};
+use hostkernel::{Event, Host, RunFacts};
 use std::collections::BTreeMap;
 
 /// The simulated preset closest to the host kernels this project runs on
@@ -134,7 +134,7 @@ pub fn run(
         )));
     }
     let host = Host::detect()?;
-    let cancel = Cancel::with_signals()?;
+    let cancel = hostkernel::signals::install(None)?;
     let mut r = PolicyResult::default();
     let mut facts = BTreeMap::new();
     let mut total_sent = false;

@@ -227,14 +227,7 @@ pub fn push_distribution(r: &mut PolicyResult, name: &str, unit: &str, samples: 
     }
 }
 
-/// The `q` quantile of sorted samples (nearest rank); 0 when empty.
-pub fn quantile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
+pub use simcore::stats::quantile;
 
 /// Items in the schema of a workload.
 pub fn schema_items(sc: &StatsScenario) -> usize {
@@ -255,15 +248,6 @@ pub fn as_dyn(b: &AnyBackend) -> &dyn StatsBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantiles_are_nearest_rank() {
-        let v: Vec<u64> = (1..=1000).collect();
-        assert_eq!(quantile(&v, 0.5), 500);
-        assert_eq!(quantile(&v, 0.99), 990);
-        assert_eq!(quantile(&v, 0.999), 999);
-        assert_eq!(quantile(&[], 0.5), 0);
-    }
 
     #[test]
     fn policy_names_parse() {
