@@ -289,19 +289,20 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(13);
     let dir = tempfile::tempdir().unwrap();
-    let bases: Vec<(&str, String)> = sim::spec::BUILTIN
-        .iter()
+    let catalog = mmlab::pipeline::input::catalog();
+    let bases: Vec<(&str, String)> = catalog
+        .builtins()
         .map(|(n, t)| {
             let small = shrink(t);
             // Keep the original where the shrunk file does not parse.
-            let text = match sim::Scenario::parse(n, &small) {
+            let text = match catalog.parse(n, &small) {
                 Ok(_) => small,
                 Err(e) => {
                     eprintln!("fuzz: {n} kept at full size ({e})");
                     t.to_string()
                 }
             };
-            (*n, text)
+            (n, text)
         })
         .collect();
     if std::env::var_os("MMLAB_FUZZ_BASES").is_some() {

@@ -6,6 +6,15 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The text of built-in scenario `name`.
+fn builtin_text(name: &str) -> &'static str {
+    mmlab::pipeline::input::catalog()
+        .builtins()
+        .find(|(n, _)| *n == name)
+        .expect("a built-in scenario")
+        .1
+}
+
 fn mmlab_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mmlab"))
         .args(args)
@@ -43,11 +52,7 @@ fn store_a_run(dir: &Path, db: &str) {
 
 /// A stats scenario file with `replace` applied to the built-in stale-read.
 fn scenario_with(dir: &Path, from: &str, to: &str) -> String {
-    let text = sim::spec::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "stale-read")
-        .unwrap()
-        .1;
+    let text = builtin_text("stale-read");
     assert!(text.contains(from), "{from}");
     let p = dir.join("s.toml");
     std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
@@ -159,16 +164,8 @@ fn out_of_range_fields_name_file_line_and_field() {
 #[test]
 fn numab_and_refault_fields_are_range_checked_with_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let numa02 = sim::spec::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "numa02")
-        .unwrap()
-        .1;
-    let refault = sim::spec::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "refault-storm")
-        .unwrap()
-        .1;
+    let numa02 = builtin_text("numa02");
+    let refault = builtin_text("refault-storm");
     for (text, from, to, field) in [
         (
             numa02,
@@ -234,11 +231,7 @@ fn zero_costs_are_refused_with_line_and_field() {
 #[test]
 fn an_oversized_run_is_refused_before_it_starts_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
-    let numa02 = sim::spec::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "numa02")
-        .unwrap()
-        .1;
+    let numa02 = builtin_text("numa02");
     let p = dir.path().join("big.toml");
     let big = numa02
         .replacen("buffer_mib = 1024", "buffer_mib = 65536", 1)
@@ -541,11 +534,7 @@ fn a_thread_limit_is_an_error_not_a_panic_or_hang() {
     // `threads = 256` where thread stacks cannot all be mapped (`ulimit -v`,
     // which binds root too) and, for other users, under a 64-thread limit.
     let dir = tempfile::tempdir().unwrap();
-    let text = sim::spec::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "update-path")
-        .unwrap()
-        .1;
+    let text = builtin_text("update-path");
     let p = dir.path().join("t.toml");
     let text = text
         .lines()
@@ -768,11 +757,7 @@ fn history_and_show_write_json() {
 #[test]
 fn a_numa_run_cut_at_max_virtual_s_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let numa02 = sim::spec::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "numa02")
-        .unwrap()
-        .1;
+    let numa02 = builtin_text("numa02");
     let text = numa02.replacen(
         "sample_interval_ms = 500",
         "sample_interval_ms = 500\nmax_virtual_s = 1",

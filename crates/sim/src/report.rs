@@ -78,6 +78,64 @@ pub struct PolicyResult {
     pub series: BTreeMap<String, Series>,
 }
 
+impl PolicyResult {
+    fn metric(&mut self, name: &str, unit: &str, higher_is_better: bool) -> &mut MetricSamples {
+        self.metrics
+            .entry(name.to_string())
+            .or_insert_with(|| MetricSamples {
+                unit: unit.to_string(),
+                higher_is_better,
+                ..MetricSamples::default()
+            })
+    }
+
+    /// Appends one run's value of a metric.
+    pub fn push(&mut self, name: &str, unit: &str, value: f64, higher_is_better: bool) {
+        self.metric(name, unit, higher_is_better).values.push(value);
+    }
+
+    /// Appends one run's latency distribution: mean as the value, p50/p99/
+    /// p999/max as percentiles, and the samples into the merged histogram.
+    pub fn push_latency(&mut self, name: &str, samples: &[u64]) {
+        self.push_distribution(name, "ns", samples);
+        let m = self.metric(name, "ns", false);
+        let h = m.histogram.get_or_insert_with(Log2Histogram::default);
+        for &v in samples {
+            h.record(v);
+        }
+    }
+
+    /// Appends one run's distribution summary (mean as the value, p50/p99/
+    /// p999/max as nearest-rank percentiles) without a histogram.
+    pub fn push_distribution(&mut self, name: &str, unit: &str, samples: &[u64]) {
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let mean = if sorted.is_empty() {
+            0.0
+        } else {
+            sorted.iter().map(|&v| v as f64).sum::<f64>() / sorted.len() as f64
+        };
+        let q = |q: f64| simcore::stats::quantile(&sorted, q) as f64;
+        let pcts = [
+            ("p50", q(0.50)),
+            ("p99", q(0.99)),
+            ("p999", q(0.999)),
+            ("max", q(1.0)),
+        ];
+        self.push_summary(name, unit, mean, pcts);
+    }
+
+    /// Appends one run's distribution given as its summary figures: `value`
+    /// (the mean) and the `p50`/`p99`/`p999`/`max` percentiles.
+    pub fn push_summary(&mut self, name: &str, unit: &str, value: f64, pcts: [(&str, f64); 4]) {
+        let m = self.metric(name, unit, false);
+        m.values.push(value);
+        for (k, v) in pcts {
+            m.percentiles.entry(k.to_string()).or_default().push(v);
+        }
+    }
+}
+
 /// The result of running one scenario under several policies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -104,38 +162,20 @@ pub struct RunReport {
     pub facts: BTreeMap<String, String>,
 }
 
-impl RunReport {
-    /// The report of scenario `sc` with its per-policy results: the one
-    /// place a report is assembled ([`crate::run()`]).
-    pub fn new(sc: &crate::spec::Scenario, policies: BTreeMap<String, PolicyResult>) -> RunReport {
-        RunReport {
-            scenario: sc.name().to_string(),
-            mode: sc.mode(),
-            runs: sc.runs(),
-            seed: sc.seed(),
-            scenario_toml: sc.source(),
-            policy_order: sc.policies().to_vec(),
-            policies,
-            facts: BTreeMap::new(),
-        }
-    }
-}
-
-/// One claim of a seed thread checked against a run: the claim, the figure
-/// measured side by side, the seed's figure, and whether the measurement
-/// shows the same direction. Each scenario defines its claims next to its
-/// runner (`claims` in [`crate::scenarios`]' modules and in
-/// [`crate::scenarios::refault`]); [`crate::claims`] picks those of a scenario.
+/// One claim of a source thread checked against a run: the claim, the
+/// figure measured side by side, the figure the thread published, and
+/// whether the measurement shows the same direction. Each scenario kind
+/// states its claims next to its runner ([`crate::scenario::Spec::claims`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
     /// Scenario name.
     pub scenario: String,
-    /// What the seed says should happen.
+    /// What the source thread says should happen.
     pub claim: String,
     /// What this run measured.
     pub measured: String,
-    /// The seed's figure.
-    pub seed: String,
+    /// The figure the source thread published.
+    pub published: String,
     /// Whether the measurement shows the claim.
     pub pass: bool,
     /// A reference figure shown for comparison, not a claim to meet.
@@ -174,12 +214,12 @@ impl Claims {
 
     /// Adds a claim; one whose text ends in "(reference)" is shown for
     /// information and not counted.
-    pub fn add(&mut self, claim: &str, measured: String, seed: &str, pass: bool) {
+    pub fn add(&mut self, claim: &str, measured: String, published: &str, pass: bool) {
         self.out.push(Claim {
             scenario: self.scenario.clone(),
             claim: claim.into(),
             measured,
-            seed: seed.into(),
+            published: published.into(),
             pass,
             info: claim.ends_with("(reference)"),
         });

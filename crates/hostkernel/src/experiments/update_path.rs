@@ -144,7 +144,7 @@ pub struct UpdatePathResult {
     pub cpu_ratio_depth4_to_depth2: Option<f64>,
     /// The slope relative to the depth-1 mean, in percent per level.
     pub slope_pct_per_level: Option<f64>,
-    /// faults/s at depth 4 ÷ faults/s at depth 2 (seed 001's ratio), when
+    /// faults/s at depth 4 ÷ faults/s at depth 2 (source 001's ratio), when
     /// both depths were measured.
     pub ratio_depth4_to_depth2: Option<f64>,
     /// Wall time of the whole experiment.

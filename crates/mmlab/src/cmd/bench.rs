@@ -29,7 +29,7 @@
 //! | `shared_atomic_vs_hierstat_2threads` | ≥ 3 |
 //! | `hierstat_vs_sharded_2threads` | ≤ 1.25 |
 //! | `pre-rstat_vs_hierstat_depth4` | > 1 (pre-rstat slower) |
-//! | `linux-6.8_vs_linux-5.15_depth4` | the seed's per-group threshold cost |
+//! | `linux-6.8_vs_linux-5.15_depth4` | the source thread's per-group threshold cost |
 //! | `flush_100k_vs_10k` | ≤ 1.5 |
 //!
 //! `rates`: `sim_engine_updates_per_sec` (target ≥ 5 M/s) and
@@ -37,7 +37,7 @@
 //! processes per second of host time, on `numa02` with the `mmlab` scanner).
 
 use crate::cli::BenchArgs;
-use crate::cmd::run::write_json;
+use crate::render::json::write_json;
 use anyhow::{Context, Result};
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
 use serde_json::json;
@@ -45,8 +45,8 @@ use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
 use sim::engine::EngineBackend;
 use sim::runner::sim as simrun;
-use sim::spec::{Targets, WritersSpec};
 use sim::workload::TreeShape;
+use sim::workload::{Targets, WritersSpec};
 use simcore::clock::CpuTimer;
 use simcore::stats::median;
 use simcore::thread::{spawn_scoped, Gate};
@@ -162,13 +162,10 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let shards = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let pb = crate::cmd::run::progress_bar("bench");
-    pb.set_length(reps as u64 + 5);
+    let mut pb = crate::pipeline::progress::Reporter::new("bench");
+    pb.total(reps as u64 + 5);
     let mut ns: BTreeMap<String, f64> = BTreeMap::new();
-    let step = |name: &str| {
-        pb.set_message(name.to_string());
-        pb.inc(1);
-    };
+    let mut step = |name: &str| pb.step(name);
 
     // The single-thread figures, interleaved: every repetition times each
     // variant once, in turn, so a burst of load from other processes (or a
@@ -259,7 +256,7 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     ns.insert("sim_engine_update".into(), sim_ns);
     step("sim");
     step("numab");
-    pb.finish_and_clear();
+    pb.finish();
 
     let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
     // (ratio name, numerator, denominator), all from `ns` above.

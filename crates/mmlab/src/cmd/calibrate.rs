@@ -299,10 +299,11 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
 
 /// `mmlab calibrate`.
 pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
-    let pb = crate::cmd::run::progress_bar("calibrate");
-    pb.set_message("measuring");
+    let mut pb = crate::pipeline::progress::Reporter::new("calibrate");
+    pb.total(1);
     let m = calibrate(args.quick)?;
-    pb.finish_and_clear();
+    pb.step("measured");
+    pb.finish();
     let text = format!(
         "# Per-unit simulator costs measured by `mmlab calibrate` on this host.\n{}",
         m.to_toml()
