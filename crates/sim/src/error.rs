@@ -53,7 +53,7 @@ pub enum SimError {
     Thread(#[from] simcore::thread::SpawnError),
     /// The failure of a scenario kind registered from another crate (kernel
     /// mode: a cgroup or process operation).
-    #[error("{kind}: {source}")]
+    #[error("{kind}")]
     Kind {
         /// The kind's name.
         kind: &'static str,

@@ -28,7 +28,8 @@
 //! Module map: [`scenario`] (the kind interface, file parsing with
 //! positions, ranges, estimates, user policies, sweeps) · [`kinds`] (one
 //! folder per kind) · [`progress`] (run options and progress, a leaf) ·
-//! [`report`] (results model and claims) · [`runner`], [`select`],
+//! [`report`] (results model and claims) · [`interleave`] (the loop over
+//! runs and policies every runner shares) · [`runner`], [`select`],
 //! [`backend`], [`engine`], [`baselines`], [`workload`], [`cost`],
 //! [`lock`], [`cpu`], [`event`] (what the runners are built from).
 
@@ -42,6 +43,7 @@ pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod event;
+pub mod interleave;
 pub mod kinds;
 pub mod lock;
 pub mod progress;

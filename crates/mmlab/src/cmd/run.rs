@@ -44,6 +44,9 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     if args.quick {
         sc.shrink_for_smoke_test();
     }
+    if let Err(why) = sc.availability() {
+        bail!("scenario `{}` cannot run on this host: {why}", sc.name());
+    }
     let mut session = Session::open(&args.common)?;
     session.pipeline.check(&sc)?;
     session.open_store(&args.common, db)?;

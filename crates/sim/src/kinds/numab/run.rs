@@ -2,6 +2,7 @@
 //! side by side, its counters turned into metrics; and source 004's claims.
 
 use crate::error::SimError;
+use crate::interleave::interleaved;
 use crate::progress::Steps;
 use crate::report::{Claim, Claims, PolicyResult, RunReport, Series};
 use crate::scenario::Header;
@@ -35,46 +36,44 @@ pub fn run(
         .iter()
         .map(|p| p.parse::<ScannerVersion>())
         .collect::<Result<Vec<_>, _>>()?;
-    steps.total(u64::from(header.runs) * versions.len() as u64);
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    for run in 0..header.runs {
-        for (v, name) in versions.iter().zip(policies) {
-            let res = numab::run(numab, *v, header.seed.wrapping_add(u64::from(run)))?;
-            let r = out.entry(name.clone()).or_default();
-            for (metric, value, unit) in res.metrics() {
-                r.push(metric, unit, value, HIGHER_IS_BETTER.contains(&metric));
-            }
-            if res.truncated {
-                // Stopped at `max_virtual_s` before the workload finished:
-                // its figures are cut short, and the report says so.
-                r.push(TRUNCATED, "count", 1.0, false);
-            }
-            if run == 0 {
-                r.series.insert(
-                    "scan_coverage".into(),
-                    Series {
-                        x_label: "VMA".into(),
-                        y_label: "fraction scanned".into(),
-                        points: res
-                            .coverage_series()
-                            .into_iter()
-                            .map(|(i, f)| (i as f64, f))
-                            .collect(),
-                    },
-                );
-                r.series.insert(
-                    "local_fraction".into(),
-                    Series {
-                        x_label: "virtual time (s)".into(),
-                        y_label: "local accesses".into(),
-                        points: res.local_series.clone(),
-                    },
-                );
-            }
-            steps.step(format!("{name} run {}", run + 1))?;
+    interleaved(header, steps, 1, |run, r, steps| {
+        let v = versions[policies
+            .iter()
+            .position(|p| p == run.policy)
+            .expect("a header policy")];
+        let res = numab::run(numab, v, run.seed)?;
+        for (metric, value, unit) in res.metrics() {
+            r.push(metric, unit, value, HIGHER_IS_BETTER.contains(&metric));
         }
-    }
-    Ok(out)
+        if res.truncated {
+            // Stopped at `max_virtual_s` before the workload finished:
+            // its figures are cut short, and the report says so.
+            r.push(TRUNCATED, "count", 1.0, false);
+        }
+        if run.index == 0 {
+            r.series.insert(
+                "scan_coverage".into(),
+                Series {
+                    x_label: "VMA".into(),
+                    y_label: "fraction scanned".into(),
+                    points: res
+                        .coverage_series()
+                        .into_iter()
+                        .map(|(i, f)| (i as f64, f))
+                        .collect(),
+                },
+            );
+            r.series.insert(
+                "local_fraction".into(),
+                Series {
+                    x_label: "virtual time (s)".into(),
+                    y_label: "local accesses".into(),
+                    points: res.local_series.clone(),
+                },
+            );
+        }
+        steps.step(run.label())
+    })
 }
 
 /// Source 004's claims on a NUMA-balancing run: on

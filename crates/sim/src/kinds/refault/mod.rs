@@ -29,6 +29,7 @@ pub use storm::{run_once, run_once_policy, StormOutcome};
 
 use crate::cost::CostModel;
 use crate::error::{ScenarioError, SimError};
+use crate::interleave::interleaved;
 use crate::progress::Steps;
 use crate::report::{Claim, Claims, PolicyResult, RunReport};
 use crate::scenario::{Estimate, Header, Kind, PolicySpec, RunOutput, Source, Spec};
@@ -84,15 +85,7 @@ impl Spec for RefaultSpec {
     }
 
     fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
-        Ok(run_with(
-            self,
-            &header.policies,
-            &header.user_policies,
-            header.runs,
-            header.seed,
-            steps,
-        )?
-        .into())
+        Ok(run_with(self, header, steps)?.into())
     }
 
     fn claims(&self, report: &RunReport) -> Vec<Claim> {
@@ -185,31 +178,28 @@ pub fn push_outcome(r: &mut PolicyResult, o: &StormOutcome) {
     r.push("evictions_per_sec", "1/s", o.evictions as f64 / secs, false);
 }
 
-/// Runs `spec` under each policy (a preset or one of the `user` policies)
-/// `runs` times (run `i` with seed `seed + i`, runs interleaved across
-/// policies) and returns the results by policy name.
+/// Runs `spec` under each policy of `header` (a preset or one of its
+/// `[[policy]]` tables), interleaved ([`interleaved`]), and returns the
+/// results by policy name.
 ///
 /// # Errors
 /// [`SimError::UnknownPolicy`], engine errors, cancellation.
 pub fn run_with(
     spec: &RefaultSpec,
-    policies: &[String],
-    user: &[PolicySpec],
-    runs: u32,
-    seed: u64,
+    header: &Header,
     steps: &mut Steps<'_>,
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let presets = parse_policies("refault-storm", policies, user)?;
-    steps.total(u64::from(runs) * presets.len() as u64);
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    for run in 0..runs {
-        for (p, name) in presets.iter().zip(policies) {
-            let o = run_once_policy(spec, *p, seed + u64::from(run), steps.costs())?;
-            push_outcome(out.entry(name.clone()).or_default(), &o);
-            steps.step(format!("{name} run {}", run + 1))?;
-        }
-    }
-    Ok(out)
+    let knobs = parse_policies(&header.name, &header.policies, &header.user_policies)?;
+    interleaved(header, steps, 1, |run, r, steps| {
+        let i = header
+            .policies
+            .iter()
+            .position(|p| p == run.policy)
+            .expect("a header policy");
+        let o = run_once_policy(spec, knobs[i], run.seed, steps.costs())?;
+        push_outcome(r, &o);
+        steps.step(run.label())
+    })
 }
 
 /// Source 003's claims on a refault-storm run, those whose

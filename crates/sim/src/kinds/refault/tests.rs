@@ -14,15 +14,18 @@ fn run(
     seed: u64,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let opts = RunOptions::default();
-    run_with(
-        spec,
-        policies,
-        user,
+    let header = crate::scenario::Header {
+        name: "refault-storm".into(),
+        mode: crate::report::Mode::Sim,
+        description: String::new(),
+        reproduces: String::new(),
+        policies: policies.to_vec(),
         runs,
         seed,
-        &mut Steps::new(&opts, progress),
-    )
+        user_policies: user.to_vec(),
+    };
+    let opts = RunOptions::default();
+    run_with(spec, &header, &mut Steps::new(&opts, progress))
 }
 
 fn parse(file: &str, text: &str) -> Result<RefaultScenario, crate::error::ScenarioError> {

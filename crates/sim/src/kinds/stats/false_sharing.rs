@@ -17,6 +17,7 @@
 
 use super::StatsScenario;
 use crate::error::SimError;
+use crate::interleave::interleaved;
 use crate::progress::Steps;
 use crate::report::{Claim, Claims, PolicyResult, RunReport};
 use crate::runner::{spawn_scoped, Gate};
@@ -275,25 +276,19 @@ pub fn run(
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let threads = sc.threads() as usize;
     let duration = Duration::from_millis(sc.duration_ms);
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    steps.total(u64::from(h.runs) * h.policies.len() as u64);
-    for run in 0..h.runs {
-        for p in &h.policies {
-            let o =
-                run_named(p, threads, duration)?.ok_or_else(|| super::unknown_policy(h, sc, p))?;
-            let r = out.entry(p.clone()).or_default();
-            r.push(OPS_PER_SEC, "ops/s", o.ops_per_sec(), true);
-            r.push("ops_per_sec_wall", "ops/s", o.ops_per_sec_wall(), true);
-            r.push(
-                "concurrent_fraction",
-                "ratio",
-                o.concurrent_fraction(),
-                true,
-            );
-            steps.step(format!("{p} run {}", run + 1))?;
-        }
-    }
-    Ok(out)
+    interleaved(h, steps, 1, |run, r, steps| {
+        let o = run_named(run.policy, threads, duration)?
+            .ok_or_else(|| super::unknown_policy(h, sc, run.policy))?;
+        r.push(OPS_PER_SEC, "ops/s", o.ops_per_sec(), true);
+        r.push("ops_per_sec_wall", "ops/s", o.ops_per_sec_wall(), true);
+        r.push(
+            "concurrent_fraction",
+            "ratio",
+            o.concurrent_fraction(),
+            true,
+        );
+        steps.step(run.label())
+    })
 }
 
 /// The source thread's claim on a false-sharing run.

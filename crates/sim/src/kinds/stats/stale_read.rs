@@ -9,6 +9,7 @@
 use super::stat_readers::{record_sim, sim_setup};
 use super::{Spikes, StatsScenario};
 use crate::error::SimError;
+use crate::interleave::interleaved;
 use crate::progress::Steps;
 use crate::report::{Claim, Claims, Mode, PolicyResult, RunReport};
 use crate::runner::{real_spikes, sim};
@@ -41,39 +42,32 @@ pub fn run(
     let shape = TreeShape::from_spec(&w.tree);
     let items = sc.schema_items();
     let cpus = sc.cpus.unwrap_or(1) as usize;
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    steps.total(u64::from(h.runs) * h.policies.len() as u64);
-    for run in 0..h.runs {
-        let seed = h.seed.wrapping_add(u64::from(run));
-        for p in &h.policies {
-            let choice = super::choice(h, sc, p)?;
-            let b = AnyBackend::build(choice, &shape, items, cpus)?;
-            let setup = sim_setup(
-                sc,
-                steps,
-                items,
-                seed,
-                &w.writers,
-                w.readers.as_ref(),
-                w.flusher.as_ref(),
-                Some(&w.spikes),
-            );
-            let o: sim::SimOutcome = with_backend!(&b, be => sim::run(be, &shape, &setup));
-            let r = out.entry(p.clone()).or_default();
-            record_sim(r, &o);
-            let rate = if o.spike_reads == 0 {
-                0.0
-            } else {
-                o.missed_spikes as f64 / o.spike_reads as f64
-            };
-            r.push(MISSED_EVENT_RATE, "ratio", rate, false);
-            r.push(MISSED_EVENTS, "count", o.missed_spikes as f64, false);
-            r.push("spike_reads", "count", o.spike_reads as f64, true);
-            r.push(CHILD_GT_PARENT, "count", o.child_gt_parent as f64, false);
-            steps.step(format!("{p} run {}", run + 1))?;
-        }
-    }
-    Ok(out)
+    interleaved(h, steps, 1, |run, r, steps| {
+        let choice = super::choice(h, sc, run.policy)?;
+        let b = AnyBackend::build(choice, &shape, items, cpus)?;
+        let setup = sim_setup(
+            sc,
+            steps,
+            items,
+            run.seed,
+            &w.writers,
+            w.readers.as_ref(),
+            w.flusher.as_ref(),
+            Some(&w.spikes),
+        );
+        let o: sim::SimOutcome = with_backend!(&b, be => sim::run(be, &shape, &setup));
+        record_sim(r, &o);
+        let rate = if o.spike_reads == 0 {
+            0.0
+        } else {
+            o.missed_spikes as f64 / o.spike_reads as f64
+        };
+        r.push(MISSED_EVENT_RATE, "ratio", rate, false);
+        r.push(MISSED_EVENTS, "count", o.missed_spikes as f64, false);
+        r.push("spike_reads", "count", o.spike_reads as f64, true);
+        r.push(CHILD_GT_PARENT, "count", o.child_gt_parent as f64, false);
+        steps.step(run.label())
+    })
 }
 
 /// Real mode: writer threads, flusher threads and a spike checker (see
@@ -92,42 +86,36 @@ fn run_real(
         Some(r) => (r.count.clamp(1, 64) as usize, r.period_ms),
         None => (1, 0.0),
     };
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    steps.total(u64::from(h.runs) * h.policies.len() as u64);
-    for run in 0..h.runs {
-        for p in &h.policies {
-            let choice = super::choice(h, sc, p)?;
-            let b = AnyBackend::build(choice, &shape, items, threads)?;
-            let setup = real_spikes::SpikesSetup {
-                writers: w.writers.cpus.map(|c| c as usize).unwrap_or(1),
-                writer_spec: w.writers.clone(),
-                flushers,
-                flusher_period: if period < 0.01 {
-                    std::time::Duration::ZERO
-                } else {
-                    std::time::Duration::from_secs_f64(period / 1000.0)
-                },
-                spikes: w.spikes.clone(),
-                duration: std::time::Duration::from_millis(sc.duration_ms),
-                seed: h.seed.wrapping_add(u64::from(run)),
-            };
-            let o = with_backend!(&b, be => real_spikes::run_spikes(be, &shape, &setup))?;
-            let r = out.entry(p.clone()).or_default();
-            let rate = if o.spike_reads == 0 {
-                0.0
+    interleaved(h, steps, 1, |run, r, steps| {
+        let choice = super::choice(h, sc, run.policy)?;
+        let b = AnyBackend::build(choice, &shape, items, threads)?;
+        let setup = real_spikes::SpikesSetup {
+            writers: w.writers.cpus.map(|c| c as usize).unwrap_or(1),
+            writer_spec: w.writers.clone(),
+            flushers,
+            flusher_period: if period < 0.01 {
+                std::time::Duration::ZERO
             } else {
-                o.missed as f64 / o.spike_reads as f64
-            };
-            r.push_latency("read_latency_ns", &o.latencies);
-            r.push(MISSED_EVENT_RATE, "ratio", rate, false);
-            r.push(MISSED_EVENTS, "count", o.missed as f64, false);
-            r.push("spike_reads", "count", o.spike_reads as f64, true);
-            r.push(CHILD_GT_PARENT, "count", o.child_gt_parent as f64, false);
-            r.push("flusher_reads", "count", o.flusher_reads as f64, true);
-            steps.step(format!("{p} run {}", run + 1))?;
-        }
-    }
-    Ok(out)
+                std::time::Duration::from_secs_f64(period / 1000.0)
+            },
+            spikes: w.spikes.clone(),
+            duration: std::time::Duration::from_millis(sc.duration_ms),
+            seed: run.seed,
+        };
+        let o = with_backend!(&b, be => real_spikes::run_spikes(be, &shape, &setup))?;
+        let rate = if o.spike_reads == 0 {
+            0.0
+        } else {
+            o.missed as f64 / o.spike_reads as f64
+        };
+        r.push_latency("read_latency_ns", &o.latencies);
+        r.push(MISSED_EVENT_RATE, "ratio", rate, false);
+        r.push(MISSED_EVENTS, "count", o.missed as f64, false);
+        r.push("spike_reads", "count", o.spike_reads as f64, true);
+        r.push(CHILD_GT_PARENT, "count", o.child_gt_parent as f64, false);
+        r.push("flusher_reads", "count", o.flusher_reads as f64, true);
+        steps.step(run.label())
+    })
 }
 
 /// The source thread's claims on a stale-read run (those whose policies are missing

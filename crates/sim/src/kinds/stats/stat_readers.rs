@@ -7,6 +7,7 @@
 
 use super::{Readers, StatsScenario};
 use crate::error::SimError;
+use crate::interleave::interleaved;
 use crate::progress::Steps;
 use crate::report::{format_us, Claim, Claims, RunReport};
 use crate::report::{Mode, PolicyResult};
@@ -39,64 +40,58 @@ pub fn run(
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let shape = TreeShape::from_spec(&w.tree);
     let items = sc.schema_items();
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    steps.total(u64::from(h.runs) * h.policies.len() as u64);
-    for run in 0..h.runs {
-        let seed = h.seed.wrapping_add(u64::from(run));
-        for p in &h.policies {
-            let choice = super::choice(h, sc, p)?;
-            let r = out.entry(p.clone()).or_default();
-            match h.mode {
-                Mode::Sim => {
-                    let cpus = sc.cpus.unwrap_or(1) as usize;
-                    let b = AnyBackend::build(choice, &shape, items, cpus)?;
-                    let setup = sim_setup(
-                        sc,
-                        steps,
-                        items,
-                        seed,
-                        &w.writers,
-                        Some(&w.readers),
-                        w.flusher.as_ref(),
-                        None,
-                    );
-                    let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
-                    record_sim(r, &o);
-                }
-                Mode::Real | Mode::Kernel => {
-                    let threads = sc.threads() as usize;
-                    let b = AnyBackend::build(choice, &shape, items, threads)?;
-                    let writers = w
-                        .writers
-                        .cpus
-                        .map(|c| c as usize)
-                        .unwrap_or(threads.saturating_sub(1).max(1));
-                    let setup = real::ReadersSetup {
-                        writers,
-                        writer_spec: w.writers.clone(),
-                        readers: w.readers.clone(),
-                        items,
-                        duration: Duration::from_millis(sc.duration_ms),
-                        seed,
-                    };
-                    let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup))?;
-                    r.push_latency(READ_LATENCY_NS, &o.latencies);
-                    let slow = o.latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
-                    r.push("reads", "count", o.latencies.len() as f64, true);
-                    r.push("reads_over_1ms", "count", slow as f64, false);
-                    r.push(STALE_READS, "count", o.stale_reads as f64, false);
-                    r.push(
-                        "update_ops_per_sec",
-                        "ops/s",
-                        o.updates as f64 / o.elapsed.as_secs_f64().max(1e-9),
-                        true,
-                    );
-                }
+    interleaved(h, steps, 1, |run, r, steps| {
+        let choice = super::choice(h, sc, run.policy)?;
+        let seed = run.seed;
+        match h.mode {
+            Mode::Sim => {
+                let cpus = sc.cpus.unwrap_or(1) as usize;
+                let b = AnyBackend::build(choice, &shape, items, cpus)?;
+                let setup = sim_setup(
+                    sc,
+                    steps,
+                    items,
+                    seed,
+                    &w.writers,
+                    Some(&w.readers),
+                    w.flusher.as_ref(),
+                    None,
+                );
+                let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
+                record_sim(r, &o);
             }
-            steps.step(format!("{p} run {}", run + 1))?;
+            Mode::Real | Mode::Kernel => {
+                let threads = sc.threads() as usize;
+                let b = AnyBackend::build(choice, &shape, items, threads)?;
+                let writers = w
+                    .writers
+                    .cpus
+                    .map(|c| c as usize)
+                    .unwrap_or(threads.saturating_sub(1).max(1));
+                let setup = real::ReadersSetup {
+                    writers,
+                    writer_spec: w.writers.clone(),
+                    readers: w.readers.clone(),
+                    items,
+                    duration: Duration::from_millis(sc.duration_ms),
+                    seed,
+                };
+                let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup))?;
+                r.push_latency(READ_LATENCY_NS, &o.latencies);
+                let slow = o.latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
+                r.push("reads", "count", o.latencies.len() as f64, true);
+                r.push("reads_over_1ms", "count", slow as f64, false);
+                r.push(STALE_READS, "count", o.stale_reads as f64, false);
+                r.push(
+                    "update_ops_per_sec",
+                    "ops/s",
+                    o.updates as f64 / o.elapsed.as_secs_f64().max(1e-9),
+                    true,
+                );
+            }
         }
-    }
-    Ok(out)
+        steps.step(run.label())
+    })
 }
 
 /// The simulated setup of a readers scenario (also used by stale-read).

@@ -9,6 +9,7 @@
 
 use super::StatsScenario;
 use crate::error::SimError;
+use crate::interleave::interleaved;
 use crate::progress::Steps;
 use crate::report::{pct_change, Claim, Claims, RunReport};
 use crate::report::{Mode, PolicyResult, Series};
@@ -34,78 +35,78 @@ pub fn run(
     steps: &mut Steps<'_>,
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let items = sc.schema_items();
-    let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
-    steps.total(u64::from(h.runs) * h.policies.len() as u64 * u.depths.len() as u64);
-    for run in 0..h.runs {
-        for p in &h.policies {
-            let choice = super::choice(h, sc, p)?;
-            // Alternate the depth order between runs, so drift in the
-            // host's speed does not always favour the same depth.
-            let order: Vec<u32> = if run % 2 == 0 {
-                u.depths.clone()
-            } else {
-                u.depths.iter().rev().copied().collect()
-            };
-            for depth in order {
-                let shape = TreeShape::chain(depth);
-                let mut wall = None;
-                let ops = match h.mode {
-                    Mode::Real | Mode::Kernel => {
-                        let threads = sc.threads() as usize;
-                        let b = AnyBackend::build(choice, &shape, items, threads.max(1))?;
-                        let o = with_backend!(&b, be => real::run_updates(
-                            be,
-                            depth,
-                            u.items as usize,
-                            u.pages as i64,
-                            threads,
-                            Duration::from_millis(sc.duration_ms),
-                        ))?;
-                        wall = Some(o.ops_per_sec_wall());
-                        o.ops_per_sec()
-                    }
-                    Mode::Sim => {
-                        let cpus = sc.cpus.unwrap_or(1) as usize;
-                        let b = AnyBackend::build(choice, &shape, items, cpus)?;
-                        let setup = sim::SimSetup {
-                            cpus,
-                            duration: sc.duration_ms * MILLIS,
-                            seed: h.seed.wrapping_add(u64::from(run)),
-                            costs: *steps.costs(),
-                            items,
-                            writers: WritersSpec {
-                                cpus: None,
-                                rate_per_cpu: 0.0,
-                                targets: Targets::Leaves,
-                                hot_fraction: 1.0,
-                                pages: [u.pages, u.pages],
-                                thp_fraction: 0.0,
-                                items: u.items,
-                                uncharge_fraction: 0.0,
-                                burst: 16,
-                            },
-                            readers: None,
-                            flush_period: None,
-                            spikes: None,
-                        };
-                        let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
-                        o.updates as f64 / (o.duration as f64 / 1e9)
-                    }
-                };
-                let r = out.entry(p.clone()).or_default();
-                r.push(&metric_name(depth), "ops/s", ops, true);
-                if let Some(w) = wall {
-                    r.push(
-                        &format!("update_ops_per_wall_sec_depth{depth}"),
-                        "ops/s",
-                        w,
-                        true,
-                    );
+    let mut out = interleaved(h, steps, u.depths.len() as u64, |run, r, steps| {
+        let choice = super::choice(h, sc, run.policy)?;
+        // Alternate the depth order between runs, so drift in the
+        // host's speed does not always favour the same depth.
+        let order: Vec<u32> = if run.index % 2 == 0 {
+            u.depths.clone()
+        } else {
+            u.depths.iter().rev().copied().collect()
+        };
+        for depth in order {
+            let shape = TreeShape::chain(depth);
+            let mut wall = None;
+            let ops = match h.mode {
+                Mode::Real | Mode::Kernel => {
+                    let threads = sc.threads() as usize;
+                    let b = AnyBackend::build(choice, &shape, items, threads.max(1))?;
+                    let o = with_backend!(&b, be => real::run_updates(
+                        be,
+                        depth,
+                        u.items as usize,
+                        u.pages as i64,
+                        threads,
+                        Duration::from_millis(sc.duration_ms),
+                    ))?;
+                    wall = Some(o.ops_per_sec_wall());
+                    o.ops_per_sec()
                 }
-                steps.step(format!("{p} depth {depth} run {}", run + 1))?;
+                Mode::Sim => {
+                    let cpus = sc.cpus.unwrap_or(1) as usize;
+                    let b = AnyBackend::build(choice, &shape, items, cpus)?;
+                    let setup = sim::SimSetup {
+                        cpus,
+                        duration: sc.duration_ms * MILLIS,
+                        seed: run.seed,
+                        costs: *steps.costs(),
+                        items,
+                        writers: WritersSpec {
+                            cpus: None,
+                            rate_per_cpu: 0.0,
+                            targets: Targets::Leaves,
+                            hot_fraction: 1.0,
+                            pages: [u.pages, u.pages],
+                            thp_fraction: 0.0,
+                            items: u.items,
+                            uncharge_fraction: 0.0,
+                            burst: 16,
+                        },
+                        readers: None,
+                        flush_period: None,
+                        spikes: None,
+                    };
+                    let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
+                    o.updates as f64 / (o.duration as f64 / 1e9)
+                }
+            };
+            r.push(&metric_name(depth), "ops/s", ops, true);
+            if let Some(w) = wall {
+                r.push(
+                    &format!("update_ops_per_wall_sec_depth{depth}"),
+                    "ops/s",
+                    w,
+                    true,
+                );
             }
+            steps.step(format!(
+                "{} depth {depth} run {}",
+                run.policy,
+                run.index + 1
+            ))?;
         }
-    }
+        Ok(())
+    })?;
     // Throughput vs depth, mean over runs.
     for r in out.values_mut() {
         let mut points = Vec::new();
