@@ -2,6 +2,8 @@
 //! output paths end in a clear error (exit 1), never a panic (exit 101), a
 //! hang, an exhausted memory or a clobbered file.
 
+mod common;
+use common::short_run;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -34,19 +36,7 @@ fn stdout(o: &Output) -> String {
 
 /// A short stale-read run stored in `db`.
 fn store_a_run(dir: &Path, db: &str) {
-    let o = mmlab_in(
-        dir,
-        &[
-            "run",
-            "stale-read",
-            "--duration-ms",
-            "20",
-            "--runs",
-            "1",
-            "--db",
-            db,
-        ],
-    );
+    let o = mmlab_in(dir, &short_run("stale-read", "20", &["--db", db]));
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -90,19 +80,7 @@ fn a_huge_scenario_name_runs_and_reads_back() {
         "name = \"stale-read\"",
         &format!("name = \"{long}\""),
     );
-    let o = mmlab_in(
-        dir.path(),
-        &[
-            "run",
-            &f,
-            "--duration-ms",
-            "20",
-            "--runs",
-            "1",
-            "--db",
-            "t.db",
-        ],
-    );
+    let o = mmlab_in(dir.path(), &short_run(&f, "20", &["--db", "t.db"]));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stdout(&o).contains('\u{7}'));
     for args in [
@@ -254,17 +232,7 @@ fn output_files_go_through_symlinks_and_refuse_non_files() {
     std::os::unix::fs::symlink("real.json", d.join("link.json")).unwrap();
     let o = mmlab_in(
         d,
-        &[
-            "run",
-            "stale-read",
-            "--duration-ms",
-            "10",
-            "--runs",
-            "1",
-            "--no-store",
-            "--json",
-            "link.json",
-        ],
+        &short_run("stale-read", "10", &["--no-store", "--json", "link.json"]),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::symlink_metadata(d.join("link.json"))
@@ -284,17 +252,7 @@ fn output_files_go_through_symlinks_and_refuse_non_files() {
     let t = Instant::now();
     let o = mmlab_in(
         d,
-        &[
-            "run",
-            "stale-read",
-            "--duration-ms",
-            "10",
-            "--runs",
-            "1",
-            "--no-store",
-            "--html",
-            "fifo",
-        ],
+        &short_run("stale-read", "10", &["--no-store", "--html", "fifo"]),
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
@@ -364,16 +322,7 @@ fn a_busy_db_is_reported_at_once() {
     let t = Instant::now();
     let o = mmlab_in(
         dir.path(),
-        &[
-            "run",
-            "stale-read",
-            "--duration-ms",
-            "10",
-            "--runs",
-            "1",
-            "--db",
-            "t.db",
-        ],
+        &short_run("stale-read", "10", &["--db", "t.db"]),
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("busy"), "{}", stderr(&o));
@@ -497,21 +446,19 @@ fn duplicate_policies_run_once() {
     let dir = tempfile::tempdir().unwrap();
     let o = mmlab_in(
         dir.path(),
-        &[
-            "run",
+        &short_run(
             "stale-read",
-            "--duration-ms",
             "10",
-            "--runs",
-            "1",
-            "--no-store",
-            "-p",
-            "hierstat",
-            "-p",
-            "hierstat",
-            "--json",
-            "-",
-        ],
+            &[
+                "--no-store",
+                "-p",
+                "hierstat",
+                "-p",
+                "hierstat",
+                "--json",
+                "-",
+            ],
+        ),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -660,16 +607,7 @@ fn compare_across_scenarios_is_refused_up_front() {
     store_a_run(dir.path(), "t.db");
     let o = mmlab_in(
         dir.path(),
-        &[
-            "run",
-            "stale-read-real",
-            "--duration-ms",
-            "20",
-            "--runs",
-            "1",
-            "--db",
-            "t.db",
-        ],
+        &short_run("stale-read-real", "20", &["--db", "t.db"]),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let o = mmlab_in(dir.path(), &["compare", "last~1", "last", "--db", "t.db"]);
@@ -721,17 +659,7 @@ fn html_has_verdicts_host_and_a_false_sharing_plot() {
     let dir = tempfile::tempdir().unwrap();
     let o = mmlab_in(
         dir.path(),
-        &[
-            "run",
-            "false-sharing",
-            "--duration-ms",
-            "20",
-            "--runs",
-            "1",
-            "--no-store",
-            "--html",
-            "r.html",
-        ],
+        &short_run("false-sharing", "20", &["--no-store", "--html", "r.html"]),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
