@@ -193,11 +193,12 @@ impl KernelScenario {
                 Experiment::StaleRead(c)
             }
         };
+        // In the file's order; kernel scenarios define no flush policies.
         let header = Header {
             name: f.name,
-            mode: f.mode,
             description: f.description,
             reproduces: f.reproduces,
+            mode: f.mode,
             policies: f.policies,
             runs: f.runs,
             seed: f.seed,
