@@ -20,7 +20,7 @@
 //!
 //! # Expose your tree to Prometheus
 //!
-//! (This example is also in the repository's README; a test keeps the two
+//! (This example is also in the crate's README; a test keeps the two
 //! identical.)
 //!
 //! ```

@@ -21,7 +21,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The byte that starts a worker's job.
@@ -139,76 +139,78 @@ pub(crate) fn kill_pid(pid: i32) -> io::Result<()> {
 
 // ---------------------------------------------------------------- signals
 
-/// The process-wide "SIGINT/SIGTERM received" flag. This is the crate's only
-/// global state: a signal handler can reach nothing else.
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
+/// The process-wide "SIGINT/SIGTERM received" flag, set by [`on_signal`].
+/// With the two values below it is the crate's only global state: a signal
+/// handler can reach nothing else.
+pub(crate) static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// How many [`crate::signals::DeferExit`] guards live: while any does, a
+/// first signal only sets [`SIGNALLED`] (cleanup runs in normal code).
+pub(crate) static DEFERRING: AtomicUsize = AtomicUsize::new(0);
+
+/// The message written to stderr before an immediate exit (set once, before
+/// the handler is installed; null: none).
+static EXIT_MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static EXIT_MESSAGE_LEN: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    // Only async-signal-safe work: an atomic swap; on a second signal,
-    // restore the default action and re-raise, so a second Ctrl-C still
-    // ends a process that does not come back.
+    // Only async-signal-safe work: atomics, write(2), _exit(2), signal(2),
+    // raise(3).
+    // ORDERING: SeqCst on every access of the three statics: they are
+    // touched rarely (a signal, a guard), and a total order makes "the
+    // guard was taken before the cgroup existed" hold without a proof.
     if SIGNALLED.swap(true, Ordering::SeqCst) {
+        // A second signal: restore the default action and re-raise, so a
+        // process that does not come back can still be stopped (the next
+        // run's stale sweep removes what it left).
         // SAFETY: signal() and raise() are async-signal-safe.
         unsafe {
             libc::signal(sig, libc::SIG_DFL);
             libc::raise(sig);
         }
+        return;
     }
+    if DEFERRING.load(Ordering::SeqCst) > 0 {
+        // Cleanup pending: the code that owns it polls the flag.
+        return;
+    }
+    let msg = EXIT_MESSAGE.load(Ordering::SeqCst);
+    let len = EXIT_MESSAGE_LEN.load(Ordering::SeqCst);
+    if !msg.is_null() {
+        // SAFETY: `msg` points to `len` bytes of a `&'static [u8]` (stored
+        // by `install_signal_handler` before the handler existed); write(2)
+        // is async-signal-safe. A short or failed write changes nothing.
+        unsafe { libc::write(2, msg.cast_const().cast(), len) };
+    }
+    // SAFETY: _exit is async-signal-safe; it skips destructors on purpose
+    // (an SQLite transaction in progress is rolled back by its journal on
+    // the next open, as after `kill -9`).
+    unsafe { libc::_exit(128 + sig) }
 }
 
 /// The signals the handler takes.
 const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
-/// The SIGINT/SIGTERM actions that were in place before
-/// [`install_signal_handlers`]; dropping it puts them back, so a caller
-/// that had its own handler (mmlab's Ctrl-C report) gets it back after a
-/// run. Scopes must end in the reverse order of their start (each run
-/// holds one for its duration).
-pub(crate) struct SignalScope {
-    old: [libc::sigaction; 2],
-}
-
-impl std::fmt::Debug for SignalScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SignalScope")
+/// Installs the process's SIGINT/SIGTERM handler ([`on_signal`]) for the
+/// rest of the process, with `message` as what an immediate exit writes.
+/// Called once (see `crate::signals::install`).
+pub(crate) fn install_signal_handler(message: Option<&'static [u8]>) -> io::Result<()> {
+    if let Some(m) = message {
+        EXIT_MESSAGE_LEN.store(m.len(), Ordering::SeqCst);
+        EXIT_MESSAGE.store(m.as_ptr().cast_mut(), Ordering::SeqCst);
     }
-}
-
-impl Drop for SignalScope {
-    fn drop(&mut self) {
-        for (sig, old) in SIGNALS.iter().zip(&self.old) {
-            // SAFETY: `old` is the action the kernel returned for `sig`.
-            // Nothing to do on failure (it cannot fail for a valid action).
-            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
-        }
-    }
-}
-
-/// Installs the SIGINT/SIGTERM handler until the returned scope drops,
-/// and clears a signal left over from an earlier scope.
-pub(crate) fn install_signal_handlers() -> io::Result<SignalScope> {
-    // SAFETY (both): sigaction is plain old data; all-zero is valid, and
-    // the kernel fills `old` in.
-    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction is plain old data; all-zero is a valid value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
     sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     sa.sa_flags = libc::SA_RESTART;
     // SAFETY: sa_mask is a valid sigset_t inside `sa`.
     unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    SIGNALLED.store(false, Ordering::SeqCst);
-    for (i, sig) in SIGNALS.iter().enumerate() {
-        // SAFETY: `sa` is fully initialised; the handler only touches an
-        // atomic and async-signal-safe functions; `old[i]` is writable.
-        if let Err(e) = cvt(unsafe { libc::sigaction(*sig, &sa, &mut old[i]) }) {
-            // Put back what was already replaced.
-            for j in 0..i {
-                // SAFETY: as in `SignalScope::drop`.
-                unsafe { libc::sigaction(SIGNALS[j], &old[j], std::ptr::null_mut()) };
-            }
-            return Err(e);
-        }
+    for sig in SIGNALS {
+        // SAFETY: `sa` is fully initialised; the handler only uses atomics
+        // and async-signal-safe functions; the old action is not wanted.
+        cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
     }
-    Ok(SignalScope { old })
+    Ok(())
 }
 
 /// The handler currently installed for `sig` (tests).
@@ -216,6 +218,7 @@ pub(crate) fn install_signal_handlers() -> io::Result<SignalScope> {
 pub(crate) fn current_handler(sig: libc::c_int) -> libc::sighandler_t {
     // SAFETY: a query (null new action) into a zeroed, writable struct.
     let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     unsafe { libc::sigaction(sig, std::ptr::null(), &mut cur) };
     cur.sa_sigaction
 }
@@ -224,11 +227,6 @@ pub(crate) fn current_handler(sig: libc::c_int) -> libc::sighandler_t {
 #[cfg(test)]
 pub(crate) fn our_handler() -> libc::sighandler_t {
     on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t
-}
-
-/// Whether SIGINT or SIGTERM arrived since the handler was installed.
-pub(crate) fn signalled() -> bool {
-    SIGNALLED.load(Ordering::SeqCst)
 }
 
 // ---------------------------------------------------------------- workers

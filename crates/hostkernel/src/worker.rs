@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cancel::Cancel;
 use crate::cgroup::CgroupTree;
 use crate::detect::CgroupVersion;
 use crate::error::Error;
 use crate::sys::{self, Child, Job};
+use simcore::Cancel;
 
 /// A running worker. Dropping it kills and reaps the process.
 #[derive(Debug)]

@@ -4,71 +4,16 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hostkernel::{
-    parse_subtree_name, procs_of, run_stale_read_observed, run_stat_readers,
-    run_stat_readers_observed, run_update_path, run_update_path_observed, subtree_dirs,
-    sweep_stale, Cancel, Error, Event, Host, StaleReadConfig, StatReadersConfig, UpdatePathConfig,
-    NAME_PREFIX,
+    procs_of, run_stale_read_observed, run_stat_readers, run_stat_readers_observed,
+    run_update_path, run_update_path_observed, subtree_dirs, sweep_stale, Cancel, Error, Event,
+    Host, StaleReadConfig, StatReadersConfig, UpdatePathConfig, NAME_PREFIX,
 };
 
-/// The kernel tests run one at a time: each creates subtrees, and every
-/// subtree creation sweeps stale ones, which would race with the kill -9
-/// test's own sweep.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn host_or_skip(test: &str) -> Option<(Host, MutexGuard<'static, ()>)> {
-    match Host::detect() {
-        Ok(h) => Some((h, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))),
-        Err(e) if e.is_host_unsupported() => {
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{test}: detection failed: {e}"),
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie still has /proc/<pid>; check its state too.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
-}
-
-fn wait_gone(pid: i32, within: Duration) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < within {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    !alive(pid)
-}
-
-/// Top-level subtrees of `owner_pid` under the host's base.
-fn subtrees_of(host: &Host, owner_pid: i32) -> Vec<PathBuf> {
-    std::fs::read_dir(host.base())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(parse_subtree_name)
-                .is_some_and(|o| o.pid == owner_pid)
-        })
-        .map(|e| e.path())
-        .collect()
-}
+mod support;
+use support::{alive, host_or_skip, subtrees_of, wait_gone};
 
 #[test]
 fn facts_describe_this_host() {

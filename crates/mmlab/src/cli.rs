@@ -4,8 +4,8 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// mmlab: reproduce the Linux memcg statistics threads' experiments on the
-/// hierstat engine, under every flush policy, side by side.
+/// mmlab: reproduce the experiments of the Linux memcg statistics threads
+/// on the hierstat engine, under every flush policy, side by side.
 ///
 /// With no command, runs the default suite (every scenario with the
 /// policies that tell its story) and prints a readable report.
@@ -59,7 +59,7 @@ impl Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the default suite: every scenario, the policies that tell its
-    /// story, key figures against the seeds'.
+    /// story, key figures against the source threads'.
     Suite(SuiteArgs),
     /// Run one scenario (a built-in name or a TOML file).
     Run(RunArgs),
@@ -80,6 +80,9 @@ pub enum Command {
     Tag(TagArgs),
     /// Write the HTML report of stored runs.
     Report(ReportArgs),
+    /// Write the results tables (claims per suite scenario, from the
+    /// newest stored runs, with date, commit and host) as Markdown.
+    Results(ResultsArgs),
     /// Run a policy sweep file (a `[sweep]` table): the grid of knob
     /// values × seeds, every point stored, a table and a trade-off plot.
     Sweep(SweepArgs),
@@ -203,6 +206,15 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
 }
 
+/// `mmlab results`.
+#[derive(Debug, Args, Clone)]
+pub struct ResultsArgs {
+    /// Write the Markdown to FILE (`-` or absent: standard output), e.g.
+    /// `docs/results.md`.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
 /// Options shared by the commands that run scenarios.
 #[derive(Debug, Args, Clone)]
 pub struct CommonRunArgs {
@@ -240,8 +252,8 @@ pub struct CommonRunArgs {
 impl CommonRunArgs {
     /// The pre-run limits: the defaults, lowered or raised by
     /// `--max-events`, `--max-memory-mib` and `--max-seconds`.
-    pub fn limits(&self) -> sim::spec::estimate::Limits {
-        let mut l = sim::spec::estimate::Limits::default();
+    pub fn limits(&self) -> sim::scenario::Limits {
+        let mut l = sim::scenario::Limits::default();
         if let Some(e) = self.max_events {
             l.events = e;
         }
@@ -261,7 +273,7 @@ pub struct SuiteArgs {
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,
-    /// Reduced sizes and one run each (a smoke test, not the seeds' sizes).
+    /// Reduced sizes and one run each (a smoke test, not the source threads' sizes).
     #[arg(long)]
     pub quick: bool,
     /// Print every scenario's full tables (the default prints one line per

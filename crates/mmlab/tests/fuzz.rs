@@ -14,6 +14,7 @@
 //! (default 1000) and the seed; `MMLAB_FUZZ_KEEP=N` copies case N's file
 //! to `/tmp/mmlab-fuzz-kept.toml`.
 
+use simcore::Rng;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,20 +26,9 @@ const VMEM_LIMIT_KIB: u64 = 4 << 20;
 /// Peak resident size allowed for one case (KiB).
 const RSS_LIMIT_KIB: u64 = 1 << 20;
 
-/// splitmix64: a small seeded generator (no dependency).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// The workspace's one RNG, drawing indices below `n`.
+fn below(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n.max(1) as u64) as usize
 }
 
 /// A built-in scenario shrunk so that an unmutated run takes a moment:
@@ -121,7 +111,7 @@ const VALUES: &[&str] = &[
 fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let n = lines.len();
-    match rng.below(11) {
+    match below(rng, 11) {
         // A number replaced by an extreme or an ill-typed value.
         0..=3 => {
             let numeric: Vec<usize> = (0..n)
@@ -132,24 +122,24 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
                     })
                 })
                 .collect();
-            if let Some(&i) = numeric.get(rng.below(numeric.len())) {
+            if let Some(&i) = numeric.get(below(rng, numeric.len())) {
                 let (k, v) = lines[i].split_once('=').unwrap();
                 let v = v.trim();
                 let new = if v.starts_with('[') {
-                    let a = VALUES[rng.below(VALUES.len())];
-                    let b = VALUES[rng.below(VALUES.len())];
+                    let a = VALUES[below(rng, VALUES.len())];
+                    let b = VALUES[below(rng, VALUES.len())];
                     format!("[{a}, {b}]")
-                } else if rng.below(2) == 0 {
+                } else if below(rng, 2) == 0 {
                     // Scale the current value.
                     let x: f64 = v.replace('_', "").parse().unwrap_or(1.0);
-                    let f = [0.5, 2.0, 10.0, 1000.0][rng.below(4)];
+                    let f = [0.5, 2.0, 10.0, 1000.0][below(rng, 4)];
                     if v.contains('.') {
                         format!("{:?}", x * f)
                     } else {
                         format!("{}", (x * f) as i64)
                     }
                 } else {
-                    VALUES[rng.below(VALUES.len())].to_string()
+                    VALUES[below(rng, VALUES.len())].to_string()
                 };
                 lines[i] = format!("{k}= {new}");
             }
@@ -157,12 +147,12 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
         // A line removed or duplicated.
         4 => {
             if n > 0 {
-                lines.remove(rng.below(n));
+                lines.remove(below(rng, n));
             }
         }
         5 => {
             if n > 0 {
-                let i = rng.below(n);
+                let i = below(rng, n);
                 let l = lines[i].clone();
                 lines.insert(i, l);
             }
@@ -170,10 +160,10 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
         // A string replaced by a huge one, control characters or nothing.
         6 => {
             let strings: Vec<usize> = (0..n).filter(|&i| lines[i].contains("= \"")).collect();
-            if let Some(&i) = strings.get(rng.below(strings.len())) {
+            if let Some(&i) = strings.get(below(rng, strings.len())) {
                 let (k, _) = lines[i].split_once('=').unwrap();
-                let v = match rng.below(4) {
-                    0 => "y".repeat(20_000 + rng.below(60_000)),
+                let v = match below(rng, 4) {
+                    0 => "y".repeat(20_000 + below(rng, 60_000)),
                     1 => "a\\u0007b\\u001b[31mc\\n".to_string(),
                     2 => String::new(),
                     _ => "v99".to_string(),
@@ -185,7 +175,7 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
         7 => {
             for l in &mut lines {
                 if l.starts_with("kind") {
-                    let k = ["stats", "numab", "refault", "nope"][rng.below(4)];
+                    let k = ["stats", "numab", "refault", "nope"][below(rng, 4)];
                     *l = format!("kind = \"{k}\"");
                     break;
                 }
@@ -193,7 +183,7 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
         }
         // An unknown key, a duplicated policy, a flipped boolean.
         8 => {
-            let i = rng.below(n + 1);
+            let i = below(rng, n + 1);
             lines.insert(i.min(n), "bogus_key = 3".to_string());
         }
         9 => {
@@ -208,11 +198,11 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
         // Bytes: truncated, or one byte replaced (often invalid UTF-8).
         _ => {
             let mut b = lines.join("\n").into_bytes();
-            if rng.below(2) == 0 {
-                b.truncate(rng.below(b.len()));
+            if below(rng, 2) == 0 {
+                b.truncate(below(rng, b.len()));
             } else if !b.is_empty() {
-                let i = rng.below(b.len());
-                b[i] = [0xff, 0x00, b'[', b'"', b'=', b'\n'][rng.below(6)];
+                let i = below(rng, b.len());
+                b[i] = [0xff, 0x00, b'[', b'"', b'=', b'\n'][below(rng, 6)];
             }
             return b;
         }
@@ -223,6 +213,7 @@ fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {
 }
 
 /// Peak resident size of the largest waited-for child so far (KiB).
+#[allow(unsafe_code)] // getrusage(2): no safe wrapper in the dependencies
 fn children_max_rss_kib() -> u64 {
     // SAFETY: getrusage fills the zeroed struct it is given; RUSAGE_CHILDREN
     // is a valid `who`.
@@ -298,19 +289,20 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(13);
     let dir = tempfile::tempdir().unwrap();
-    let bases: Vec<(&str, String)> = sim::spec::BUILTIN
-        .iter()
+    let catalog = mmlab::pipeline::input::catalog();
+    let bases: Vec<(&str, String)> = catalog
+        .builtins()
         .map(|(n, t)| {
             let small = shrink(t);
             // Keep the original where the shrunk file does not parse.
-            let text = match sim::Scenario::parse(n, &small) {
+            let text = match catalog.parse(n, &small) {
                 Ok(_) => small,
                 Err(e) => {
                     eprintln!("fuzz: {n} kept at full size ({e})");
                     t.to_string()
                 }
             };
-            (*n, text)
+            (n, text)
         })
         .collect();
     if std::env::var_os("MMLAB_FUZZ_BASES").is_some() {
@@ -326,16 +318,16 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
             );
         }
     }
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let (mut accepted, mut rejected) = (0usize, 0usize);
     let mut slowest = (Duration::ZERO, String::new());
     let mut largest = (0u64, String::new());
     let mut failures = Vec::new();
     let started = Instant::now();
     for case in 0..cases {
-        let (name, base) = &bases[rng.below(bases.len())];
+        let (name, base) = &bases[below(&mut rng, bases.len())];
         let mut bytes = base.clone().into_bytes();
-        for _ in 0..1 + rng.below(2) {
+        for _ in 0..1 + below(&mut rng, 2) {
             let text = String::from_utf8_lossy(&bytes).into_owned();
             bytes = mutate(&mut rng, &text);
         }

@@ -190,7 +190,7 @@ fn html_table_colours_significant_changes_by_direction() {
 #[test]
 fn stored_runs_page_has_run_facts_and_their_comparison() {
     use mmlab::render::html::render_stored_html;
-    use mmlab::store::{HostFacts, Store};
+    use runstore::{HostFacts, Store};
     use std::time::{Duration, UNIX_EPOCH};
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path().join("mmlab.db")).unwrap();

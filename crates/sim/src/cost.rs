@@ -9,9 +9,16 @@
 //! models each shared line as a resource (see `runner::sim`), and charges
 //! [`CostModel::line_transfer_ns`] when a line moves between CPUs.
 
-use crate::error::SimError;
+use crate::error::ScenarioError;
+use crate::scenario::ranges::Range;
+use crate::scenario::source::Source;
 use hierstat::WorkCounters;
 use serde::{Deserialize, Serialize};
+
+/// The cost file's ranges: every cost in ns. An engine call costs at least
+/// 0.1 ns, so virtual time always advances (a zero-cost call would let a
+/// back-to-back writer loop forever at one instant).
+pub const RANGES: &[Range] = &[Range::real("call_ns", 0.1, 1e6), Range::real("*", 0.0, 1e6)];
 
 /// The default costs shipped with the crate (TOML).
 pub const DEFAULT_COSTS_TOML: &str = include_str!("cost_defaults.toml");
@@ -97,24 +104,25 @@ impl CostModel {
         Self::from_toml(DEFAULT_COSTS_TOML).expect("shipped cost defaults parse")
     }
 
-    /// Parses a cost file.
+    /// Parses the text of a cost file (errors name it `<costs>`).
     ///
     /// # Errors
-    /// [`SimError::Cost`] with the line and field of the first problem.
-    pub fn from_toml(text: &str) -> Result<Self, SimError> {
-        Self::parse("<costs>", text).map_err(|e| SimError::Cost(e.to_string()))
+    /// As [`CostModel::parse`].
+    pub fn from_toml(text: &str) -> Result<Self, ScenarioError> {
+        Self::parse("<costs>", text)
     }
 
     /// Parses a cost file; `file` names it in errors. Every field has the
-    /// range documented in [`crate::spec::ranges::COSTS`] (in particular
-    /// `call_ns >= 0.1`, so virtual time always advances).
+    /// range in [`RANGES`] (in particular `call_ns >= 0.1`, so virtual
+    /// time always advances).
     ///
     /// # Errors
-    /// A [`crate::error::ScenarioError`] with the file, line and field of
-    /// the first problem (syntax, unknown key, missing key, range).
-    pub fn parse(file: &str, text: &str) -> Result<Self, crate::error::ScenarioError> {
-        crate::spec::ranges::check(file, text, crate::spec::ranges::COSTS)?;
-        crate::spec::deserialize(file, text)
+    /// A [`ScenarioError`] with the file, line and field of the first
+    /// problem (syntax, unknown key, missing key, range).
+    pub fn parse(file: &str, text: &str) -> Result<Self, ScenarioError> {
+        let src = Source::new(file, text);
+        crate::scenario::ranges::check(&src, &[RANGES])?;
+        src.deserialize()
     }
 
     /// Serializes to TOML.
@@ -219,6 +227,20 @@ mod tests {
         // 3 + 6 + 12 + 20 + 1.5 + 10 + 7 = 59.5 -> 60
         assert_eq!(m.cost_ps(&w), 59_500);
         assert_eq!(m.cost_ns(&w), 60);
+    }
+
+    #[test]
+    fn every_default_cost_has_a_range() {
+        let t: toml::Table = DEFAULT_COSTS_TOML.parse().unwrap();
+        for k in t.keys() {
+            assert!(crate::scenario::ranges::find(&[RANGES], k).is_some(), "{k}");
+        }
+        assert_eq!(
+            crate::scenario::ranges::find(&[RANGES], "call_ns")
+                .unwrap()
+                .min,
+            0.1
+        );
     }
 
     #[test]

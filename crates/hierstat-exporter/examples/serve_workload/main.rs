@@ -1,6 +1,5 @@
-//! `mmlab serve`, as an example: a systemd-like memory-cgroup tree updated
-//! by real writer threads, exposed live on `/metrics` for Prometheus and
-//! Grafana.
+//! `serve_workload`: a systemd-like memory-cgroup tree updated by real
+//! writer threads, exposed live on `/metrics` for Prometheus and Grafana.
 //!
 //! ```sh
 //! cargo run --release -p hierstat-exporter --example serve_workload -- \

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use hostkernel::{
-    run_stale_read, run_stat_readers, run_update_path, Cancel, Error, Host, StaleReadConfig,
+    run_stale_read, run_stat_readers, run_update_path, Error, Host, StaleReadConfig,
     StatReadersConfig, UpdatePathConfig,
 };
 
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let cancel = match Cancel::with_signals() {
+    let cancel = match hostkernel::signals::install(None) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");

@@ -40,14 +40,15 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cancel::Cancel;
 use crate::cgroup::{read_u64, CgroupTree};
 use crate::detect::{CgroupVersion, Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::stat::{parse_memory_stat, stat_total_bytes, stat_total_keys, Percentiles};
+use crate::stat::{parse_memory_stat, stat_total_bytes, stat_total_keys};
 use crate::sys::{Job, ACK, CHARGE, FREE};
 use crate::worker::Worker;
+use simcore::stats::Summary;
+use simcore::Cancel;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,7 +132,7 @@ pub struct GapSummary {
     /// Mean gap.
     pub mean: f64,
     /// Percentiles of |gap|.
-    pub abs: Percentiles,
+    pub abs: Summary,
     /// Repetitions with |gap| > threshold.
     pub over_threshold: usize,
     /// Repetitions with |gap| > 2 × threshold.
@@ -145,7 +146,7 @@ impl GapSummary {
             min: *gaps.iter().min()?,
             max: *gaps.iter().max()?,
             mean: gaps.iter().sum::<i64>() as f64 / gaps.len() as f64,
-            abs: Percentiles::of(&abs)?,
+            abs: Summary::of(&abs)?,
             over_threshold: gaps.iter().filter(|g| g.unsigned_abs() > threshold).count(),
             over_twice_threshold: gaps
                 .iter()
@@ -345,7 +346,7 @@ fn one_case(
     let case_start = Instant::now();
     let mut ack = [0u8; 1];
     for rep in 0..cfg.repetitions {
-        cancel.check()?;
+        crate::signals::check(cancel)?;
         let (s0, c0) = reader.read()?;
         w.send(CHARGE)?;
         w.recv(&mut ack, timeout, cancel)?;

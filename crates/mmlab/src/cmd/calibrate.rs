@@ -13,10 +13,11 @@
 //!   (kept at the default on a single-CPU host).
 
 use crate::cli::CalibrateArgs;
-use crate::cmd::bench::{time_atomic, CpuTimer};
+use crate::cmd::bench::time_atomic;
 use anyhow::Result;
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
 use sim::cost::CostModel;
+use simcore::clock::CpuTimer;
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,9 +107,9 @@ fn line_transfer_ns(rounds: u64) -> Option<f64> {
     // loads of the ping-pong word (each side waits for the other's value).
     let word = AtomicU64::new(0);
     let start = Instant::now();
-    std::thread::scope(|s| {
+    let ran = std::thread::scope(|s| {
         let w = &word;
-        s.spawn(move || {
+        let other = simcore::thread::spawn_scoped(s, "mmlab-calibrate", move || {
             for i in 0..rounds {
                 while w.load(Ordering::Acquire) != 2 * i + 1 {
                     std::hint::spin_loop();
@@ -116,14 +117,18 @@ fn line_transfer_ns(rounds: u64) -> Option<f64> {
                 w.store(2 * i + 2, Ordering::Release);
             }
         });
+        if other.is_err() {
+            return false;
+        }
         for i in 0..rounds {
             w.store(2 * i + 1, Ordering::Release);
             while w.load(Ordering::Acquire) != 2 * i + 2 {
                 std::hint::spin_loop();
             }
         }
+        true
     });
-    Some(start.elapsed().as_nanos() as f64 / (2 * rounds) as f64)
+    ran.then(|| start.elapsed().as_nanos() as f64 / (2 * rounds) as f64)
 }
 
 /// One flush sample: its work counters and wall time.
@@ -294,10 +299,11 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
 
 /// `mmlab calibrate`.
 pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
-    let pb = crate::cmd::run::progress_bar("calibrate");
-    pb.set_message("measuring");
+    let mut pb = crate::pipeline::progress::Reporter::new("calibrate");
+    pb.total(1);
     let m = calibrate(args.quick)?;
-    pb.finish_and_clear();
+    pb.step("measured");
+    pb.finish();
     let text = format!(
         "# Per-unit simulator costs measured by `mmlab calibrate` on this host.\n{}",
         m.to_toml()

@@ -1,10 +1,21 @@
-//! Output: text in the seeds' formats, JSON, the self-contained HTML
-//! report, the store's history listings, and [`write_atomic`], the one way
-//! a file is written.
+//! Everything mmlab shows, and nothing else: text in the formats of the
+//! source threads ([`text`], [`claims`], [`compare`], [`side_by_side`]),
+//! the command outputs ([`suite`], [`sweep`], [`list`], [`history`]), JSON
+//! ([`json`]), the generated results tables ([`results`]), the
+//! self-contained HTML report ([`html`], charts from the
+//! `svgplot` crate), and [`write_atomic`], the one way a file is written.
+//! Every function returns text (or writes a file); the commands print it.
 
+pub mod claims;
+pub mod compare;
 pub mod history;
 pub mod html;
 pub mod json;
+pub mod list;
+pub mod results;
+pub mod side_by_side;
+pub mod suite;
+pub mod sweep;
 pub mod text;
 
 use anyhow::{bail, Context, Result};
@@ -109,7 +120,7 @@ pub fn pad(s: &str, width: usize, right: bool) -> String {
 /// recolour the terminal) and at most `max` characters, the rest elided
 /// with `…`.
 pub fn display_name(s: &str, max: usize) -> String {
-    let escaped = sim::spec::escape(s);
+    let escaped = sim::scenario::source::escape(s);
     if escaped.chars().count() <= max {
         return escaped;
     }

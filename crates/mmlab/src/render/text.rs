@@ -1,4 +1,4 @@
-//! Text output in the seeds' formats:
+//! Text output in the formats of the source threads:
 //!
 //! * bcc `funclatency`-style log2 histograms ([`render_histogram`]):
 //!   `     nsecs               : count     distribution` and one
@@ -19,7 +19,6 @@
 
 use crate::analysis::stats::{self, Significance};
 use crate::analysis::table::{self, robot_number, Cell, ComparisonTable};
-use sim::report::Claim;
 use sim::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
 use std::fmt::Write as _;
 
@@ -355,7 +354,7 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        sim::spec::escape(&report.scenario),
+        sim::scenario::source::escape(&report.scenario),
         report.runs,
         report.seed
     );
@@ -385,36 +384,6 @@ pub fn render_report(report: &RunReport) -> String {
             out.push('\n');
             out.push_str(&h);
         }
-    }
-    out
-}
-
-/// Renders the seed claims checked on a run as a table: `[ok]`, `[MISS]`
-/// or `[info]`, the claim, the measured figure and the seed's.
-pub fn render_claims(checks: &[Claim]) -> String {
-    let mut out = String::new();
-    if checks.is_empty() {
-        return out;
-    }
-    let w = checks
-        .iter()
-        .map(|c| c.claim.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(80);
-    let wm = checks
-        .iter()
-        .map(|c| c.measured.chars().count())
-        .max()
-        .unwrap_or(0);
-    let _ = writeln!(out, "{:<6} {:<w$}  {:<wm$}  seed", "", "claim", "measured");
-    for c in checks {
-        let mark = c.mark();
-        let _ = writeln!(
-            out,
-            "{mark:<6} {:<w$}  {:<wm$}  {}",
-            c.claim, c.measured, c.seed
-        );
     }
     out
 }

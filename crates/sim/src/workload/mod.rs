@@ -1,8 +1,11 @@
-//! Workload building blocks shared by the runners: the group tree shape and
-//! the stat items of the simulated `memory.stat`.
+//! Workload building blocks shared by the runners and the `stats` kind:
+//! the tables that describe a workload, the group tree shape and the stat
+//! items of the simulated `memory.stat`.
 
 pub mod items;
+pub mod spec;
 pub mod tree;
 
 pub use items::item_names;
+pub use spec::{FlusherSpec, ReadersSpec, SpikeSpec, Targets, TreeSpec, UpdateSpec, WritersSpec};
 pub use tree::{GroupIdx, TreeShape};

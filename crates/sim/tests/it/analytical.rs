@@ -5,8 +5,8 @@ use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, Stats
 use sim::cost::{CostModel, Work};
 use sim::lock::LockMode;
 use sim::runner::sim::{run, SimSetup};
-use sim::spec::{ReadersSpec, Targets, WritersSpec};
 use sim::workload::{GroupIdx, TreeShape};
+use sim::workload::{ReadersSpec, Targets, WritersSpec};
 use simcore::time::MILLIS;
 
 /// Costs chosen so that every unit is distinguishable.
@@ -190,7 +190,7 @@ fn a_bounded_wait_longer_than_the_flush_waits_like_serialize() {
 
 #[test]
 fn disjoint_flushes_do_not_wait() {
-    let shape = TreeShape::from_spec(&sim::spec::TreeSpec {
+    let shape = TreeShape::from_spec(&sim::workload::TreeSpec {
         fanout: vec![2],
         names: vec![],
     });

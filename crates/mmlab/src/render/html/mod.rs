@@ -8,17 +8,16 @@
 //! data-plot="KIND">`. Output is deterministic: same input, same bytes.
 
 pub mod plots;
-pub mod svg;
 pub mod sweep;
 
 use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
 use crate::analysis::stats::Significance;
 use crate::analysis::table::{robot_number, ComparisonTable};
-use crate::store::HostFacts;
-use crate::store::{format_utc, StoredRun};
+use runstore::HostFacts;
+use runstore::{format_utc, StoredRun};
 use sim::report::{Claim, Mode, RunReport};
 use std::fmt::Write as _;
-use svg::esc;
+use svgplot::esc;
 
 /// The page's stylesheet: light and dark schemes, fluid plot grid.
 const CSS: &str = r#"
@@ -73,7 +72,7 @@ footer{max-width:1240px;margin:24px auto;padding:0 16px;color:var(--muted);font-
 /// Per-palette-slot colour rules (`.s0` … `.s7` for lines, bars, dots, swatches).
 fn palette_css() -> String {
     let mut s = String::new();
-    for i in 0..svg::PALETTE {
+    for i in 0..svgplot::PALETTE {
         let _ = write!(
             s,
             ".line.s{i}{{stroke:var(--s{i})}}.bar.s{i},.dot.s{i},i.s{i}{{fill:var(--s{i});background:var(--s{i})}}"
@@ -88,7 +87,7 @@ pub fn render_html(reports: &[RunReport]) -> String {
 }
 
 /// The HTML report of a run or a suite: the host it ran on, then one
-/// section per report, each with its seed claims' verdicts (`[ok]`,
+/// section per report, each with its claims' verdicts (`[ok]`,
 /// `[MISS]`, `[info]`) above its tables and plots; a summary of the
 /// verdicts heads the page.
 pub fn render_html_checked(
@@ -118,7 +117,7 @@ pub fn render_html_checked(
         let ok = counted.iter().filter(|c| c.pass).count();
         let _ = write!(
             intro,
-            r#"<p class="meta" data-verdicts>seed claims: <b class="v-ok">{ok} [ok]</b> · <b class="v-miss">{} [MISS]</b> of {} ([info] lines are references)</p>"#,
+            r#"<p class="meta" data-verdicts>claims: <b class="v-ok">{ok} [ok]</b> · <b class="v-miss">{} [MISS]</b> of {} ([info] lines are references)</p>"#,
             counted.len() - ok,
             counted.len()
         );
@@ -141,7 +140,7 @@ fn plain_sections(reports: &[RunReport]) -> Vec<Section<'_>> {
 /// The verdicts of `claims` as a table.
 fn claims_html(claims: &[&Claim]) -> String {
     let mut s = String::from(
-        r#"<div class="tablewrap"><table class="claims"><tr><th class="m">verdict</th><th class="m">claim</th><th>measured</th><th>seed</th></tr>"#,
+        r#"<div class="tablewrap"><table class="claims"><tr><th class="m">verdict</th><th class="m">claim</th><th>measured</th><th>published</th></tr>"#,
     );
     for c in claims {
         let mark = c.mark();
@@ -157,7 +156,7 @@ fn claims_html(claims: &[&Claim]) -> String {
             r#"<tr><td class="m {class}">{mark}</td><td class="m">{}</td><td>{}</td><td>{}</td></tr>"#,
             esc(&c.claim),
             esc(&c.measured),
-            esc(&c.seed)
+            esc(&c.published)
         );
     }
     s.push_str("</table></div>");
@@ -317,7 +316,7 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
         );
     }
     if !claims.is_empty() {
-        s.push_str("<h3>Seed claims</h3>");
+        s.push_str("<h3>Claims</h3>");
         s.push_str(&claims_html(claims));
     }
     let table = ComparisonTable::for_report(r);
@@ -340,7 +339,7 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
                 let _ = write!(
                     s,
                     r#"<li><i class="s{}"></i>{}</li>"#,
-                    c % svg::PALETTE,
+                    c % svgplot::PALETTE,
                     esc(name)
                 );
             }

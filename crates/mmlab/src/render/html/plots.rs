@@ -11,10 +11,10 @@
 //! | `local-fraction`      | series `local_fraction`                                 |
 //! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
 
-use super::svg::{Axis, Chart, Line, ScaleKind, TickFormat};
 use crate::analysis::stats;
 use crate::analysis::table::report_columns;
 use sim::report::{Log2Histogram, RunReport};
+use svgplot::{Axis, Chart, Line, ScaleKind, TickFormat};
 
 /// Deepest percentile a CDF shows: 99.9999% (six nines).
 const MAX_NINES: f64 = 6.0;

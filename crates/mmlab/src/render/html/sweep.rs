@@ -4,10 +4,10 @@
 //! "lower is better"; a point is on the front when no other point is at
 //! least as good on both axes and better on one.
 
-use super::svg::{esc, Axis, Chart, Line, ScaleKind, TickFormat};
 use super::{palette_css, CSS};
-use sim::spec::sweep::SweepSpec;
+use sim::scenario::sweep::SweepSpec;
 use std::fmt::Write as _;
+use svgplot::{esc, Axis, Chart, Line, ScaleKind, TickFormat};
 
 /// One point of a sweep as plotted: its axes averaged over its seeds.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,169 @@
+//! kernelmode: the lab's `kernel` scenario kind. A kernel scenario runs one
+//! `hostkernel` experiment (page-fault cost per depth, `memory.stat` read
+//! latency, stale reads after a spike) on the host's own kernel, in real
+//! memory cgroups, and reports it like any other run: one policy, `host`,
+//! with the host's facts (kernel release, cgroup version, online CPUs, the
+//! flush threshold).
+//!
+//! The crate sits above `sim` (whose [`sim::scenario::Kind`] interface it
+//! implements) and `hostkernel` (which measures); `sim` does not know it.
+//! A program that wants kernel mode parses with [`catalog`], the simulated
+//! kinds plus this one.
+//!
+//! * [`spec`]: the file (`kind = "kernel"`) and its ranges;
+//! * [`run`]: the runner and the metric names;
+//! * [`claims`]: reference figures and the threshold claim;
+//! * [`twin`]: the same shapes simulated under the closest preset, beside
+//!   the host's figures (`mmlab run X-kernel --compare-sim`).
+//!
+//! The host is detected once per process ([`host`]); a host that cannot
+//! run kernel mode (not root, no writable memory controller) makes every
+//! kernel scenario unavailable with the reason
+//! ([`sim::Scenario::availability`]).
+
+#![warn(missing_docs)]
+
+pub mod claims;
+pub mod run;
+pub mod spec;
+pub mod twin;
+
+pub use spec::{Experiment, KernelScenario, HOST_POLICY};
+pub use twin::{side_by_side, SideBySide, SideRow, CLOSEST_PRESET};
+
+use hostkernel::Host;
+use sim::cost::CostModel;
+use sim::report::{Claim, RunReport};
+use sim::scenario::{Estimate, Header, Kind, RunOutput, Source, Spec};
+use sim::{Catalog, ScenarioError, SimError, Steps};
+use std::sync::OnceLock;
+
+/// The host, detected once per process; `Err` holds why it cannot run
+/// kernel mode (not root, no memory controller, read-only, not delegated)
+/// or why detection failed.
+pub fn host() -> Result<&'static Host, &'static str> {
+    static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
+    HOST.get_or_init(|| Host::detect().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+/// The simulated kinds and the kernel kind: what `mmlab` parses with.
+pub fn catalog() -> Catalog {
+    Catalog::simulated().with(&KIND)
+}
+
+/// The `kernel` kind.
+pub static KIND: Kind = Kind {
+    name: "kernel",
+    ranges: spec::RANGES,
+    builtins: BUILTIN,
+    parse,
+};
+
+/// The built-in kernel scenarios, in list order.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "update-path-kernel",
+        include_str!("../../../scenarios/update-path-kernel.toml"),
+    ),
+    (
+        "stat-readers-kernel",
+        include_str!("../../../scenarios/stat-readers-kernel.toml"),
+    ),
+    (
+        "stale-read-kernel",
+        include_str!("../../../scenarios/stale-read-kernel.toml"),
+    ),
+];
+
+fn parse(src: &Source<'_>) -> Result<(Header, Box<dyn Spec>), ScenarioError> {
+    let (h, s) = KernelScenario::parse(src)?;
+    Ok((h, Box::new(s)))
+}
+
+impl Spec for KernelScenario {
+    fn known_policies(&self) -> Vec<String> {
+        vec![HOST_POLICY.to_string()]
+    }
+
+    fn user_policies_refused(&self) -> Option<&'static str> {
+        Some("measures the host's kernel, not flush policies")
+    }
+
+    /// One worker or reader process at a time.
+    fn parallelism(&self, _header: &Header) -> u32 {
+        1
+    }
+
+    /// The memory its worker processes map, the processes (counted as
+    /// threads), and its wall time at reference costs (~1.5 µs a page
+    /// fault, ~25 µs a `memory.stat` read, measured on the development
+    /// host).
+    fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
+        const FAULT_S: f64 = 1.5e-6;
+        const PAGE: f64 = 4096.0;
+        let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
+        let mut e = Estimate {
+            memory_bytes: 0.0,
+            threads: 1,
+            events: 0.0,
+            seconds: 0.0,
+        };
+        match &self.experiment {
+            Experiment::UpdatePath(u) => {
+                let faults = (u.rounds + u.warmup_rounds) as f64 * u.pages as f64;
+                e.memory_bytes = u.pages as f64 * PAGE;
+                e.threads += 1;
+                e.seconds += faults * FAULT_S * (u.runs * u.depths.len()) as f64;
+            }
+            Experiment::StatReaders(r) => {
+                let writers = r.writers.iter().copied().max().unwrap_or(0);
+                e.memory_bytes = (writers * r.writer_pages) as f64 * PAGE;
+                e.threads += (writers + r.readers) as u64;
+                let per_case = r.warmup.as_secs_f64()
+                    + r.reads_per_reader as f64 * (r.period.as_secs_f64() + 25e-6);
+                e.seconds += per_case * (r.groups.len() * r.writers.len()) as f64;
+            }
+            Experiment::StaleRead(s) => {
+                let kib = s.spikes_kib.iter().copied().max().unwrap_or(0);
+                e.memory_bytes = kib as f64 * 1024.0;
+                e.threads += 1;
+                let pages: u64 = s.spikes_kib.iter().map(|k| k / 4).sum();
+                e.seconds += s.repetitions as f64
+                    * (pages as f64 * FAULT_S + s.spikes_kib.len() as f64 * s.pause.as_secs_f64());
+            }
+        }
+        e.seconds *= repeats;
+        e
+    }
+
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
+        let host = host().map_err(|why| SimError::Kind {
+            kind: "kernel",
+            source: why.into(),
+        })?;
+        run::run(host, header, self, steps)
+    }
+
+    fn claims(&self, report: &RunReport) -> Vec<Claim> {
+        claims::claims(report)
+    }
+
+    fn source(&self, header: &Header) -> String {
+        self.to_toml(header)
+    }
+
+    /// One repetition, one inner run, few rounds, reads and repetitions
+    /// (the shapes stay).
+    fn shrink_for_smoke_test(&mut self, header: &mut Header) {
+        header.runs = 1;
+        self.shrink();
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        host().map(|_| ()).map_err(str::to_string)
+    }
+}
+
+pub use sim::Scenario;

@@ -1,0 +1,170 @@
+//! The one scenario pipeline every command that runs scenarios goes
+//! through (`run`, the suite and its kernel section, `sweep`):
+//!
+//! 1. **read** ([`input`]): a built-in name or a file read with a bounded
+//!    size, parsed with file, line and field in its errors;
+//! 2. **estimate** ([`Pipeline::check`]): the scenario's pre-run estimate
+//!    against the limits, before anything runs (`--force` runs anyway);
+//! 3. **run** ([`Pipeline::run`]): with progress ([`progress::Reporter`]:
+//!    a bar on a terminal, plain lines on a pipe) and the cancellation
+//!    token of the process's signal handler;
+//! 4. **store** as it finishes (one transaction per run, so an interrupt
+//!    keeps what completed);
+//! 5. **claims** computed once ([`Outcome::claims`]);
+//! 6. the command **prints** the outcome through [`crate::render`].
+
+pub mod input;
+pub mod progress;
+
+use anyhow::{bail, Context, Result};
+use runstore::sweep::PointMeta;
+use runstore::{HostFacts, RunId, Store};
+use sim::cost::CostModel;
+use sim::report::{Claim, RunReport};
+use sim::scenario::Limits;
+use sim::{RunOptions, Scenario};
+use simcore::Cancel;
+use std::time::{Duration, Instant, SystemTime};
+
+/// What a finished scenario left: its report, its claims (computed once),
+/// where it was stored, and how long it took.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The report.
+    pub report: RunReport,
+    /// The source threads' claims on it.
+    pub claims: Vec<Claim>,
+    /// The stored run, unless the store is off.
+    pub id: Option<RunId>,
+    /// Wall time of the run.
+    pub took: Duration,
+}
+
+/// How a finished run is stored.
+#[derive(Debug, Clone)]
+pub enum StoreAs {
+    /// As a run of its own.
+    Run,
+    /// As a point of a sweep.
+    SweepPoint(PointMeta),
+}
+
+/// The settings shared by the scenarios of one command, and its store.
+#[derive(Debug)]
+pub struct Pipeline {
+    /// Per-unit costs of simulated mode.
+    pub costs: CostModel,
+    /// The pre-run limits.
+    pub limits: Limits,
+    /// Run even when the estimate is over the limits (with a warning).
+    pub force: bool,
+    /// Polled by the runs (linked to the process's SIGINT/SIGTERM handler).
+    pub cancel: Cancel,
+    /// Where runs are stored (`None`: `--no-store`).
+    pub store: Option<Store>,
+    /// Show each run's progress (the sweep shows its jobs' instead).
+    pub show_progress: bool,
+}
+
+impl Pipeline {
+    /// A pipeline with `costs`, the default limits, no store, progress
+    /// shown and a token nothing cancels.
+    pub fn new(costs: CostModel) -> Pipeline {
+        Pipeline {
+            costs,
+            limits: Limits::default(),
+            force: false,
+            cancel: Cancel::new(),
+            store: None,
+            show_progress: true,
+        }
+    }
+
+    /// Refuses a scenario whose pre-run estimate is over the limits
+    /// (unless forced, which warns).
+    ///
+    /// # Errors
+    /// The estimate is over a limit.
+    pub fn check(&self, sc: &Scenario) -> Result<()> {
+        let est = sc.estimate(&self.costs);
+        if let Some(why) = est.exceeds(&self.limits) {
+            let name = crate::render::display_name(sc.name(), 60);
+            if self.force {
+                eprintln!("mmlab: warning: scenario `{name}` {why}; running anyway (--force)");
+            } else {
+                bail!(
+                    "scenario `{name}` {why}\n  estimate: {est}\n  lower its sizes, or pass --force to run it anyway"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `sc` with progress, stores it as it finishes (as `store_as`),
+    /// and computes its claims.
+    ///
+    /// # Errors
+    /// The run fails (a cancelled run: [`sim::SimError::Cancelled`] in the
+    /// chain), or storing it fails.
+    pub fn run(&mut self, sc: &Scenario, store_as: StoreAs) -> Result<Outcome> {
+        let t = Instant::now();
+        let started = SystemTime::now();
+        let opts = RunOptions {
+            costs: self.costs,
+            cancel: self.cancel.clone(),
+        };
+        let mut reporter = self
+            .show_progress
+            .then(|| progress::Reporter::new(&crate::render::display_name(sc.name(), 40)));
+        let result = sc.run(&opts, &mut |p| {
+            if let Some(r) = reporter.as_mut() {
+                r.observe(p);
+            }
+        });
+        if let Some(r) = reporter {
+            r.finish();
+        }
+        let report = result.with_context(|| format!("running scenario `{}`", sc.name()))?;
+        let id = match self.store.as_mut() {
+            Some(st) => Some(save(st, &report, started, &store_as)?),
+            None => None,
+        };
+        let claims = sc.claims(&report);
+        Ok(Outcome {
+            report,
+            claims,
+            id,
+            took: t.elapsed(),
+        })
+    }
+}
+
+/// The facts stored with every run: this host and this build.
+pub fn host_facts() -> HostFacts {
+    HostFacts::detect(env!("CARGO_PKG_VERSION"), option_env!("MMLAB_GIT_COMMIT"))
+}
+
+/// Stores one report, waiting (and saying so on stderr) when another
+/// process holds the database's write lock.
+fn save(store: &mut Store, r: &RunReport, started: SystemTime, how: &StoreAs) -> Result<RunId> {
+    let host = host_facts();
+    let ended = SystemTime::now();
+    let attempt = |store: &mut Store| match how {
+        StoreAs::Run => store.save(r, &host, started, ended),
+        StoreAs::SweepPoint(meta) => store.save_sweep_point(r, &host, started, ended, meta),
+    };
+    store.set_busy_timeout(Duration::from_millis(200))?;
+    let res = match attempt(store) {
+        Err(runstore::StoreError::Busy { .. }) => {
+            eprintln!(
+                "mmlab: {} is busy (another process is writing); waiting up to {} s to store the run",
+                store.path().display(),
+                runstore::BUSY_TIMEOUT.as_secs()
+            );
+            store.set_busy_timeout(runstore::BUSY_TIMEOUT)?;
+            attempt(store)
+        }
+        other => other,
+    };
+    res.with_context(|| format!("storing the run of {}", r.scenario))
+}
