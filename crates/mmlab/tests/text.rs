@@ -323,6 +323,7 @@ fn claims_render_with_their_marks() {
         published: "1.57×".into(),
         pass,
         info,
+        ..Claim::default()
     };
     let text = render_claims(&[
         claim("a", true, false),

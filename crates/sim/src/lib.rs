@@ -46,6 +46,7 @@ pub mod event;
 pub mod interleave;
 pub mod kinds;
 pub mod lock;
+pub mod priced;
 pub mod progress;
 pub mod report;
 pub mod runner;

@@ -164,9 +164,17 @@ pub struct RunReport {
 
 /// One claim of a source thread checked against a run: the claim, the
 /// figure measured side by side, the figure the thread published, and
-/// whether the measurement shows the same direction. Each scenario kind
-/// states its claims next to its runner ([`crate::scenario::Spec::claims`]).
-#[derive(Debug, Clone, PartialEq)]
+/// whether the measurement shows it. Each scenario kind states its claims
+/// next to its runner ([`crate::scenario::Spec::claims`]).
+///
+/// A claim whose source gives a figure is checked *in size*
+/// ([`Claim::size`]): the source's relative change and ours, which must
+/// have the same sign and be within 2× of it ([`InSize::holds`]). A claim
+/// whose source gives no figure checks a direction. A claim that misses,
+/// or a reference shown instead of a claim, says why in [`Claim::why`]:
+/// the mechanism the model lacks and the evidence, or the reason the
+/// figure is not comparable.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Claim {
     /// Scenario name.
     pub scenario: String,
@@ -180,6 +188,45 @@ pub struct Claim {
     pub pass: bool,
     /// A reference figure shown for comparison, not a claim to meet.
     pub info: bool,
+    /// The source's figure and ours, for a claim in size.
+    pub size: Option<InSize>,
+    /// Why the claim misses, or why it is only a reference; empty when
+    /// there is nothing to add.
+    pub why: String,
+}
+
+/// A claim in size: the source's relative change and the measured one, in
+/// the same unit (percent).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InSize {
+    /// The source's figure.
+    pub published: f64,
+    /// Ours.
+    pub measured: f64,
+}
+
+impl InSize {
+    /// The band every claim in size states: the same sign as the source's
+    /// figure, and within 2× of it (`published / 2 ..= 2 × published`).
+    pub fn holds(&self) -> bool {
+        let k = self.ratio();
+        k.is_finite() && (0.5..=2.0).contains(&k)
+    }
+
+    /// Ours ÷ the source's (negative: opposite signs).
+    pub fn ratio(&self) -> f64 {
+        self.measured / self.published
+    }
+
+    /// The measured figure as printed: ours, and the ratio to the source's.
+    pub fn describe(&self) -> String {
+        let k = self.ratio();
+        if k.is_finite() {
+            format!("{:+.2}% ({k:.2}× the source's)", self.measured)
+        } else {
+            format!("{:+.2}%", self.measured)
+        }
+    }
 }
 
 impl Claim {
@@ -212,7 +259,8 @@ impl Claims {
         }
     }
 
-    /// Adds a claim; one whose text ends in "(reference)" is shown for
+    /// Adds a claim of direction (its source gives no figure to meet in
+    /// size); one whose text ends in "(reference)" is shown for
     /// information and not counted.
     pub fn add(&mut self, claim: &str, measured: String, published: &str, pass: bool) {
         self.out.push(Claim {
@@ -222,7 +270,63 @@ impl Claims {
             published: published.into(),
             pass,
             info: claim.ends_with("(reference)"),
+            size: None,
+            why: String::new(),
         });
+    }
+
+    /// Adds a claim in size: `size` holds ([`InSize::holds`]) or the claim
+    /// misses; `published` is the source's figure as the source wrote it,
+    /// `context` what else the run measured (may be empty) and `why` the
+    /// missing mechanism with its evidence, printed when it misses.
+    pub fn add_in_size(
+        &mut self,
+        claim: &str,
+        size: InSize,
+        context: &str,
+        published: &str,
+        why: &str,
+    ) {
+        let pass = size.holds();
+        let mut measured = size.describe();
+        if !context.is_empty() {
+            measured.push_str("; ");
+            measured.push_str(context);
+        }
+        self.out.push(Claim {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            published: published.into(),
+            pass,
+            info: false,
+            size: Some(size),
+            why: if pass { String::new() } else { why.into() },
+        });
+    }
+
+    /// Adds a reference figure (not counted) with the reason it is not a
+    /// claim.
+    pub fn add_info(&mut self, claim: &str, measured: String, published: &str, why: &str) {
+        self.out.push(Claim {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            published: published.into(),
+            pass: true,
+            info: true,
+            size: None,
+            why: why.into(),
+        });
+    }
+
+    /// Sets the reason of the last claim added when it misses.
+    pub fn why_if_missed(&mut self, why: &str) {
+        if let Some(c) = self.out.last_mut() {
+            if !c.pass && !c.info {
+                c.why = why.into();
+            }
+        }
     }
 
     /// The claims added.
@@ -293,6 +397,19 @@ pub fn format_us(ns: f64) -> String {
 pub(crate) mod test_support {
     //! Reports built by hand, for the claims' unit tests.
     use super::*;
+
+    #[test]
+    fn in_size_is_same_sign_within_twice() {
+        let c = |p: f64, m: f64| InSize {
+            published: p,
+            measured: m,
+        };
+        assert!(c(-6.0, -3.0).holds() && c(-6.0, -12.0).holds());
+        assert!(!c(-6.0, -2.9).holds() && !c(-6.0, -12.1).holds());
+        assert!(!c(-6.0, 6.0).holds(), "opposite sign");
+        assert!(!c(0.0, 0.0).holds(), "no figure to be within 2x of");
+        assert_eq!(c(-4.0, -2.0).describe(), "-2.00% (0.50× the source's)");
+    }
 
     /// A one-run report of `scenario` with `(policy, metric, value)` rows.
     pub(crate) fn report(scenario: &str, rows: &[(&str, &str, f64)]) -> RunReport {

@@ -114,7 +114,7 @@ impl Session {
     /// The options a run outside the pipeline uses (the simulated twin).
     pub fn run_options(&self) -> RunOptions {
         RunOptions {
-            costs: self.pipeline.costs,
+            costs: self.pipeline.costs.clone(),
             cancel: self.pipeline.cancel.clone(),
         }
     }

@@ -110,7 +110,7 @@ impl Pipeline {
         let t = Instant::now();
         let started = SystemTime::now();
         let opts = RunOptions {
-            costs: self.costs,
+            costs: self.costs.clone(),
             cancel: self.cancel.clone(),
         };
         let mut reporter = self

@@ -39,6 +39,9 @@ pub fn render_claims(claims: &[Claim]) -> String {
             "{mark:<6} {:<w$}  {:<wm$}  {}",
             c.claim, c.measured, c.published
         );
+        if !c.why.is_empty() {
+            let _ = writeln!(out, "{:<6} why: {}", "", c.why);
+        }
     }
     out
 }
@@ -62,8 +65,35 @@ pub fn render_claims_compact(claims: &[Claim]) -> String {
         out.push_str("\n       ");
         out.push_str(&second);
         out.push('\n');
+        if !c.why.is_empty() {
+            for line in wrap(&format!("why: {}", c.why), COMPACT_WIDTH - 7) {
+                out.push_str("       ");
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
     }
     out
+}
+
+/// `text` (control characters escaped) in lines of at most `width`
+/// characters, broken at spaces (a longer word gets a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in sim::scenario::source::escape(text).split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// A run's claims under their heading, as `mmlab run` prints them after

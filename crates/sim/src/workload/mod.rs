@@ -7,5 +7,8 @@ pub mod spec;
 pub mod tree;
 
 pub use items::item_names;
-pub use spec::{FlusherSpec, ReadersSpec, SpikeSpec, Targets, TreeSpec, UpdateSpec, WritersSpec};
+pub use spec::{
+    FaultTest, FlusherSpec, NetperfSpec, ReadersSpec, SpikeSpec, Targets, TaskMode, TreeSpec,
+    UpdateSpec, WillItScaleSpec, WritersSpec,
+};
 pub use tree::{GroupIdx, TreeShape};

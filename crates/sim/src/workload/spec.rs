@@ -142,3 +142,91 @@ fn default_burst() -> u32 {
 fn default_flush_period() -> u64 {
     2000
 }
+
+/// A will-it-scale page-fault test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultTest {
+    /// `page_fault1`: private anonymous memory.
+    PageFault1,
+    /// `page_fault2`: a private file mapping (copy on write).
+    PageFault2,
+    /// `page_fault3`: a shared file mapping.
+    PageFault3,
+}
+
+impl FaultTest {
+    /// The test's name as will-it-scale prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultTest::PageFault1 => "page_fault1",
+            FaultTest::PageFault2 => "page_fault2",
+            FaultTest::PageFault3 => "page_fault3",
+        }
+    }
+}
+
+/// How will-it-scale runs its copies of a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskMode {
+    /// One process per CPU (`per_process_ops`).
+    Process,
+    /// One thread per CPU in one process (`per_thread_ops`).
+    Thread,
+}
+
+impl TaskMode {
+    /// The mode's name in will-it-scale's metric (`process`, `thread`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskMode::Process => "process",
+            TaskMode::Thread => "thread",
+        }
+    }
+}
+
+/// The will-it-scale workload: one task per CPU faulting in a region of
+/// its own, all in one group `depth` levels deep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WillItScaleSpec {
+    /// The test.
+    pub test: FaultTest,
+    /// Process and/or thread mode.
+    #[serde(default = "both_modes")]
+    pub modes: Vec<TaskMode>,
+    /// Depth of the tasks' group (root = 0).
+    pub depth: u32,
+    /// Size of each task's region, MiB (will-it-scale: 128).
+    #[serde(default = "default_region_mib")]
+    pub region_mib: u64,
+    /// Virtual time run before measuring, ms.
+    #[serde(default = "default_warmup_ms")]
+    pub warmup_ms: f64,
+}
+
+/// The netperf workload: `clients` `TCP_SENDFILE` clients of 10 KiB sends
+/// over loopback, each with its server, on two CPUs of their own, all in
+/// one group; one case per depth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetperfSpec {
+    /// Client–server pairs.
+    pub clients: u32,
+    /// Depths of the group (root = 0), one case each.
+    pub depths: Vec<u32>,
+    /// Virtual time run before measuring, ms.
+    #[serde(default = "default_warmup_ms")]
+    pub warmup_ms: f64,
+}
+
+fn both_modes() -> Vec<TaskMode> {
+    vec![TaskMode::Process, TaskMode::Thread]
+}
+fn default_region_mib() -> u64 {
+    128
+}
+fn default_warmup_ms() -> f64 {
+    1.0
+}

@@ -66,7 +66,7 @@ impl Plan {
 }
 
 /// Virtual-time pricing of engine work.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Pricing {
     /// Per-unit costs.
     pub costs: CostModel,

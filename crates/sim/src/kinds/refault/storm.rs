@@ -259,7 +259,7 @@ pub fn run_once_policy(
         mut wk,
     } = World::build(spec, policy)?;
     let pricing = Pricing {
-        costs: *costs,
+        costs: costs.clone(),
         counters_per_line: spec.latency.counters_per_line,
         remote_flush_lines: spec.latency.remote_flush_lines,
     };

@@ -8,15 +8,19 @@
 //! | `stat-readers` | [`stat_readers`] | 000 patch 5/5 |
 //! | `stale-read` | [`stale_read`] | 000 patch 5/5 |
 //! | `false-sharing` | [`false_sharing`] | 002 |
+//! | `will-it-scale` | [`will_it_scale`] | 000 patch 3/5 (the robot's page-fault tests) |
+//! | `netperf` | [`netperf`] | 000 patch 3/5, 001 |
 //!
 //! Runs are interleaved (run 1 of every policy, then run 2 ...) so that a
 //! drift of the host during a real-mode scenario affects every policy alike.
 
 pub mod false_sharing;
+pub mod netperf;
 pub mod spec;
 pub mod stale_read;
 pub mod stat_readers;
 pub mod update_path;
+pub mod will_it_scale;
 
 pub use spec::{Readers, Spikes, StatsScenario, Workload, WorkloadName, MAX_GROUPS};
 
@@ -65,6 +69,22 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "false-sharing",
         include_str!("../../../../../scenarios/false-sharing.toml"),
     ),
+    (
+        "page-fault1",
+        include_str!("../../../../../scenarios/page-fault1.toml"),
+    ),
+    (
+        "page-fault2",
+        include_str!("../../../../../scenarios/page-fault2.toml"),
+    ),
+    (
+        "page-fault3",
+        include_str!("../../../../../scenarios/page-fault3.toml"),
+    ),
+    (
+        "netperf",
+        include_str!("../../../../../scenarios/netperf.toml"),
+    ),
 ];
 
 fn parse(src: &Source<'_>) -> Result<(Header, Box<dyn Spec>), ScenarioError> {
@@ -102,16 +122,20 @@ impl Spec for StatsScenario {
             Workload::StatReaders(r) => stat_readers::run(header, self, r, steps)?,
             Workload::StaleRead(s) => stale_read::run(header, self, s, steps)?,
             Workload::FalseSharing => false_sharing::run(header, self, steps)?,
+            Workload::WillItScale(w) => will_it_scale::run(header, self, w, steps)?,
+            Workload::Netperf(n) => netperf::run(header, self, n, steps)?,
         };
         Ok(out.into())
     }
 
     fn claims(&self, report: &RunReport) -> Vec<Claim> {
-        match self.workload {
+        match &self.workload {
             Workload::UpdatePath(_) => update_path::claims(report),
             Workload::StatReaders(_) => stat_readers::claims(report),
             Workload::StaleRead(_) => stale_read::claims(report),
             Workload::FalseSharing => false_sharing::claims(report),
+            Workload::WillItScale(w) => will_it_scale::claims(report, w),
+            Workload::Netperf(n) => netperf::claims(report, n),
         }
     }
 
@@ -140,7 +164,10 @@ impl Spec for StatsScenario {
         let readers = match &mut self.workload {
             Workload::StatReaders(r) => Some(&mut r.readers),
             Workload::StaleRead(s) => s.readers.as_mut(),
-            Workload::UpdatePath(_) | Workload::FalseSharing => None,
+            Workload::UpdatePath(_)
+            | Workload::FalseSharing
+            | Workload::WillItScale(_)
+            | Workload::Netperf(_) => None,
         };
         if let Some(r) = readers {
             r.count = (r.count / 5).max(1);
@@ -150,7 +177,7 @@ impl Spec for StatsScenario {
     fn sweep_axes(&self) -> Option<(&'static str, &'static str)> {
         match self.workload {
             Workload::StaleRead(_) => Some(("read_latency_ns.p999", stale_read::MISSED_EVENT_RATE)),
-            Workload::FalseSharing => None,
+            Workload::FalseSharing | Workload::WillItScale(_) | Workload::Netperf(_) => None,
             _ => Some(("read_latency_ns.p999", stat_readers::STALE_READS)),
         }
     }
@@ -181,7 +208,9 @@ fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estimate {
             Some(&x.spikes),
             None,
         ),
-        Workload::FalseSharing => (None, None, None, None, None),
+        Workload::FalseSharing | Workload::WillItScale(_) | Workload::Netperf(_) => {
+            (None, None, None, None, None)
+        }
     };
     let groups = tree.map_or(8.0, |t| {
         let mut level = 1.0;
@@ -223,6 +252,26 @@ fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estimate {
         }
         if update.is_some() {
             per_run += cpus * back_to_back_rate(costs) * secs;
+        }
+        // Priced workloads: each CPU's operations and their updates, over
+        // the warm-up and the measured time.
+        let priced = match &s.workload {
+            Workload::WillItScale(w) => Some((
+                w.modes.len() as f64,
+                w.warmup_ms,
+                costs.kernel.fault_shared_ns.max(100.0),
+                1.0 + costs.kernel.updates_per_fault_anon,
+            )),
+            Workload::Netperf(n) => Some((
+                n.depths.len() as f64,
+                n.warmup_ms,
+                costs.kernel.send_ns.max(100.0),
+                5.0,
+            )),
+            _ => None,
+        };
+        if let Some((cases, warmup_ms, op_ns, steps)) = priced {
+            per_run += cases * cpus * (secs + warmup_ms / 1e3) * 1e9 / op_ns * steps;
         }
     }
     let seconds = if real {

@@ -5,7 +5,7 @@
 //! ```toml
 //! kind = "stats"
 //! name = "stat-readers"
-//! workload = "stat-readers"      # update-path | stat-readers | stale-read | false-sharing
+//! workload = "stat-readers"      # update-path | stat-readers | stale-read | false-sharing | will-it-scale | netperf
 //! mode = "sim"                   # sim | real
 //! policies = ["linux-6.8", "hierstat"]
 //! runs = 3
@@ -29,12 +29,17 @@
 //! | `stat-readers` | `[tree]`, `[writers]`, `[readers]`; `[flusher]` |
 //! | `stale-read` | `[tree]`, `[writers]`, `[spikes]`; `[readers]`, `[flusher]` |
 //! | `false-sharing` | none (real mode) |
+//! | `will-it-scale` | `[will_it_scale]` (sim) |
+//! | `netperf` | `[netperf]` (sim) |
 
 use crate::cpu::MAX_CPUS;
 use crate::error::ScenarioError;
 use crate::report::Mode;
 use crate::scenario::{Header, PolicySpec, Range, Source};
-use crate::workload::{FlusherSpec, ReadersSpec, SpikeSpec, TreeSpec, UpdateSpec, WritersSpec};
+use crate::workload::{
+    FlusherSpec, NetperfSpec, ReadersSpec, SpikeSpec, TreeSpec, UpdateSpec, WillItScaleSpec,
+    WritersSpec,
+};
 use serde::{Deserialize, Serialize};
 
 /// The most groups a tree may have.
@@ -74,6 +79,12 @@ pub const RANGES: &[Range] = &[
     Range::int("update.depths", 1, 64),
     Range::int("update.pages", 1, crate::scenario::ranges::PAGES_MAX),
     Range::int("update.items", 1, 64),
+    Range::int("will_it_scale.depth", 0, 64),
+    Range::int("will_it_scale.region_mib", 1, 1 << 20),
+    Range::real("will_it_scale.warmup_ms", 0.0, 1000.0),
+    Range::int("netperf.clients", 1, 512),
+    Range::int("netperf.depths", 0, 64),
+    Range::real("netperf.warmup_ms", 0.0, 1000.0),
 ];
 
 /// The names of the stats workloads (the file's `workload` key).
@@ -88,6 +99,10 @@ pub enum WorkloadName {
     StaleRead,
     /// [`Workload::FalseSharing`].
     FalseSharing,
+    /// [`Workload::WillItScale`].
+    WillItScale,
+    /// [`Workload::Netperf`].
+    Netperf,
 }
 
 /// A stats workload with the tables it runs on.
@@ -102,6 +117,11 @@ pub enum Workload {
     /// A write-hot counter beside a hot read-mostly pointer vs separated
     /// (real mode).
     FalseSharing,
+    /// will-it-scale page faults, priced whole (sim mode,
+    /// [`crate::priced`]).
+    WillItScale(WillItScaleSpec),
+    /// netperf `TCP_SENDFILE` over loopback, priced whole (sim mode).
+    Netperf(NetperfSpec),
 }
 
 /// The stat-readers workload's tables.
@@ -183,6 +203,10 @@ pub(crate) struct StatsFile {
     spikes: Option<SpikeSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     update: Option<UpdateSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    will_it_scale: Option<WillItScaleSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    netperf: Option<NetperfSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     policy: Vec<PolicySpec>,
 }
@@ -205,7 +229,7 @@ impl StatsScenario {
         let Some(name) = f.workload else {
             return err(
                 "workload",
-                "missing: kind = \"stats\" needs a workload (update-path, stat-readers, stale-read, false-sharing)",
+                "missing: kind = \"stats\" needs a workload (update-path, stat-readers, stale-read, false-sharing, will-it-scale, netperf)",
             );
         };
         match f.mode {
@@ -246,12 +270,16 @@ impl StatsScenario {
             ("flusher", f.flusher.is_some()),
             ("spikes", f.spikes.is_some()),
             ("update", f.update.is_some()),
+            ("will_it_scale", f.will_it_scale.is_some()),
+            ("netperf", f.netperf.is_some()),
         ];
         let uses: &[&str] = match name {
             WorkloadName::UpdatePath => &["update"],
             WorkloadName::StatReaders => &["tree", "writers", "readers", "flusher"],
             WorkloadName::StaleRead => &["tree", "writers", "readers", "flusher", "spikes"],
             WorkloadName::FalseSharing => &[],
+            WorkloadName::WillItScale => &["will_it_scale"],
+            WorkloadName::Netperf => &["netperf"],
         };
         if let Some((t, _)) = present
             .iter()
@@ -307,6 +335,37 @@ impl StatsScenario {
                 }
                 Workload::FalseSharing
             }
+            WorkloadName::WillItScale | WorkloadName::Netperf => {
+                if f.mode != Mode::Sim {
+                    return err(
+                        "mode",
+                        "will-it-scale and netperf run in sim mode (their kernel work is priced)",
+                    );
+                }
+                if name == WorkloadName::WillItScale {
+                    let Some(w) = f.will_it_scale.clone() else {
+                        return Err(table(false, "will_it_scale").unwrap_err());
+                    };
+                    if w.modes.is_empty() {
+                        return err("will_it_scale.modes", "needs at least one mode");
+                    }
+                    Workload::WillItScale(w)
+                } else {
+                    let Some(n) = f.netperf.clone() else {
+                        return Err(table(false, "netperf").unwrap_err());
+                    };
+                    if n.depths.is_empty() {
+                        return err("netperf.depths", "needs at least one depth");
+                    }
+                    if u64::from(n.clients) * 2 > u64::from(f.cpus.unwrap_or(1)) {
+                        return err(
+                            "netperf.clients",
+                            "each client and its server need a CPU of their own: clients <= cpus / 2",
+                        );
+                    }
+                    Workload::Netperf(n)
+                }
+            }
         };
         let header = Header {
             name: f.name,
@@ -350,6 +409,8 @@ impl StatsScenario {
             flusher: None,
             spikes: None,
             update: None,
+            will_it_scale: None,
+            netperf: None,
             policy: header.user_policies.clone(),
         };
         f.workload = Some(match &self.workload {
@@ -373,6 +434,14 @@ impl StatsScenario {
                 WorkloadName::StaleRead
             }
             Workload::FalseSharing => WorkloadName::FalseSharing,
+            Workload::WillItScale(w) => {
+                f.will_it_scale = Some(w.clone());
+                WorkloadName::WillItScale
+            }
+            Workload::Netperf(n) => {
+                f.netperf = Some(n.clone());
+                WorkloadName::Netperf
+            }
         });
         f
     }
@@ -399,7 +468,9 @@ impl StatsScenario {
             Workload::StaleRead(s) => {
                 (s.writers.items, s.readers.as_ref().and_then(|r| r.items), 1)
             }
-            Workload::FalseSharing => (1, None, 1),
+            Workload::FalseSharing | Workload::WillItScale(_) | Workload::Netperf(_) => {
+                (1, None, 1)
+            }
         };
         w.max(r.unwrap_or(w)).max(u).max(1) as usize
     }
@@ -411,6 +482,8 @@ fn workload_str(w: WorkloadName) -> &'static str {
         WorkloadName::StatReaders => "stat-readers",
         WorkloadName::StaleRead => "stale-read",
         WorkloadName::FalseSharing => "false-sharing",
+        WorkloadName::WillItScale => "will-it-scale",
+        WorkloadName::Netperf => "netperf",
     }
 }
 

@@ -110,7 +110,7 @@ pub(crate) fn sim_setup(
         cpus: sc.cpus.unwrap_or(1) as usize,
         duration: sc.duration_ms * MILLIS,
         seed,
-        costs: *steps.costs(),
+        costs: steps.costs().clone(),
         items,
         writers: writers.clone(),
         readers: readers.cloned(),

@@ -69,7 +69,7 @@ pub fn run(
                         cpus,
                         duration: sc.duration_ms * MILLIS,
                         seed: run.seed,
-                        costs: *steps.costs(),
+                        costs: steps.costs().clone(),
                         items,
                         writers: WritersSpec {
                             cpus: None,
