@@ -97,6 +97,22 @@ pub(crate) fn online_cpus() -> usize {
     }
 }
 
+/// Pins `pid` (0: the calling thread) to CPU `cpu`.
+pub(crate) fn pin_to_cpu(pid: i32, cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize || pid < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET stays inside
+    // `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid >= 0 names
+    // the calling thread (0) or one process, and only its affinity changes.
+    cvt(unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
+    Ok(())
+}
+
 /// Effective user id.
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid cannot fail and has no preconditions.

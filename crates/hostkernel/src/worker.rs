@@ -44,6 +44,12 @@ impl Worker {
         self.child.pid()
     }
 
+    /// Pins the worker to CPU `cpu`.
+    pub(crate) fn pin(&self, cpu: usize) -> Result<(), Error> {
+        sys::pin_to_cpu(self.pid(), cpu)
+            .map_err(|e| Error::Worker(format!("pin worker {} to CPU {cpu}: {e}", self.pid())))
+    }
+
     /// Sends a command byte.
     pub(crate) fn send(&self, b: u8) -> Result<(), Error> {
         self.child

@@ -17,7 +17,7 @@
 //!
 //! A kernel flush is not one instant: it visits each CPU in turn and, on
 //! each, every updated group of the subtree children first, zeroing as it
-//! goes ([`ThresholdCounts::begin_flush`], [`ThresholdCounts::visit`]).
+//! goes ([`ThresholdCounts::begin_flush`], [`ThresholdCounts::visit_next`]).
 //! An update that lands between the visit of a child and the visit of its
 //! parent is kept by the child and wiped from the parent, so the child's
 //! count runs ahead of its parent's. With the early break, once the child
@@ -75,15 +75,18 @@ impl Walk {
     }
 }
 
-/// A flush under way: its visits in order and, for [`Reset::Snapshot`],
-/// the counts it saw.
+/// A flush under way: the pass it is in and, for [`Reset::Snapshot`], the
+/// counts it saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flush {
     /// The flushed group.
     pub group: GroupIdx,
-    /// `(cpu, group)` visits in the order the kernel makes them: CPU by
-    /// CPU, on each the groups on that CPU's updated tree, children first.
-    pub visits: Vec<(usize, GroupIdx)>,
+    /// The CPU whose pass comes next.
+    next_cpu: usize,
+    /// The pass under way: its CPU and its groups, children first.
+    pass: Option<usize>,
+    list: Vec<GroupIdx>,
+    pos: usize,
     snapshot: Vec<(GroupIdx, u64)>,
     root: bool,
 }
@@ -258,20 +261,10 @@ impl ThresholdCounts {
         }
     }
 
-    /// Starts a flush of `g`'s subtree (`root`: a root flush, which also
-    /// clears a global count): the visits it will make, in order, and the
-    /// counts it saw if it resets by snapshot.
+    /// Starts a flush of `g`'s subtree (a root flush also clears a global
+    /// count at its end); a snapshot reset records the counts it sees now.
     pub fn begin_flush(&self, g: GroupIdx) -> Flush {
         let (lo, hi) = (g as usize, self.last[g as usize] as usize);
-        let mut visits = Vec::new();
-        for cpu in 0..self.cpus {
-            // Preorder reversed: every child before its parent.
-            for x in (lo..=hi).rev() {
-                if self.on_tree[x * self.cpus + cpu] {
-                    visits.push((cpu, x as GroupIdx));
-                }
-            }
-        }
         let snapshot = match self.reset {
             Reset::Zero => Vec::new(),
             Reset::Snapshot => (lo..=hi)
@@ -281,25 +274,51 @@ impl ThresholdCounts {
         };
         Flush {
             group: g,
-            visits,
+            next_cpu: 0,
+            pass: None,
+            list: Vec::new(),
+            pos: 0,
             snapshot,
             root: self.parent[g as usize].is_none(),
         }
     }
 
-    /// The flush's `k`-th visit: (group, CPU) leaves that CPU's updated
-    /// tree, its residue is zeroed and, under [`Reset::Zero`], so is the
-    /// group's count.
-    pub fn visit(&mut self, f: &Flush, k: usize) {
-        let (cpu, x) = f.visits[k];
-        let i = x as usize * self.cpus + cpu;
-        self.on_tree[i] = false;
+    /// The flush's next visit, made now: `(cpu, group)`, or `None` when
+    /// every CPU's pass is done. A CPU's pass begins by taking the
+    /// subtree's groups off that CPU's updated tree, children first (the
+    /// kernel's `css_rstat_updated_list`): an update after that puts its
+    /// group and ancestors back. A visit zeroes the (group, CPU) residue
+    /// and, under [`Reset::Zero`], the group's count.
+    pub fn visit_next(&mut self, f: &mut Flush) -> Option<(usize, GroupIdx)> {
+        while f.pos == f.list.len() {
+            if f.next_cpu == self.cpus {
+                f.pass = None;
+                return None;
+            }
+            let cpu = f.next_cpu;
+            f.next_cpu += 1;
+            f.list.clear();
+            f.pos = 0;
+            let (lo, hi) = (f.group as usize, self.last[f.group as usize] as usize);
+            for x in (lo..=hi).rev() {
+                let k = x * self.cpus + cpu;
+                if self.on_tree[k] {
+                    self.on_tree[k] = false;
+                    f.list.push(x as GroupIdx);
+                }
+            }
+            f.pass = Some(cpu);
+        }
+        let cpu = f.pass.expect("a pass is under way");
+        let x = f.list[f.pos];
+        f.pos += 1;
         if self.rule == ThresholdRule::PerGroup {
-            self.residue[i] = 0;
+            self.residue[x as usize * self.cpus + cpu] = 0;
             if self.reset == Reset::Zero {
                 self.count[x as usize] = 0;
             }
         }
+        Some((cpu, x))
     }
 
     /// Ends the flush: a snapshot reset subtracts what the flush saw; a
@@ -316,10 +335,8 @@ impl ThresholdCounts {
 
     /// A whole flush of `g` with no update in between.
     pub fn flush(&mut self, g: GroupIdx) {
-        let f = self.begin_flush(g);
-        for k in 0..f.visits.len() {
-            self.visit(&f, k);
-        }
+        let mut f = self.begin_flush(g);
+        while self.visit_next(&mut f).is_some() {}
         self.end_flush(f);
     }
 }
@@ -381,13 +398,13 @@ mod tests {
             for _ in 0..130 {
                 c.update(0, 2, 1, &mut w);
             }
-            let f = c.begin_flush(1);
-            assert_eq!(f.visits, vec![(0, 2), (0, 1)]);
-            c.visit(&f, 0);
+            let mut f = c.begin_flush(1);
+            assert_eq!(c.visit_next(&mut f), Some((0, 2)));
             for _ in 0..64 {
                 c.update(0, 2, 1, &mut w);
             }
-            c.visit(&f, 1);
+            assert_eq!(c.visit_next(&mut f), Some((0, 1)));
+            assert_eq!(c.visit_next(&mut f), None, "nothing updated on CPU 1");
             c.end_flush(f);
             assert_eq!((c.count(2), c.count(1)), (64, 0));
             for _ in 0..10_000 {
@@ -408,14 +425,12 @@ mod tests {
             c.update(0, 2, 1, &mut w);
         }
         assert_eq!(w.levels, 1);
-        let f = c.begin_flush(1);
-        c.visit(&f, 0);
+        let mut f = c.begin_flush(1);
+        c.visit_next(&mut f);
         for _ in 0..32 {
             c.update(1, 2, 1, &mut w);
         }
-        for k in 1..f.visits.len() {
-            c.visit(&f, k);
-        }
+        while c.visit_next(&mut f).is_some() {}
         c.end_flush(f);
         assert_eq!((c.count(2), c.count(1)), (32, 32));
     }

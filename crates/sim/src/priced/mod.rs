@@ -9,6 +9,8 @@
 //!   virtual time, each priced as its work outside memcg plus its charges
 //!   (per-CPU stock, page-counter walks on shared lines) and its stat
 //!   updates (per-CPU adds plus the policy's threshold walk);
+//! * [`spike`]: kernel mode's stale-read sequence (a spike charged while a
+//!   reader flushes the parent), flush visits interleaved with the charge;
 //! * [`lines`]: shared cache lines as resources;
 //! * [`read_ns`]: what a `memory.stat` read costs besides its flush.
 //!
@@ -20,6 +22,7 @@
 pub mod count;
 pub mod lines;
 pub mod machine;
+pub mod spike;
 
 pub use count::{Reset, ThresholdCounts, Walk};
 pub use machine::{Op, PricedOutcome, PricedSetup};
