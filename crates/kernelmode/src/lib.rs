@@ -13,8 +13,13 @@
 //! * [`spec`]: the file (`kind = "kernel"`) and its ranges;
 //! * [`run`]: the runner and the metric names;
 //! * [`claims`]: reference figures and the threshold claim;
-//! * [`twin`]: the same shapes simulated under the closest preset, beside
-//!   the host's figures (`mmlab run X-kernel --compare-sim`).
+//! * [`twin`]: the same shapes simulated under the preset of the host
+//!   kernel's era, priced with the cost file's `[kernel]` table: every run
+//!   stores the twin's predictions beside the host's figures, and the
+//!   claims check the prediction (`mmlab run X-kernel --compare-sim` shows
+//!   them side by side);
+//! * [`reproducer`]: a finding as a POSIX shell script over cgroupfs that a
+//!   kernel developer can run without mmlab.
 //!
 //! The host is detected once per process ([`host`]); a host that cannot
 //! run kernel mode (not root, no writable memory controller) makes every
@@ -24,12 +29,13 @@
 #![warn(missing_docs)]
 
 pub mod claims;
+pub mod reproducer;
 pub mod run;
 pub mod spec;
 pub mod twin;
 
 pub use spec::{Experiment, KernelScenario, HOST_POLICY};
-pub use twin::{side_by_side, SideBySide, SideRow, CLOSEST_PRESET};
+pub use twin::{era_preset, side_by_side, SideBySide, SideRow};
 
 use hostkernel::Host;
 use sim::cost::CostModel;
@@ -131,7 +137,8 @@ impl Spec for KernelScenario {
                 e.threads += 1;
                 let pages: u64 = s.spikes_kib.iter().map(|k| k / 4).sum();
                 e.seconds += s.repetitions as f64
-                    * (pages as f64 * FAULT_S + s.spikes_kib.len() as f64 * s.pause.as_secs_f64());
+                    * (pages as f64 * FAULT_S
+                        + s.spikes_kib.len() as f64 * (s.pause.as_secs_f64() + s.follow_ms / 1e3));
             }
         }
         e.seconds *= repeats;

@@ -6,7 +6,11 @@
 //! |---|---|
 //! | update-path | `faults_per_sec_depth{d}`, `ns_per_fault_depth{d}`, `cpu_ns_per_fault_depth{d}`, `slope_pct_per_level`, `ratio_depth4_to_depth2` |
 //! | stat-readers | `read_latency_ns_g{G}_w{W}` (p50/p99/p999/max, log2 histogram), `read_cpu_ns_g{G}_w{W}`, `reads_over_1ms_g{G}_w{W}` |
-//! | stale-read | `gap_after_charge_pages_{S}kib`, `stat_lag_after_charge_pages_{S}kib`, `gap_after_free_pages_{S}kib`, `over_threshold_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_window_ms_{S}kib`, `threshold_pages` |
+//! | stale-read | `gap_after_charge_pages_{S}kib`, `stat_lag_after_charge_pages_{S}kib`, `gap_after_free_pages_{S}kib`, `over_threshold_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_window_ms_{S}kib`, `stale_for_ms_{S}kib` (followed repetitions), `reader_reads_{S}kib`, `threshold_pages` |
+//!
+//! Every run also stores the simulated twin's predictions of the same
+//! figures (`predicted_*`, [`crate::twin::predict_into`]) under the host
+//! kernel's era preset, priced with the run's costs.
 //!
 //! Cancellation: the experiments poll [`sim::RunOptions::cancel`] (the
 //! binary links it to its SIGINT/SIGTERM handler, `hostkernel::signals`);
@@ -30,9 +34,32 @@ pub fn ns_per_fault(depth: usize) -> String {
     format!("ns_per_fault_depth{depth}")
 }
 
+/// Metric: the worker's CPU ns per fault at `depth`.
+pub fn cpu_ns_per_fault(depth: usize) -> String {
+    format!("cpu_ns_per_fault_depth{depth}")
+}
+
 /// Metric: `memory.stat` read latency with `groups` groups and `writers` writers.
 pub fn read_latency(groups: usize, writers: usize) -> String {
     format!("read_latency_ns_g{groups}_w{writers}")
+}
+
+/// Metric: the reader's CPU ns per `memory.stat` read (the read's own
+/// kernel work, without waiting for a CPU).
+pub fn read_cpu_ns(groups: usize, writers: usize) -> String {
+    format!("read_cpu_ns_g{groups}_w{writers}")
+}
+
+/// Metric: repetitions of a spike of `kib` whose parent missed more than
+/// the threshold right after the charge.
+pub fn stat_lag_over_threshold(kib: u64) -> String {
+    format!("stat_lag_over_threshold_{kib}kib")
+}
+
+/// Metric: how long a followed parent stayed stale after a spike of
+/// `kib`, ms (one sample per followed repetition).
+pub fn stale_for_ms(kib: u64) -> String {
+    format!("stale_for_ms_{kib}kib")
 }
 
 /// Metric: the counter − stat gap (pages) right after a spike of `kib`.
@@ -99,6 +126,7 @@ pub fn run(
     steps: &mut Steps<'_>,
 ) -> Result<RunOutput, SimError> {
     let cancel = steps.opts().cancel.clone();
+    let costs = steps.costs().clone();
     let mut r = PolicyResult::default();
     steps.total(sc.steps_per_run() * u64::from(header.runs));
     for run in 0..header.runs {
@@ -126,6 +154,13 @@ pub fn run(
                 record_stale_read(&mut r, &res);
             }
         }
+        crate::twin::predict_into(
+            &mut r,
+            sc,
+            host.facts(),
+            &costs,
+            header.seed.wrapping_add(u64::from(run)),
+        )?;
     }
     let mut policies = BTreeMap::new();
     policies.insert(HOST_POLICY.to_string(), r);
@@ -160,7 +195,7 @@ fn record_update_path(r: &mut PolicyResult, res: &hostkernel::UpdatePathResult) 
             ],
         );
         r.push(
-            &format!("cpu_ns_per_fault_depth{}", d.depth),
+            &cpu_ns_per_fault(d.depth),
             "ns",
             d.cpu_ns_per_fault_mean,
             false,
@@ -208,7 +243,7 @@ fn record_stat_readers(r: &mut PolicyResult, res: &hostkernel::StatReadersResult
         r.push_latency(&name, &c.samples_ns);
         let cpu = &c.cpu_ns;
         r.push_summary(
-            &format!("read_cpu_ns_g{}_w{}", c.groups, c.writers),
+            &read_cpu_ns(c.groups, c.writers),
             "ns",
             cpu.mean,
             [
@@ -234,10 +269,23 @@ fn record_stat_readers(r: &mut PolicyResult, res: &hostkernel::StatReadersResult
     r.push_latency(sim::kinds::stats::stat_readers::READ_LATENCY_NS, &all);
 }
 
+/// Pushes `n_{name}`: the samples behind a distribution (claims and
+/// tables print it beside the percentiles).
+pub fn push_count(r: &mut PolicyResult, name: &str, n: usize) {
+    r.push(&format!("n_{name}"), "count", n as f64, false);
+}
+
 fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
     r.push(THRESHOLD, "pages", res.threshold_pages as f64, false);
     for c in &res.cases {
         let k = c.spike_kib;
+        for name in [
+            gap_after_charge(k),
+            stat_lag_after_charge(k),
+            format!("gap_after_free_pages_{k}kib"),
+        ] {
+            push_count(r, &name, c.samples.len());
+        }
         for (name, g) in [
             (gap_after_charge(k), &c.after_charge),
             (stat_lag_after_charge(k), &c.stat_lag_after_charge),
@@ -262,9 +310,24 @@ fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
             false,
         );
         r.push(
-            &format!("stat_lag_over_threshold_{k}kib"),
+            &stat_lag_over_threshold(k),
             "count",
             c.stat_lag_after_charge.over_threshold as f64,
+            false,
+        );
+        let stale: Vec<u64> = c
+            .samples
+            .iter()
+            .filter_map(|s| s.stale_for_ms.map(|ms| ms.round() as u64))
+            .collect();
+        if !stale.is_empty() {
+            r.push_distribution(&stale_for_ms(k), "ms", &stale);
+            push_count(r, &stale_for_ms(k), stale.len());
+        }
+        r.push(
+            &format!("reader_reads_{k}kib"),
+            "count",
+            c.samples.iter().map(|s| s.reader_reads).sum::<u64>() as f64,
             false,
         );
         r.push(

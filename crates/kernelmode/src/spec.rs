@@ -51,6 +51,8 @@ pub const RANGES: &[Range] = &[
     Range::int("stale_read.spikes_kib", 1, 4 << 20),
     Range::int("stale_read.repetitions", 1, 100_000),
     Range::real("stale_read.pause_ms", 0.0, 60_000.0),
+    Range::real("stale_read.follow_ms", 0.0, 60_000.0),
+    Range::real("stale_read.follow_poll_ms", 0.1, 10_000.0),
 ];
 
 /// Which `hostkernel` experiment a kernel scenario runs, with its
@@ -259,7 +261,7 @@ impl KernelScenario {
                 c.warmup_rounds = c.warmup_rounds.min(1);
             }
             Experiment::StatReaders(c) => c.reads_per_reader = c.reads_per_reader.min(100),
-            Experiment::StaleRead(c) => c.repetitions = c.repetitions.min(10),
+            Experiment::StaleRead(c) => c.repetitions = c.repetitions.min(2),
         }
     }
 }

@@ -1,11 +1,12 @@
 //! Kernel mode end to end on this host (skipped, with the reason, where
 //! the host cannot run it): every built-in kernel scenario reports like
-//! any run and leaves nothing behind; the simulated twin's stale-read
-//! shape follows the threshold.
+//! any run, stores its twin's predictions and leaves nothing behind; the
+//! twin predicts the stale read by era.
 
-use kernelmode::run::{ns_per_fault, read_latency, stat_lag_after_charge};
-use kernelmode::twin::simulate_spikes;
-use kernelmode::HOST_POLICY;
+use kernelmode::run::{ns_per_fault, read_latency, stat_lag_after_charge, stat_lag_over_threshold};
+use kernelmode::twin::{predict_into, predicted};
+use kernelmode::{KernelScenario, HOST_POLICY};
+use sim::report::PolicyResult;
 use sim::{Progress, RunOptions};
 
 #[path = "../../hostkernel/tests/support/mod.rs"]
@@ -37,6 +38,12 @@ fn builtin_kernel_scenarios_report_like_any_run() {
         assert_eq!(report.policy_order, vec![HOST_POLICY.to_string()]);
         let m = &report.policies[HOST_POLICY].metrics[&metric];
         assert_eq!(m.values.len(), 1, "{name}: {metric}");
+        let pred = &report.policies[HOST_POLICY].metrics[&predicted(&metric)];
+        assert_eq!(
+            pred.values.len(),
+            1,
+            "{name}: the twin's prediction is stored"
+        );
         for k in ["p50", "p99", "p999", "max"] {
             assert!(m.percentiles.contains_key(k), "{name}: {metric} {k}");
         }
@@ -73,15 +80,31 @@ fn a_panic_in_the_progress_callback_leaves_no_cgroup_behind() {
 }
 
 #[test]
-fn simulated_spikes_below_the_threshold_are_missed_and_large_ones_seen() {
-    // 2 CPUs: T = 128 pages. 16 pages x 4 items = 64 units stay under
-    // it: the parent's read does not flush and misses the spike.
-    let small = simulate_spikes(2, 16, 5, 2.0).unwrap();
-    assert_eq!(small.threshold, 128);
-    assert!(small.lags.iter().all(|&l| l <= 16), "{small:?}");
-    assert!(small.lags.iter().any(|&l| l > 0), "{small:?}");
-    assert_eq!(small.longest_stale_ms, 0.0);
-    // 1024 pages is far over T: the read flushes, lag within the bound.
-    let big = simulate_spikes(2, 1024, 5, 2.0).unwrap();
-    assert!(big.lags.iter().all(|&l| l <= 128 + 2 * 63), "{big:?}");
+fn the_twin_predicts_the_trap_from_the_early_break_era_on() {
+    let sc = kernelmode::catalog()
+        .builtin("stale-read-kernel")
+        .unwrap()
+        .unwrap();
+    let k: &KernelScenario = sc.spec_as().unwrap();
+    let facts = |release: &str| hostkernel::RunFacts {
+        kernel_release: release.into(),
+        kernel_version: String::new(),
+        machine: "x86_64".into(),
+        cgroup_version: hostkernel::CgroupVersion::V1,
+        memory_mount: "/sys/fs/cgroup/memory".into(),
+        online_cpus: 2,
+        page_size: 4096,
+        thp_mode: None,
+        charge_batch: 64,
+        flush_threshold_pages: 128,
+    };
+    let costs = sim::cost::CostModel::defaults();
+    for (release, trapped) in [("6.18.44", true), ("6.10.3", false)] {
+        let mut r = PolicyResult::default();
+        predict_into(&mut r, k, &facts(release), &costs, 1).unwrap();
+        let over = &r.metrics[&predicted(&stat_lag_over_threshold(16384))];
+        let reps = 3.0;
+        assert_eq!(over.values[0] == reps, trapped, "{release}: {over:?}");
+        assert_eq!(over.values[0] == 0.0, !trapped, "{release}: {over:?}");
+    }
 }

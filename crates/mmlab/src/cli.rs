@@ -313,6 +313,11 @@ pub struct RunArgs {
     /// Reduced sizes and one run (as `mmlab --quick`).
     #[arg(long)]
     pub quick: bool,
+    /// Kernel scenarios with a finding (stale-read-kernel): write its
+    /// reproducer to FILE, a POSIX shell script over cgroupfs to run as
+    /// root without mmlab, instead of running the scenario.
+    #[arg(long, value_name = "FILE")]
+    pub reproducer: Option<PathBuf>,
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,

@@ -25,6 +25,20 @@ pub fn overrides(args: &RunArgs) -> Overrides {
 /// `mmlab run`.
 pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let mut sc = input::load(&args.scenario)?;
+    if let Some(path) = &args.reproducer {
+        let Some(script) = sc
+            .spec_as::<KernelScenario>()
+            .and_then(kernelmode::reproducer::script)
+        else {
+            bail!(
+                "`{}` has no reproducer (stale-read-kernel has one)",
+                sc.name()
+            );
+        };
+        render::write_atomic(path, script.as_bytes())?;
+        writeln!(out, "wrote {0}; run it as root: sh {0}", path.display())?;
+        return Ok(());
+    }
     let mut o = overrides(args);
     for (i, p) in o.policies.iter().enumerate() {
         if o.policies[..i].contains(p) {
