@@ -151,6 +151,10 @@ pub struct KernelCosts {
     pub read_syscall_ns: f64,
     /// Formatting one line of `memory.stat` (its counter read and print).
     pub read_item_ns: f64,
+    /// One visit of a kernel flush: the memcg flush callback of one group
+    /// on one CPU (every counter aggregated, the CPU's per-CPU lines read
+    /// from the flusher's), from a flushing read minus a plain one.
+    pub flush_visit_ns: f64,
     /// Stat updates an anonymous fault makes, its unmap included
     /// (counted with the memcg tracepoints).
     pub updates_per_fault_anon: f64,

@@ -6,8 +6,10 @@
 //! the spike, and the spike is freed.
 //!
 //! Flushes are not instants here: each visit of (CPU, group) takes its
-//! priced time and the charge goes on meanwhile, so an update can land
-//! between the visit of the leaf and that of its parent ([`super::count`]).
+//! priced time ([`crate::cost::KernelCosts::flush_visit_ns`]) and the
+//! charge goes on meanwhile,
+//! so an update can land between the visit of the leaf and that of its
+//! parent ([`super::count`]).
 //! The counts are the policy's ([`ThresholdCounts`]); the parent's value
 //! is what the last flush that reached it carried: the pages charged when
 //! that flush visited the leaf on the charging CPU.
@@ -122,18 +124,9 @@ impl Seq<'_> {
     /// `at` is then when it ended).
     fn advance(&mut self, f: &mut Running, until: SimTime) -> bool {
         while f.at <= until {
-            let Some((cpu, g)) = self.counts.visit_next(&mut f.flush) else {
+            if self.step(f) {
                 return true;
-            };
-            if cpu == CHARGER && g == LEAF {
-                f.carried = Some(self.charged);
             }
-            if cpu == CHARGER && g == PARENT {
-                if let Some(c) = f.carried {
-                    self.shown = c;
-                }
-            }
-            f.at += self.visit_ns;
         }
         false
     }
@@ -155,29 +148,32 @@ impl Seq<'_> {
         }
     }
 
-    /// During a charge: the periodic flush due by now starts, and its
-    /// visits due by now run (a visit can fall between two updates).
-    fn periodic_during(&mut self, running: &mut Option<Running>) {
-        if running.is_none() && self.next_periodic <= self.now {
-            *running = Some(self.begin(0, self.next_periodic));
-            self.next_periodic += PERIOD;
+    /// One visit of `f` (at its time); true when the flush is done.
+    fn step(&mut self, f: &mut Running) -> bool {
+        let Some((cpu, g)) = self.counts.visit_next(&mut f.flush) else {
+            return true;
+        };
+        if cpu == CHARGER && g == LEAF {
+            f.carried = Some(self.charged);
         }
-        if let Some(f) = running.as_mut() {
-            if self.advance(f, self.now) {
-                let f = running.take().expect("running");
-                self.finish(f);
+        if cpu == CHARGER && g == PARENT {
+            if let Some(c) = f.carried {
+                self.shown = c;
             }
         }
+        f.at += self.visit_ns;
+        false
     }
 
-    /// One update of `pages` at the leaf on the charging CPU.
+    /// One update of a page at the leaf on the charging CPU.
     fn update(&mut self, delta: i64) {
         self.counts
             .update(CHARGER, LEAF, delta.unsigned_abs(), &mut self.walk);
     }
 
-    /// Charges (or frees, `sign < 0`) the spike page by page from `now`,
-    /// the reader flushing concurrently if it runs.
+    /// Charges (or frees, `sign < 0`) the spike page by page from `now`.
+    /// The reader (if it runs) and the periodic flush act in time order
+    /// between the charge's updates: a read, or one flush visit, at a time.
     fn pages(&mut self, sign: i64, updates_per_page: f64, reader: bool, out: &mut SpikeSample) {
         let mut reading: Option<Running> = None;
         let mut flushing: Option<Running> = None;
@@ -188,21 +184,38 @@ impl Seq<'_> {
             while self.credit >= 1.0 {
                 self.credit -= 1.0;
                 self.now += self.update_ns as SimTime;
-                self.periodic_during(&mut flushing);
-                if reader {
-                    // The reader's flush visits and reads due by now.
-                    loop {
-                        if let Some(f) = reading.as_mut() {
-                            if self.advance(f, self.now) {
-                                let f = reading.take().expect("running");
-                                reader_at = self.finish(f) + self.read_ns;
-                            } else {
-                                break;
+                // Everything else due before this update, earliest first.
+                loop {
+                    let r_at = match (&reading, reader) {
+                        (Some(f), _) => f.at,
+                        (None, true) => reader_at,
+                        (None, false) => SimTime::MAX,
+                    };
+                    let p_at = flushing.as_ref().map_or(self.next_periodic, |f| f.at);
+                    if r_at.min(p_at) > self.now {
+                        break;
+                    }
+                    if p_at <= r_at {
+                        let mut f = match flushing.take() {
+                            Some(f) => f,
+                            None => {
+                                self.next_periodic += PERIOD;
+                                self.begin(0, p_at)
                             }
+                        };
+                        if self.step(&mut f) {
+                            self.counts.end_flush(f.flush);
+                        } else {
+                            flushing = Some(f);
                         }
-                        if reader_at > self.now {
-                            break;
+                    } else if let Some(mut f) = reading.take() {
+                        if self.step(&mut f) {
+                            reader_at = f.at + self.read_ns;
+                            self.counts.end_flush(f.flush);
+                        } else {
+                            reading = Some(f);
                         }
+                    } else {
                         out.reader_reads += 1;
                         if self.counts.needs_flush(PARENT) {
                             out.reader_flushes += 1;
@@ -244,11 +257,9 @@ pub fn run(setup: &SpikeSetup) -> Option<SpikeOutcome> {
     let shape = TreeShape::chain(2);
     let counts = ThresholdCounts::of_choice(setup.policy, &shape, cpus)?;
     let k = setup.costs.kernel;
-    let c = &setup.costs;
-    // A flush callback aggregates every item of the memcg on that CPU.
-    let visit_ns = (c.group_visited_ns + f64::from(k.stat_items) * c.counter_aggregated_ns)
-        .ceil()
-        .max(1.0) as SimTime;
+    // A flush callback, measured on the host: every item of the group
+    // aggregated, the charging CPU's per-CPU lines read from the flusher's.
+    let visit_ns = k.flush_visit_ns.ceil().max(1.0) as SimTime;
     let charge_updates = (k.updates_per_fault_anon - UNMAP_UPDATES_PER_PAGE).max(0.0);
     let mut q = Seq {
         s: setup,
