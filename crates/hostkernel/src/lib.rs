@@ -15,6 +15,9 @@
 //!    parent's `memory.stat` read at once: the gap to the page counter in
 //!    pages against the documented `64 × online CPUs` threshold.
 //!
+//! [`run_calibration`] measures what the simulator's `[kernel]` costs are
+//! derived from (faults per mapping, reads, a flush visit, a send).
+//!
 //! Every result carries the [`RunFacts`] a results store needs (kernel
 //! release, cgroup version, online CPUs, page size, the flush threshold).
 //! Times are reported in wall-clock and in the measuring thread's CPU time:
@@ -95,6 +98,7 @@ pub use detect::{
     CgroupVersion, Host, MemoryController, MountEntry, RunFacts, MEMCG_CHARGE_BATCH,
 };
 pub use error::Error;
+pub use experiments::calibrate::{run_calibration, CalibrateConfig, CalibrationResult, FaultCost};
 pub use experiments::stale_read::{
     counter_files, longest_stale_window, run_stale_read, run_stale_read_observed, GapSummary,
     StaleReadCase, StaleReadConfig, StaleReadResult, StaleReadSample, StaleWindow,

@@ -33,15 +33,33 @@ pub(crate) const FREE: u8 = b'f';
 /// A spike worker's answer once a command is done.
 pub(crate) const ACK: u8 = b'k';
 
+/// What a fault round maps (will-it-scale's page_fault1, 2 and 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mapping {
+    /// Private anonymous memory: each fault allocates and zeroes a page.
+    Anon,
+    /// A private mapping of a tmpfs file (a memfd): each write fault
+    /// copies the file's page into a new anonymous one.
+    FilePrivate,
+    /// A shared mapping of a tmpfs file: each write fault maps the file's
+    /// page, already in the page cache after the first round.
+    FileShared,
+}
+
 /// What a worker does once it is in its cgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Job {
-    /// `rounds` times: mmap `pages` pages, write one byte to each, munmap;
-    /// after each round write four native-endian `u64` to the result pipe:
-    /// wall ns from mmap to the last touch, wall ns from mmap to munmap's
-    /// return, and the same two intervals in the worker's CPU time (time
-    /// it was descheduled excluded).
-    FaultRounds { pages: usize, rounds: usize },
+    /// `rounds` times: mmap `pages` pages (per `mapping`; a file mapping's
+    /// memfd is created and sized once, in the cgroup), write one byte to
+    /// each, munmap; after each round write four native-endian `u64` to
+    /// the result pipe: wall ns from mmap to the last touch, wall ns from
+    /// mmap to munmap's return, and the same two intervals in the worker's
+    /// CPU time (time it was descheduled excluded).
+    FaultRounds {
+        pages: usize,
+        rounds: usize,
+        mapping: Mapping,
+    },
     /// Forever (until killed): mmap `pages`, touch them, munmap.
     Churn { pages: usize },
     /// On [`CHARGE`]: mmap and touch `pages`; on [`FREE`]: munmap; each
@@ -111,6 +129,46 @@ pub(crate) fn pin_to_cpu(pid: i32, cpu: usize) -> io::Result<()> {
     // the calling thread (0) or one process, and only its affinity changes.
     cvt(unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
     Ok(())
+}
+
+/// A tmpfs file of `len` bytes (a memfd), zero-filled.
+pub(crate) fn memfd(len: usize) -> io::Result<OwnedFd> {
+    // SAFETY: memfd_create takes a NUL-terminated name (a static literal)
+    // and flags; it only creates a descriptor.
+    let fd = cvt(unsafe { libc::memfd_create(c"mmlab-send".as_ptr(), libc::MFD_CLOEXEC) })?;
+    // SAFETY: `fd` was just returned by memfd_create and is owned by no one
+    // else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let buf = [b'x'; 4096];
+    let mut done = 0;
+    while done < len {
+        let n = buf.len().min(len - done);
+        // SAFETY: writes `n` bytes of `buf` (n <= buf.len()) to the owned fd.
+        let w = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), n) };
+        if w <= 0 {
+            return Err(io::Error::last_os_error());
+        }
+        done += w as usize;
+    }
+    Ok(fd)
+}
+
+/// `sendfile(out, in, &offset, count)`: bytes sent.
+pub(crate) fn sendfile(
+    out: RawFd,
+    input: RawFd,
+    offset: &mut i64,
+    count: usize,
+) -> io::Result<usize> {
+    let mut off: libc::off_t = *offset as libc::off_t;
+    // SAFETY: `off` is a valid, writable off_t; the descriptors are owned by
+    // the caller for the duration of the call.
+    let n = unsafe { libc::sendfile(out, input, &mut off, count) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    *offset = off as i64;
+    Ok(n as usize)
 }
 
 /// Effective user id.
@@ -489,16 +547,23 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 /// Maps `pages` anonymous pages (THP disabled for the range, so every page
 /// is its own fault) and writes one byte to each. Returns the mapping.
 fn child_map_touch(pages: usize, page: usize) -> Option<*mut u8> {
+    child_map_touch_fd(pages, page, -1, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS)
+}
+
+/// As [`child_map_touch`], mapping `fd` (or anonymous memory for `-1`)
+/// with `flags`.
+fn child_map_touch_fd(pages: usize, page: usize, fd: RawFd, flags: i32) -> Option<*mut u8> {
     let len = pages.checked_mul(page)?;
-    // SAFETY: an anonymous private mapping at an address the kernel picks;
-    // no existing memory is affected.
+    // SAFETY: a new mapping at an address the kernel picks (of `fd`, a
+    // memfd this process created and sized, or anonymous); no existing
+    // memory is affected.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
+            flags,
+            fd,
             0,
         )
     };
@@ -561,12 +626,37 @@ fn child_main(job: Job, page: usize, parent: libc::pid_t, cmd: RawFd, res: RawFd
         child_exit(4);
     }
     match job {
-        Job::FaultRounds { pages, rounds } => {
+        Job::FaultRounds {
+            pages,
+            rounds,
+            mapping,
+        } => {
+            let (fd, flags) = match mapping {
+                Mapping::Anon => (-1, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS),
+                Mapping::FilePrivate | Mapping::FileShared => {
+                    // SAFETY: memfd_create takes a NUL-terminated name (a
+                    // static literal) and flags; it only creates a descriptor.
+                    let fd = unsafe { libc::memfd_create(c"mmlab-faults".as_ptr(), 0) };
+                    let Some(len) = pages.checked_mul(page) else {
+                        child_exit(5)
+                    };
+                    // SAFETY: ftruncate on the memfd just created.
+                    if fd < 0 || unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+                        child_exit(5)
+                    }
+                    let shared = if mapping == Mapping::FileShared {
+                        libc::MAP_SHARED
+                    } else {
+                        libc::MAP_PRIVATE
+                    };
+                    (fd, shared)
+                }
+            };
             let mut r = 0;
             while r < rounds {
                 let c0 = thread_cpu_ns();
                 let t0 = now_ns();
-                let Some(p) = child_map_touch(pages, page) else {
+                let Some(p) = child_map_touch_fd(pages, page, fd, flags) else {
                     child_exit(5)
                 };
                 let t1 = now_ns();
@@ -660,6 +750,7 @@ mod tests {
     #[test]
     fn fault_rounds_report_every_round_and_exit_cleanly() {
         let mut c = Child::spawn(Job::FaultRounds {
+            mapping: Mapping::Anon,
             pages: 64,
             rounds: 3,
         })

@@ -349,6 +349,14 @@ pub struct CalibrateArgs {
     /// Shorter measurements (noisier).
     #[arg(long)]
     pub quick: bool,
+    /// Leave the [kernel] table at the shipped values (no kernel-mode
+    /// measurement, which needs root and a writable memory controller).
+    #[arg(long)]
+    pub no_kernel: bool,
+    /// Also count the stat updates per fault with the memcg tracepoints
+    /// (enables and filters tracefs events while it runs).
+    #[arg(long)]
+    pub count_updates: bool,
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::sys::Job;
+use crate::sys::{Job, Mapping};
 use crate::worker::Worker;
 use simcore::stats::{self, slope};
 use simcore::Cancel;
@@ -186,6 +186,7 @@ fn one_run(
         Job::FaultRounds {
             pages: cfg.pages,
             rounds: total,
+            mapping: Mapping::Anon,
         },
     )?;
     obs(Event::WorkerStarted {

@@ -33,15 +33,18 @@ pub fn ops_metric(mode: TaskMode) -> String {
     format!("per_{}_ops", mode.name())
 }
 
-/// The source's figures: (test, mode) → (base, patched) ops per task.
-pub fn published(test: FaultTest, mode: TaskMode) -> (f64, f64) {
+/// The source's figures: (test, mode) → (base, patched) mean ops per
+/// task, and the change it printed, %. Its page_fault2 per-process row
+/// prints −6.85% where its means give −8.31%; the claim uses the printed
+/// figure (the smaller change) and shows both.
+pub fn published(test: FaultTest, mode: TaskMode) -> (f64, f64, f64) {
     match (test, mode) {
-        (FaultTest::PageFault1, TaskMode::Process) => (265_207.738, 249_249.191),
-        (FaultTest::PageFault1, TaskMode::Thread) => (241_618.484, 229_820.671),
-        (FaultTest::PageFault2, TaskMode::Process) => (203_916.148, 186_975.419),
-        (FaultTest::PageFault2, TaskMode::Thread) => (170_604.972, 163_100.260),
-        (FaultTest::PageFault3, TaskMode::Process) => (1_299_821.099, 1_248_700.839),
-        (FaultTest::PageFault3, TaskMode::Thread) => (387_216.963, 368_538.213),
+        (FaultTest::PageFault1, TaskMode::Process) => (265_207.738, 249_249.191, -6.02),
+        (FaultTest::PageFault1, TaskMode::Thread) => (241_618.484, 229_820.671, -4.88),
+        (FaultTest::PageFault2, TaskMode::Process) => (203_916.148, 186_975.419, -6.85),
+        (FaultTest::PageFault2, TaskMode::Thread) => (170_604.972, 163_100.260, -4.40),
+        (FaultTest::PageFault3, TaskMode::Process) => (1_299_821.099, 1_248_700.839, -3.93),
+        (FaultTest::PageFault3, TaskMode::Thread) => (387_216.963, 368_538.213, -4.82),
     }
 }
 
@@ -144,20 +147,18 @@ pub fn run(
 }
 
 /// Why the per-group walk's cost misses in size, when it does.
-pub const WALK_WHY: &str = "the model prices the walk at the host's calibrated cost of one \
-level (rstat_level_ns, dependent loads that hit the cache); the source's figures scale with \
-the levels added (384 CPUs, 4 levels deep: -6.02%; its 256-CPU run 2 levels deep: -3.29%), \
-about 9 ns per level and update on its machine, where da10d7e14019 (walking cached per-CPU \
-parent pointers, loads O(3N) -> O(2+N)) fixed 30-38% robot regressions: the per-level loads \
-missed the cache there, which the model does not price";
+pub const WALK_WHY: &str = "a level of the walk is priced at the host's replica (rstat_level_ns, \
+loads that hit the cache); the source's change grows with the levels added (4: -6.02%, its \
+2-level run on 256 CPUs: -3.29%), ~9 ns per level and update on its 384-CPU box, where \
+da10d7e14019 (cached parent pointers, loads O(3N) -> O(2+N)) later fixed 30-38% robot \
+regressions: cache misses of the per-level loads, not modelled";
 
 /// The source's claims on a will-it-scale run, in size.
 pub fn claims(report: &RunReport, w: &WillItScaleSpec) -> Vec<Claim> {
     let mut claims = Claims::new(report);
     for &mode in &w.modes {
         let m = ops_metric(mode);
-        let (base, patched) = published(w.test, mode);
-        let src = pct_change(base, patched).unwrap_or(f64::NAN);
+        let (base, patched, src) = published(w.test, mode);
         if let (Some(a), Some(b)) = (
             report.mean_of("linux-5.15", &m),
             report.mean_of("linux-6.8", &m),
@@ -177,7 +178,13 @@ pub fn claims(report: &RunReport, w: &WillItScaleSpec) -> Vec<Claim> {
                     "{a:.0} -> {b:.0}; {:.1} levels per update",
                     levels.unwrap_or(f64::NAN)
                 ),
-                &format!("{base:.0} -> {patched:.0} ({src:+.2}%, 30 runs, 384 CPUs, depth 4)"),
+                &format!(
+                    "{base:.0} -> {patched:.0} ({src:+.2}% as printed{}; 30 runs, 384 CPUs, depth 4)",
+                    match pct_change(base, patched) {
+                        Some(c) if (c - src).abs() > 0.05 => format!(", {c:+.2}% from its means"),
+                        _ => String::new(),
+                    }
+                ),
                 WALK_WHY,
             );
         }
@@ -239,7 +246,11 @@ mod tests {
         };
         let c = claims(&at(-4.0), &w);
         assert!(c[0].pass && c[0].size.is_some(), "{c:?}");
-        assert!(c[0].published.contains("-6.02%"), "{}", c[0].published);
+        assert!(
+            c[0].published.contains("-6.02% as printed;"),
+            "{}",
+            c[0].published
+        );
         assert!(c[1].info && c[2].pass);
         let c = claims(&at(-1.5), &w);
         assert!(!c[0].pass && c[0].why.contains("rstat_level_ns"), "{c:?}");
