@@ -195,14 +195,16 @@ pub struct Claim {
     pub why: String,
 }
 
-/// A claim in size: the source's relative change and the measured one, in
-/// the same unit (percent).
+/// A claim in size: the source's figure and the measured one, in the same
+/// unit: a relative change in percent, or a ratio (`×`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct InSize {
     /// The source's figure.
     pub published: f64,
     /// Ours.
     pub measured: f64,
+    /// `%` (a relative change) or `×` (a ratio).
+    pub unit: &'static str,
 }
 
 impl InSize {
@@ -220,11 +222,16 @@ impl InSize {
 
     /// The measured figure as printed: ours, and the ratio to the source's.
     pub fn describe(&self) -> String {
+        let ours = if self.unit == "%" {
+            format!("{:+.2}%", self.measured)
+        } else {
+            format!("{:.1}{}", self.measured, self.unit)
+        };
         let k = self.ratio();
         if k.is_finite() {
-            format!("{:+.2}% ({k:.2}× the source's)", self.measured)
+            format!("{ours} ({k:.2}× the source's)")
         } else {
-            format!("{:+.2}%", self.measured)
+            ours
         }
     }
 }
@@ -403,6 +410,7 @@ pub(crate) mod test_support {
         let c = |p: f64, m: f64| InSize {
             published: p,
             measured: m,
+            unit: "%",
         };
         assert!(c(-6.0, -3.0).holds() && c(-6.0, -12.0).holds());
         assert!(!c(-6.0, -2.9).holds() && !c(-6.0, -12.1).holds());

@@ -124,6 +124,7 @@ pub fn claims(report: &RunReport, n: &NetperfSpec) -> Vec<Claim> {
                 InSize {
                     published: src,
                     measured: pct_change(a, b).unwrap_or(f64::NAN),
+                    unit: "%",
                 },
                 &format!("{a:.0} -> {b:.0} Mbps"),
                 &format!("{base:.1} -> {patched:.1} Mbps ({src:+.1}%)"),
@@ -143,6 +144,7 @@ pub fn claims(report: &RunReport, n: &NetperfSpec) -> Vec<Claim> {
                     InSize {
                         published: src,
                         measured: pct_change(a, b).unwrap_or(f64::NAN),
+                        unit: "%",
                     },
                     &format!("{a:.0} -> {b:.0} Mbps"),
                     &format!("{src_a:.1} -> {src_b:.1} Mbps ({src:+.1}%)"),

@@ -173,6 +173,7 @@ pub fn claims(report: &RunReport, w: &WillItScaleSpec) -> Vec<Claim> {
                 InSize {
                     published: src,
                     measured: ours,
+                    unit: "%",
                 },
                 &format!(
                     "{a:.0} -> {b:.0}; {:.1} levels per update",
