@@ -183,6 +183,7 @@ fn record_update_path(r: &mut PolicyResult, res: &hostkernel::UpdatePathResult) 
         let mut per_run: Vec<u64> = d.runs.iter().map(|x| x.ns_per_fault as u64).collect();
         per_run.sort_unstable();
         let q = |f: f64| simcore::stats::quantile(&per_run, f) as f64;
+        push_count(r, &ns_per_fault(d.depth), d.runs.len());
         r.push_summary(
             &ns_per_fault(d.depth),
             "ns",

@@ -1,5 +1,6 @@
 //! Everything mmlab shows, and nothing else: text in the formats of the
-//! source threads ([`text`], [`claims`], [`compare`], [`side_by_side`]),
+//! source threads ([`text`], [`claims`], [`compare`], [`side_by_side`],
+//! [`kernel`]'s pivoted kernel-mode tables),
 //! the command outputs ([`suite`], [`sweep`], [`list`], [`history`]), JSON
 //! ([`json`]), the generated results tables ([`results`]), the
 //! self-contained HTML report ([`html`], charts from the
@@ -11,6 +12,7 @@ pub mod compare;
 pub mod history;
 pub mod html;
 pub mod json;
+pub mod kernel;
 pub mod list;
 pub mod results;
 pub mod side_by_side;

@@ -377,7 +377,11 @@ pub fn render_report_header(report: &RunReport) -> String {
 /// policies and each policy's latency histograms and percentiles.
 pub fn render_report(report: &RunReport) -> String {
     let mut out = render_report_header(report);
-    out.push_str(&report_table(report));
+    // Kernel mode: pivoted tables instead of one row per metric.
+    match super::kernel::render_pivots(report) {
+        t if t.is_empty() => out.push_str(&report_table(report)),
+        t => out.push_str(&t),
+    }
     for (p, r) in table::report_columns(report) {
         let h = render_policy_histograms(p, r);
         if !h.is_empty() {

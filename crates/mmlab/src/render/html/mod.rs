@@ -7,6 +7,7 @@
 //! absent are left out. Every plot is an `<svg class="plot"
 //! data-plot="KIND">`. Output is deterministic: same input, same bytes.
 
+pub mod kernel;
 pub mod plots;
 pub mod sweep;
 
@@ -320,7 +321,10 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
         s.push_str(&claims_html(claims));
     }
     let table = ComparisonTable::for_report(r);
-    if !table.rows.is_empty() {
+    let pivots = kernel::tables_html(r);
+    if !pivots.is_empty() {
+        s.push_str(&pivots);
+    } else if !table.rows.is_empty() {
         s.push_str("<h3>Comparison across policies</h3>");
         s.push_str(&table_html(&table));
     }

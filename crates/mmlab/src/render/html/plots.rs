@@ -10,6 +10,7 @@
 //! | `layout-throughput`   | metric `ops_per_sec` (false-sharing), one bar per layout |
 //! | `local-fraction`      | series `local_fraction`                                 |
 //! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
+//! | `kernel-*`            | kernel-mode runs: the host beside its twin (see [`super::kernel`]) |
 
 use crate::analysis::stats;
 use crate::analysis::table::report_columns;
@@ -49,6 +50,7 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
         false,
     ));
     out.extend(coverage_strips(report));
+    out.extend(super::kernel::plots(report));
     out
 }
 

@@ -269,7 +269,11 @@ pub fn run_layout<H: Header>(
         windows,
         concurrent_windows: concurrent,
         updaters,
-        cpu_share: if cpu_share.is_finite() { cpu_share.min(1.0) } else { 0.0 },
+        cpu_share: if cpu_share.is_finite() {
+            cpu_share.min(1.0)
+        } else {
+            0.0
+        },
     })
 }
 
@@ -346,7 +350,11 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
         if share.is_finite() && share < MIN_CPU_SHARE {
             claims.add_info(
                 "the shared layout's cost against the separated one (reference: host busy)",
-                format!("{}; threads on a CPU {:.0}% of the run", change.describe(), 100.0 * share),
+                format!(
+                    "{}; threads on a CPU {:.0}% of the run",
+                    change.describe(),
+                    100.0 * share
+                ),
                 published,
                 "false sharing needs the two threads on two CPUs at once; this host ran each for \
                  less than 80% of the run (its other load), so the layouts took turns on the \
