@@ -7,9 +7,10 @@
 //!   `pages` pages per round, `rounds` times, on each mapping of
 //!   will-it-scale's page-fault tests ([`Mapping`]): CPU ns per fault,
 //!   its `munmap` share included;
-//! * **reads**: in an idle group, `open` + `read` + `close` of a
-//!   one-number file (the page counter) and of `memory.stat`, and the
-//!   number of lines of `memory.stat`;
+//! * **reads**: `open` + `read` + `close` of a one-number file (the page
+//!   counter) and of `memory.stat` of random idle groups among 200 (as the
+//!   stat-readers experiment reads random groups, their structures cold),
+//!   and the number of lines of `memory.stat`;
 //! * **a flush visit**: after a worker pinned to CPU 0 charged and freed
 //!   enough to put the group over the threshold, a read of the parent
 //!   flushes (2 groups on 1 CPU: 2 visits); the next does not: the
@@ -193,9 +194,16 @@ fn count_in_trace(tracing: &Path, id: u64) -> Result<u64, Error> {
 
 /// CPU ns of `open` + `read` to EOF + `close` of `path`, median of `n`.
 fn read_cost(path: &Path, n: usize) -> Result<f64, Error> {
+    read_cost_of(&[path.to_path_buf()], n, 1)
+}
+
+/// The same, of a seeded random one of `paths` each time.
+fn read_cost_of(paths: &[PathBuf], n: usize, seed: u64) -> Result<f64, Error> {
+    let mut rng = simcore::Rng::new(seed);
     let mut buf = vec![0u8; 64 * 1024];
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
+        let path = &paths[rng.below(paths.len() as u64) as usize];
         let t = thread_cpu_ns();
         let mut f = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
         while f.read(&mut buf).map_err(|e| Error::io("read", path, e))? > 0 {}
@@ -358,9 +366,13 @@ pub fn run_calibration(
         CgroupVersion::V2 => "memory.current",
     };
     let idle = tree.mkdir(&top, "idle")?;
-    let read_syscall_ns = read_cost(&idle.join(counter), cfg.reads)?;
-    let read_stat_ns = read_cost(&idle.join("memory.stat"), cfg.reads)?;
-    let stat_path = idle.join("memory.stat");
+    let groups: Vec<PathBuf> = (0..200)
+        .map(|i| tree.mkdir(&idle, &format!("g{i}")))
+        .collect::<Result<_, _>>()?;
+    let files = |f: &str| groups.iter().map(|g| g.join(f)).collect::<Vec<_>>();
+    let read_syscall_ns = read_cost_of(&files(counter), cfg.reads, 1)?;
+    let read_stat_ns = read_cost_of(&files("memory.stat"), cfg.reads, 2)?;
+    let stat_path = groups[0].join("memory.stat");
     let stat_items = std::fs::read_to_string(&stat_path)
         .map_err(|e| Error::io("read", &stat_path, e))?
         .lines()
