@@ -957,9 +957,6 @@ impl Core {
                 }
                 _ => 0,
             };
-            // This shard's own change, and with the children's.
-            let own = i128::from(cur) - i128::from(before) + i128::from(shared);
-            let delta = own + i128::from(from_children);
             if let Some(dir) = saturated.as_ref().and_then(|sat| sat.get(k)) {
                 // Pinned, whether or not this pass carries anything (an
                 // ancestor is marked before any change reaches it).
@@ -968,13 +965,27 @@ impl Core {
                 agg[k].store(dir.limit(), Ordering::Release);
                 continue;
             }
+            // This shard's own change, and with the children's: exact in
+            // `i64` unless a sum overflows, then decided in `i128`.
+            let (own, o1) = cur.overflowing_sub(before);
+            let (own, o2) = own.overflowing_add(shared);
+            let (delta, o3) = own.overflowing_add(from_children);
+            let (own, delta) = if o1 | o2 | o3 {
+                let own = i128::from(cur) - i128::from(before) + i128::from(shared);
+                let delta = own + i128::from(from_children);
+                match (i64::try_from(own), i64::try_from(delta)) {
+                    (Ok(own), Ok(delta)) => (own, delta),
+                    _ => {
+                        self.pin(n, k, Direction::of(delta));
+                        continue;
+                    }
+                }
+            } else {
+                (own, delta)
+            };
             if own == 0 && delta == 0 {
                 continue;
             }
-            let (Ok(own), Ok(delta)) = (i64::try_from(own), i64::try_from(delta)) else {
-                self.pin(n, k, Direction::of(delta));
-                continue;
-            };
             if own != 0 {
                 match local[k].load(Ordering::Relaxed).checked_add(own) {
                     Some(v) => local[k].store(v, Ordering::Relaxed),
