@@ -18,7 +18,7 @@ pub const DEFAULT_HTML_DIR: &str = "out";
 
 /// The suite's scenarios, in order (the kernel ones last: they run where
 /// the host allows kernel mode and are skipped, with the reason, elsewhere).
-pub const SUITE: [&str; 15] = [
+pub const SUITE: [&str; 19] = [
     "update-path",
     "update-path-sim",
     "stat-readers",
@@ -31,6 +31,10 @@ pub const SUITE: [&str; 15] = [
     "numa01-thread-alloc-64",
     "numa02",
     "refault-storm",
+    "page-fault1",
+    "page-fault2",
+    "page-fault3",
+    "netperf",
     "update-path-kernel",
     "stat-readers-kernel",
     "stale-read-kernel",

@@ -159,6 +159,13 @@ fn claims_html(claims: &[&Claim]) -> String {
             esc(&c.measured),
             esc(&c.published)
         );
+        if !c.why.is_empty() {
+            let _ = write!(
+                s,
+                r#"<tr><td class="m"></td><td colspan="3" class="m">why: {}</td></tr>"#,
+                esc(&c.why)
+            );
+        }
     }
     s.push_str("</table></div>");
     s
