@@ -54,6 +54,9 @@ pub struct StoredRun {
 const SUMMARY_COLS: &str = "id, scenario, mode, seed, runs, started_ms, ended_ms, host_cpus, \
                             host_cpu_model, host_kernel, mmlab_version, git_commit";
 
+/// The schema version that added `runs.git_dirty`.
+const GIT_DIRTY_SINCE: i64 = 5;
+
 impl Store {
     fn corrupt(&self, what: &'static str, detail: String) -> StoreError {
         StoreError::Corrupt {
@@ -63,10 +66,22 @@ impl Store {
         }
     }
 
+    /// The summary columns, `git_dirty` last (NULL before the schema
+    /// version that added it).
+    fn summary_cols(&self) -> Result<String, StoreError> {
+        let dirty = if self.user_version()? >= GIT_DIRTY_SINCE {
+            "git_dirty"
+        } else {
+            "NULL"
+        };
+        Ok(format!("{SUMMARY_COLS}, {dirty}"))
+    }
+
     /// Stored runs, oldest first; only those of `scenario` when given.
     pub fn history(&self, scenario: Option<&str>) -> Result<Vec<RunSummary>, StoreError> {
         let sql = format!(
-            "SELECT {SUMMARY_COLS} FROM runs WHERE ?1 IS NULL OR scenario = ?1 ORDER BY id"
+            "SELECT {} FROM runs WHERE ?1 IS NULL OR scenario = ?1 ORDER BY id",
+            self.summary_cols()?
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let raw: Vec<RawSummary> = stmt
@@ -78,7 +93,7 @@ impl Store {
 
     /// The summary of one run.
     pub fn summary(&self, id: RunId) -> Result<RunSummary, StoreError> {
-        let sql = format!("SELECT {SUMMARY_COLS} FROM runs WHERE id = ?1");
+        let sql = format!("SELECT {} FROM runs WHERE id = ?1", self.summary_cols()?);
         let raw = self
             .conn
             .query_row(&sql, [id.0], RawSummary::from_row)
@@ -120,6 +135,7 @@ impl Store {
                 kernel: r.kernel,
                 mmlab_version: r.version,
                 git_commit: r.commit,
+                git_dirty: r.dirty,
             },
             tags,
         })
@@ -361,6 +377,7 @@ struct RawSummary {
     kernel: String,
     version: String,
     commit: Option<String>,
+    dirty: Option<bool>,
 }
 
 impl RawSummary {
@@ -378,6 +395,7 @@ impl RawSummary {
             kernel: r.get(9)?,
             version: r.get(10)?,
             commit: r.get(11)?,
+            dirty: r.get(12)?,
         })
     }
 }
