@@ -2,7 +2,7 @@
 //! ([`render_claims`]) and the compact two-line form of the suite
 //! ([`render_claims_compact`]).
 
-use super::{display_name, pad};
+use super::{pad, wrap};
 use sim::report::Claim;
 use std::fmt::Write as _;
 
@@ -43,25 +43,29 @@ pub fn render_claims(claims: &[Claim]) -> String {
     out
 }
 
-/// The claims in at most [`COMPACT_WIDTH`] columns, two lines each: the
-/// verdict and the claim, then the measured figure beside the published
-/// one (each elided with `…` past the width).
+/// The claims in at most [`COMPACT_WIDTH`] columns: the verdict and the
+/// claim, then the measured figure beside the published one, each wrapped
+/// onto as many indented lines as it needs (nothing is cut: a MISS's
+/// explanation is read whole).
 pub fn render_claims_compact(claims: &[Claim]) -> String {
     let mut out = String::new();
+    let indent = " ".repeat(7);
     for c in claims {
-        let first = format!(
-            "{} {}",
-            pad(c.mark(), 6, false),
-            display_name(&c.claim, COMPACT_WIDTH - 7)
-        );
-        let second = display_name(
-            &format!("measured {}   published {}", c.measured, c.published),
-            COMPACT_WIDTH - 7,
-        );
-        out.push_str(first.trim_end());
-        out.push_str("\n       ");
-        out.push_str(&second);
-        out.push('\n');
+        for (i, line) in wrap(&c.claim, COMPACT_WIDTH - 7).iter().enumerate() {
+            let lead = if i == 0 {
+                pad(c.mark(), 7, false)
+            } else {
+                indent.clone()
+            };
+            out.push_str((lead + line).trim_end());
+            out.push('\n');
+        }
+        let figures = format!("measured {}   published {}", c.measured, c.published);
+        for line in wrap(&figures, COMPACT_WIDTH - 7) {
+            out.push_str(&indent);
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
     out
 }
