@@ -746,7 +746,12 @@ fn the_summary_names_misses_and_keeps_explanations_whole() {
         pass: false,
         info: false,
     };
-    let line = summary_line("s", Duration::from_secs(1), &[miss.clone()], None);
+    let line = summary_line(
+        "s",
+        Duration::from_secs(1),
+        std::slice::from_ref(&miss),
+        None,
+    );
     assert!(
         line.contains("1 MISS of 1") && !line.contains("0/1 ok"),
         "{line}"
@@ -794,4 +799,41 @@ fn html_colours_follow_the_policy_not_the_column() {
     distinct.sort_unstable();
     distinct.dedup();
     assert_eq!(distinct.len(), many.len(), "{many:?}");
+}
+
+/// A sweep's jobs are estimated together: a grid whose jobs each fit but
+/// whose sum does not is refused before the first runs (unless forced).
+#[test]
+fn a_sweep_is_estimated_as_a_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = sweep_file(
+        dir.path(),
+        "big.toml",
+        "",
+        "batch = { from = 1, to = 400, step = 1 }",
+    );
+    let o = mmlab_in(
+        dir.path(),
+        &[
+            "sweep",
+            p.to_str().unwrap(),
+            "--db",
+            "t.db",
+            "--max-seconds",
+            "5",
+        ],
+    );
+    let e = refused(&o, "800 jobs under 5 s");
+    assert!(
+        e.contains("800 runs would take") && e.contains("--shard"),
+        "{e}"
+    );
+    assert!(
+        !dir.path().join("t.db").exists() || {
+            let c = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+            c.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+                == 0
+        }
+    );
 }

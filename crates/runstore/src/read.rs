@@ -54,6 +54,10 @@ pub struct StoredRun {
 const SUMMARY_COLS: &str = "id, scenario, mode, seed, runs, started_ms, ended_ms, host_cpus, \
                             host_cpu_model, host_kernel, mmlab_version, git_commit";
 
+/// The most buckets a stored histogram may have (a log2 histogram of
+/// 64-bit values has 65).
+const MAX_HISTOGRAM_BUCKETS: usize = 4096;
+
 /// The schema version that added `runs.git_dirty`.
 const GIT_DIRTY_SINCE: i64 = 5;
 
@@ -288,8 +292,17 @@ impl Store {
             let histogram = match hlen {
                 None => None,
                 Some(len) => {
+                    // A log2 histogram of 64-bit values has at most 65
+                    // buckets; a larger length is a damaged row, not an
+                    // allocation to attempt.
+                    let len = usize::try_from(len)
+                        .ok()
+                        .filter(|l| *l <= MAX_HISTOGRAM_BUCKETS)
+                        .ok_or_else(|| {
+                            self.corrupt("histogram", format!("{len} buckets in {name}"))
+                        })?;
                     let mut h = Log2Histogram {
-                        buckets: vec![0; usize::try_from(len).unwrap_or(0)],
+                        buckets: vec![0; len],
                     };
                     let brows: Vec<(i64, i64)> = buckets
                         .query_map([mid], |r| Ok((r.get(0)?, r.get(1)?)))

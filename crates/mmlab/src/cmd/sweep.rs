@@ -174,6 +174,10 @@ pub fn run_jobs(
             todo.push((job, sc, key));
         }
     }
+    pipeline.check_total(
+        &format!("sweep {}", ls.sweep.spec.name),
+        todo.iter().map(|(_, sc, _)| sc),
+    )?;
     let total = todo.len();
     if let Some(r) = progress.as_deref_mut() {
         r.total(total as u64);

@@ -129,6 +129,41 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Refuses work of several scenarios (a sweep's jobs) whose estimated
+    /// time together is over the time limit (unless forced, which warns);
+    /// each is checked on its own by [`Pipeline::check`].
+    ///
+    /// # Errors
+    /// The total is over the limit.
+    pub fn check_total<'a>(
+        &mut self,
+        what: &str,
+        scenarios: impl IntoIterator<Item = &'a Scenario>,
+    ) -> Result<()> {
+        let mut total = 0.0;
+        let mut n = 0usize;
+        for sc in scenarios {
+            total += self.estimate(sc).1;
+            n += 1;
+        }
+        if total > self.limits.seconds {
+            let why = format!(
+                "{what}: {n} runs would take about {} on this host (limit {})",
+                sim::scenario::estimate::duration_words(total),
+                sim::scenario::estimate::duration_words(self.limits.seconds)
+            );
+            if self.force {
+                eprintln!("mmlab: warning: {why}; running anyway (--force)");
+            } else {
+                bail!(
+                    "{why}\n  run fewer (--shard I/N, fewer points or seeds), raise --max-seconds, \
+                     or pass --force to run them anyway"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `sc` with progress, stores it as it finishes (as `store_as`),
     /// and computes its claims.
     ///

@@ -2,9 +2,9 @@
 //! ([`WorkClass::Refault`]): background update bursts and workload
 //! accesses over warm-up and measurement, each weighed by the square root
 //! of the tree's groups (the flushes they trigger walk the tree; an access
-//! weighs two bursts), the bursts of the first [`EARLY_S`] twice (the
-//! storm costs about twice as much per burst while memory fills), plus a
-//! fixed part per run. Fitted on the development host over 24–96 CPUs,
+//! weighs two bursts), the bursts of the first 0.3 simulated seconds
+//! twice (the storm costs about twice as much per burst while memory
+//! fills), plus a fixed part per run. Fitted on the development host over 24–96 CPUs,
 //! 30–120 services, 0.3–4 simulated seconds, update rates of 3,000–12,000
 //! and access rates of 300–1,200 per CPU and second (every case within
 //! 1.4x of its CPU time, averaged over the policies).
