@@ -6,7 +6,7 @@
 # run it after touching an ordering:
 #
 #     scripts/loom-mutants.sh            # in a scratch copy of the tree
-#     ONLY="fold skip" scripts/loom-mutants.sh   # the mutants whose name has this
+#     ONLY="fold skip|claim" scripts/loom-mutants.sh   # the mutants whose name has one of these
 #
 # A mutant that makes a model spin forever (a drain following a stale list
 # link, say) is reported as caught by a hang after MUTANT_TIMEOUT seconds
@@ -29,9 +29,18 @@ run_loom() {
         cargo test -p hierstat --test loom --release 2>&1
 }
 caught_all=1
+# ONLY="a|b": only the mutants whose name contains a or b.
+selected() {
+    [ -z "${ONLY:-}" ] && return 0
+    local IFS='|' p
+    for p in $ONLY; do
+        case "$1" in *"$p"*) return 0 ;; esac
+    done
+    return 1
+}
 mutant() {
     local name="$1" file="$2" from="$3" to="$4"
-    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
+    selected "$name" || return
     cp "$file" "$work/backup"
     if ! python3 - "$file" "$from" "$to" <<'PY'
 import sys
@@ -62,7 +71,8 @@ out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fai
 echo "baseline passes"
 mutant "shared path: header fetch_add AcqRel -> Relaxed" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Relaxed);"
 mutant "shared path: header fetch_add AcqRel -> Release" src/update.rs "let old = hdr.fetch_add(small, Ordering::AcqRel);" "let old = hdr.fetch_add(small, Ordering::Release);"
-mutant "claim: fetch_or Release -> Relaxed" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Relaxed);"
+mutant "claim: fetch_or AcqRel -> Relaxed" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Relaxed);"
+mutant "claim: fetch_or AcqRel -> Release" src/update.rs "let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);" "let old = hdr.fetch_or(QUEUED | res, Ordering::Release);"
 mutant "owner path: light barrier removed" src/update.rs "        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();" ""
 mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.barrier_before_reading(s, work);" ""
@@ -73,8 +83,6 @@ mutant "list: take_all swap Acquire -> Relaxed" src/updated.rs "self.head.swap(0
 mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && self.flushing.0.load(Ordering::Acquire) == 0;" "let may_skip = owner;"
 mutant "fold skip: flush count load Acquire -> Relaxed" src/update.rs "self.flushing.0.load(Ordering::Acquire)" "self.flushing.0.load(Ordering::Relaxed)"
 mutant "fold skip: flush exit Release -> Relaxed" src/flush.rs "self.0.fetch_sub(1, Ordering::Release);" "self.0.fetch_sub(1, Ordering::Relaxed);"
-mutant "fold skip: flusher's fence after counting itself removed" src/flush.rs "core.flushing.0.fetch_add(1, Ordering::Relaxed);
-        crate::sync::fence_seqcst();" "core.flushing.0.fetch_add(1, Ordering::Relaxed);"
 mutant "fold skip: owner's fence after its push removed" src/update.rs "        // \`FlushingGuard\`).
         crate::sync::fence_seqcst();" "        // \`FlushingGuard\`)."
 # The bound at every instant (see flush.rs, "What a flush hands over").
@@ -99,10 +107,10 @@ mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "      
 mutant "ancestor walk: residue RMW AcqRel -> Release" src/update.rs "let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);" "let old = n.hot.rows.header(s).fetch_add(small, Ordering::Release);"
 mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/update.rs "let old = n.hot.rows.header(s).fetch_add(small, Ordering::AcqRel);" "let old = n.hot.rows.header(s).fetch_add(small, Ordering::Acquire);"
 mutant "fold: residue take Acquire -> Relaxed" src/update.rs ".fetch_and(!RESIDUE_MASK, Ordering::Acquire);" ".fetch_and(!RESIDUE_MASK, Ordering::Relaxed);"
-mutant "early break: snapshot fence removed" src/flush.rs "            // it found above the break level was still there at the
-            // snapshot or later, which the reset sees (see \`count.rs\`).
-            crate::sync::fence_seqcst();" "            // it found above the break level was still there at the
-            // snapshot or later, which the reset sees (see \`count.rs\`)."
+mutant "flusher: fence after the snapshots removed (fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
+            // \`FlushingGuard\`).
+            crate::sync::fence_seqcst();" "            // before its drains, for owners that skip a fold (see
+            // \`FlushingGuard\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
 mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
     }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);

@@ -401,7 +401,7 @@ impl Core {
         crate::sync::fence_seqcst();
         self.claim(s, node, hdr, OWNER_RES, work);
         // After the push, before this update's fold reads the flush count:
-        // pairs with the fence a flush issues after counting itself (see
+        // pairs with the fence a flush issues after its snapshots (see
         // `FlushingGuard`).
         crate::sync::fence_seqcst();
     }
@@ -445,8 +445,8 @@ impl Core {
         // (`flush_subtree`). Acquire: if we find the pair claimed by a
         // claimer still in progress, its `begin_claim` (published by its
         // Release `fetch_or`) must be visible to any flush that sees what
-        // this thread does next: a flush this thread starts (every flush
-        // starts with a `SeqCst` fence, which would acquire it anyway), and,
+        // this thread does next: a flush this thread starts (its drain must
+        // wait for that claim), and,
         // under the kernel-exact scheme, a flush on another thread that
         // takes an ancestor residue this update then adds to (see
         // `walk_ancestors`): that flush must wait for the claim's push.
@@ -476,18 +476,18 @@ impl Core {
     fn claim<W: WorkSink>(&self, s: usize, node: &Node, hdr: &AtomicU64, res: u64, work: &mut W) {
         let list = &self.lists[s];
         let token = list.begin_claim();
-        // ORDERING: Release publishes `begin_claim` to updaters that find
-        // the row queued (the `SeqCst` fence that starts any flush they run
-        // afterwards acquires it), and the owner's cell writes to the
+        // ORDERING: AcqRel. Release publishes `begin_claim` to updaters
+        // that find the row queued, and the owner's cell writes to the
         // flusher (its pass's `SeqCst` fence after the drain acquires this
-        // word's release sequence). No Acquire: if the row is queued by a
+        // word's release sequence). Acquire: if the row is queued by a
         // claimer still in progress, this thread trusts it to push, and the
         // claimer's `begin_claim` must be visible to any flush this thread
-        // starts; that flush's opening `SeqCst` fence (`FlushingGuard`)
-        // acquires it, as does the owner's fence after its claim.
+        // starts (so that its drain waits for that claim), whatever the
+        // policy (a global threshold's flushes have no fence before their
+        // drain).
         // A real RMW, never a plain store: the flusher clears the bits from
         // another thread (the kernel learned this in `3309b63a2281`).
-        let old = hdr.fetch_or(QUEUED | res, Ordering::Release);
+        let old = hdr.fetch_or(QUEUED | res, Ordering::AcqRel);
         work.count(Work::Atomic, 3);
         if old & QUEUED == 0 {
             list.push(node.hot.row, hdr, work);

@@ -56,6 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?;
     let exporter = Exporter::builder(work.stats.clone())
         .prefix("memcg_")
+        // promtool reads `sec` in `memcg_sec_pagetables_pages` as seconds.
+        .rename("sec_pagetables", "secondary_pagetables")
         .local(true)
         .bounds(true)
         .policy(policy)
