@@ -11,7 +11,7 @@
 //!   (its version, commit and the binary itself), one host (CPU model and
 //!   count) and one cost file; any other measures again (a fraction of a
 //!   second in a release build) and keeps the newest entries.
-//! * The speed now is measured at every command (a 100 ms spin of the same
+//! * The speed now is measured at every command (a 200 ms spin of the same
 //!   loop): a simulation on a host whose CPUs are all busy takes longer
 //!   than its CPU seconds.
 //! * Two processes measuring at once (tests in parallel) take turns
@@ -138,6 +138,9 @@ pub fn measure(costs: &CostModel) -> Result<BTreeMap<WorkClass, f64>> {
             let s = (t.elapsed_ns() / 1e9).max(1e-6);
             let (_, after) = spin(Duration::from_millis(20));
             let speed = (before + after) / 2.0;
+            if std::env::var_os("MMLAB_RATES_DEBUG").is_some() {
+                eprintln!("probe {}: {units:.3e} units in {s:.3} CPU s, loop {before:.3e} / {after:.3e} per CPU s", class.name());
+            }
             best = best.max(units / s * REFERENCE_SPEED / speed);
             if rep == 0 && s > 0.2 {
                 break;
@@ -148,12 +151,22 @@ pub fn measure(costs: &CostModel) -> Result<BTreeMap<WorkClass, f64>> {
     Ok(out)
 }
 
-/// `rates` with the speed this process runs at now (a 100 ms spin: long
-/// enough to average over the scheduler's time slices on a busy host).
+/// How much of the CPU share measured now carries into the estimate, as
+/// an exponent: on a host whose load comes and goes (other people's
+/// builds), a busy moment predicts a busy run only in part. With 0.75 a
+/// share of 25% now counts as 35%; measured against the built-in
+/// scenarios on the shared 2-vCPU host, whole-share estimates were off by
+/// up to 3x either way when the load changed, this by up to 2x.
+const SHARE_WEIGHT: f64 = 0.75;
+
+/// `rates` with the speed this process runs at now: a 200 ms spin (long
+/// enough to average over the scheduler's time slices on a busy host),
+/// its share of a CPU weighed by [`SHARE_WEIGHT`].
 fn with_speed_now(mut rates: Rates) -> Rates {
-    let (per_wall, per_cpu) = spin(Duration::from_millis(100));
-    rates.speed = per_wall;
-    rates.cpu_share = (per_wall / per_cpu).clamp(0.01, 1.0);
+    let (per_wall, per_cpu) = spin(Duration::from_millis(200));
+    let share = (per_wall / per_cpu).clamp(0.01, 1.0);
+    rates.speed = per_cpu * share.powf(SHARE_WEIGHT);
+    rates.cpu_share = share;
     rates
 }
 

@@ -94,10 +94,10 @@ impl WorkClass {
     /// KVM guest, release build): the rate used where none was measured.
     pub fn reference_rate(self) -> f64 {
         match self {
-            WorkClass::StatsTree => 1.1e8,
-            WorkClass::StatsUpdate => 6.0e7,
-            WorkClass::Numab => 1.2e7,
-            WorkClass::Refault => 3.9e6,
+            WorkClass::StatsTree => 1.2e8,
+            WorkClass::StatsUpdate => 9.0e7,
+            WorkClass::Numab => 1.8e7,
+            WorkClass::Refault => 3.7e6,
             WorkClass::Kernel => 1e9,
         }
     }
@@ -132,15 +132,16 @@ pub const REFERENCE_SPEED: f64 = 6.0e9;
 /// Speeds are those of one fixed loop ([`spin`]): the rates are measured
 /// as units per CPU second, scaled by the loop's speed then (so a probe
 /// that ran beside a busy hyperthread sibling counts at full speed), and
-/// the loop's iterations per *wall* second now ([`Rates::speed`]) turn them
-/// into wall time, with whatever share of a CPU, frequency or steal the
-/// host gives the process at that moment.
+/// the loop's iterations per *wall* second expected during the run
+/// ([`Rates::speed`], from its speed now) turn them into wall time, with
+/// the share of a CPU, frequency or steal the host gives the process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rates {
     /// Units per second at [`REFERENCE_SPEED`], by class (a class not
     /// listed uses its [`WorkClass::reference_rate`]).
     pub per_class: BTreeMap<WorkClass, f64>,
-    /// [`spin`]'s iterations per wall second now.
+    /// [`spin`]'s iterations per wall second expected during the run
+    /// (from its speed now: the front end decides how).
     pub speed: f64,
     /// The share of one CPU the process gets now (1: an idle host; 0.25:
     /// four runnable threads per CPU), for messages.
