@@ -103,45 +103,59 @@ impl Spec for KernelScenario {
     }
 
     /// The memory its worker processes map, the processes (counted as
-    /// threads), and its wall time at reference costs (~1.5 µs a page
-    /// fault, ~25 µs a `memory.stat` read, measured on the development
-    /// host).
+    /// threads), the kernel's work in nanoseconds at the development
+    /// host's costs ([`sim::scenario::WorkClass::Kernel`]: a page fault
+    /// ~2.5 µs, creating and removing a cgroup ~0.1 ms, a `memory.stat`
+    /// read ~25 µs, a worker's setup 5–20 ms; stretched by the CPU share
+    /// on a busy host) and the seconds it waits (warm-ups, read periods,
+    /// pauses). Within 1.5x of the built-in scenarios' wall time on the
+    /// development host.
     fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
-        const FAULT_S: f64 = 1.5e-6;
+        const FAULT_NS: f64 = 2500.0;
+        const GROUP_NS: f64 = 1e5;
+        const READ_NS: f64 = 25e3;
         const PAGE: f64 = 4096.0;
         let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
         let mut e = Estimate {
-            memory_bytes: 0.0,
             threads: 1,
-            events: 0.0,
-            seconds: 0.0,
+            class: Some(sim::scenario::WorkClass::Kernel),
+            ..Estimate::default()
         };
         match &self.experiment {
             Experiment::UpdatePath(u) => {
                 let faults = (u.rounds + u.warmup_rounds) as f64 * u.pages as f64;
                 e.memory_bytes = u.pages as f64 * PAGE;
                 e.threads += 1;
-                e.seconds += faults * FAULT_S * (u.runs * u.depths.len()) as f64;
+                e.work += (faults * FAULT_NS + 5e6) * (u.runs * u.depths.len()) as f64;
             }
             Experiment::StatReaders(r) => {
                 let writers = r.writers.iter().copied().max().unwrap_or(0);
                 e.memory_bytes = (writers * r.writer_pages) as f64 * PAGE;
                 e.threads += (writers + r.readers) as u64;
-                let per_case = r.warmup.as_secs_f64()
-                    + r.reads_per_reader as f64 * (r.period.as_secs_f64() + 25e-6);
-                e.seconds += per_case * (r.groups.len() * r.writers.len()) as f64;
+                let cases = r.writers.len() as f64;
+                let groups: f64 = r.groups.iter().map(|g| *g as f64).sum();
+                e.seconds += (r.warmup.as_secs_f64()
+                    + r.reads_per_reader as f64 * r.period.as_secs_f64())
+                    * cases
+                    * r.groups.len() as f64;
+                e.work += cases
+                    * (groups * GROUP_NS
+                        + r.groups.len() as f64
+                            * (2e7 + (r.reads_per_reader * r.readers) as f64 * READ_NS));
             }
             Experiment::StaleRead(s) => {
                 let kib = s.spikes_kib.iter().copied().max().unwrap_or(0);
                 e.memory_bytes = kib as f64 * 1024.0;
                 e.threads += 1;
                 let pages: u64 = s.spikes_kib.iter().map(|k| k / 4).sum();
+                e.work += s.repetitions as f64 * pages as f64 * FAULT_NS + 1e7;
                 e.seconds += s.repetitions as f64
-                    * (pages as f64 * FAULT_S
-                        + s.spikes_kib.len() as f64 * (s.pause.as_secs_f64() + s.follow_ms / 1e3));
+                    * s.spikes_kib.len() as f64
+                    * (s.pause.as_secs_f64() + s.follow_ms / 1e3);
             }
         }
         e.seconds *= repeats;
+        e.work *= repeats;
         e
     }
 

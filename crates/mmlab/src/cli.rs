@@ -40,10 +40,7 @@ impl Cli {
             || c.costs.is_some()
             || c.html.is_some()
             || c.no_store
-            || c.force
-            || c.max_events.is_some()
-            || c.max_memory_mib.is_some()
-            || c.max_seconds.is_some();
+            || c.limits.any_set();
         if self.command.is_some() && set {
             return Err(
                 "the suite's options (--quick, --json, --html, --costs, --no-store, --force, -v) \
@@ -109,6 +106,9 @@ pub struct SweepArgs {
     /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
+    /// The pre-run limits every job is estimated against.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     // The points go to the global `--db` (jobs already stored there are not
     // run again).
 }
@@ -231,8 +231,23 @@ pub struct CommonRunArgs {
     /// Do not store the run in the results database.
     #[arg(long)]
     pub no_store: bool,
-    /// Run even when the pre-run estimate (memory, threads, simulated
-    /// events) is over the limits.
+    /// The pre-run limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+impl CommonRunArgs {
+    /// The pre-run limits ([`LimitArgs::limits`]).
+    pub fn limits(&self) -> sim::scenario::Limits {
+        self.limits.limits()
+    }
+}
+
+/// The pre-run limits of the commands that run scenarios.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LimitArgs {
+    /// Run even when the pre-run estimate (time, memory, threads) is over
+    /// the limits.
     #[arg(long)]
     pub force: bool,
     /// Refuse runs estimated above this many simulated events (default
@@ -243,15 +258,15 @@ pub struct CommonRunArgs {
     /// 4096).
     #[arg(long, value_name = "MIB")]
     pub max_memory_mib: Option<f64>,
-    /// Refuse real-mode runs estimated to measure longer than this many
-    /// seconds (default 3600).
+    /// Refuse runs estimated to take longer than this many seconds on
+    /// this host (default 3600).
     #[arg(long, value_name = "S")]
     pub max_seconds: Option<f64>,
 }
 
-impl CommonRunArgs {
-    /// The pre-run limits: the defaults, lowered or raised by
-    /// `--max-events`, `--max-memory-mib` and `--max-seconds`.
+impl LimitArgs {
+    /// The limits: the defaults, lowered or raised by `--max-events`,
+    /// `--max-memory-mib` and `--max-seconds`.
     pub fn limits(&self) -> sim::scenario::Limits {
         let mut l = sim::scenario::Limits::default();
         if let Some(e) = self.max_events {
@@ -264,6 +279,33 @@ impl CommonRunArgs {
             l.seconds = s;
         }
         l
+    }
+
+    /// Whether any of them was given.
+    pub fn any_set(&self) -> bool {
+        self.force
+            || self.max_events.is_some()
+            || self.max_memory_mib.is_some()
+            || self.max_seconds.is_some()
+    }
+
+    /// The options as given, as command-line words (for `--plan`).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.force {
+            v.push("--force".to_string());
+        }
+        for (flag, value) in [
+            ("--max-events", self.max_events),
+            ("--max-memory-mib", self.max_memory_mib),
+            ("--max-seconds", self.max_seconds),
+        ] {
+            if let Some(x) = value {
+                v.push(flag.to_string());
+                v.push(x.to_string());
+            }
+        }
+        v
     }
 }
 
@@ -318,6 +360,11 @@ pub struct RunArgs {
     /// root without mmlab, instead of running the scenario.
     #[arg(long, value_name = "FILE")]
     pub reproducer: Option<PathBuf>,
+
+    /// Print the pre-run estimate (time, memory, threads) against the
+    /// limits and run nothing.
+    #[arg(long)]
+    pub estimate: bool,
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,

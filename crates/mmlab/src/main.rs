@@ -30,12 +30,16 @@ fn main() -> ExitCode {
         // shell's convention for "killed by SIGINT".
         Err(e) if mmlab::cmd::is_interrupted(&e) => {
             let _ = out.flush();
-            eprintln!("mmlab: {e:#}; everything the run created was removed");
+            let e = mmlab::render::escape_controls(&format!("{e:#}"));
+            eprintln!("mmlab: {e}; everything the run created was removed");
             ExitCode::from(130)
         }
         Err(e) => {
             let _ = out.flush();
-            eprintln!("mmlab: error: {e:#}");
+            // Messages quote user input (names, paths, file text): no
+            // control character reaches the terminal raw.
+            let e = mmlab::render::escape_controls(&format!("{e:#}"));
+            eprintln!("mmlab: error: {e}");
             ExitCode::FAILURE
         }
     }

@@ -301,10 +301,13 @@ fn policy_files_and_sweep_plans() {
     let o = mmlab(&["sweep", sweep.to_str().unwrap(), "--plan", "--db", "x.db"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let plan = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(plan.lines().count(), 4 * 2);
+    // One command per job, then how to merge their databases.
+    assert_eq!(plan.lines().count(), 4 * 2 + 1);
     assert!(plan
         .lines()
+        .take(8)
         .all(|l| l.contains("--shard ") && l.contains("/8 --db x-")));
+    assert!(plan.lines().last().unwrap().contains("store merge"));
     let o = mmlab(&["sweep", sweep.to_str().unwrap(), "--shard", "9/8"]);
     assert!(!o.status.success());
     let o = mmlab(&[

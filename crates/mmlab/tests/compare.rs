@@ -233,6 +233,7 @@ fn compare_stored_runs_by_reference() {
         kernel: "6.1".into(),
         mmlab_version: "0.1.0".into(),
         git_commit: Some("1ab6a02".into()),
+        git_dirty: Some(false),
     };
     let t0 = UNIX_EPOCH + Duration::from_secs(1_796_015_470);
     let a = store

@@ -98,6 +98,12 @@ fn dev_zero_is_refused_without_reading_it_all() {
     let t = Instant::now();
     let o = mmlab_in(dir.path(), &["run", "/dev/zero", "--no-store"]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    // A huge regular file: refused after reading the limit.
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap();
+    let o = mmlab_in(dir.path(), &["run", big.to_str().unwrap(), "--no-store"]);
+    assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("larger than"), "{}", stderr(&o));
     assert!(t.elapsed() < Duration::from_secs(10));
 }

@@ -205,7 +205,7 @@ fn runs_stored_before_version_4_get_an_identity() {
     let mut v2 = Store::open_at_version(&old, 2).unwrap();
     let sc = ls.job_scenario(&ls.sweep.jobs()[0]).unwrap();
     let r = sc.run(&RunOptions::default(), &mut |_| {}).unwrap();
-    let host = runstore::HostFacts::detect("test", None);
+    let host = runstore::HostFacts::detect("test", None, None);
     let now = std::time::SystemTime::now();
     let a = v2.save(&r, &host, now, now).unwrap();
     drop(v2);

@@ -46,6 +46,20 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// An mmlab database whose schema does not match its version number
+    /// (`PRAGMA user_version` out of range, a migration that cannot
+    /// apply, a table missing): changed outside mmlab.
+    #[error(
+        "results database {} is damaged: {detail} (was it changed outside mmlab? restore a \
+         copy, or pass --db FILE)",
+        path.display()
+    )]
+    Damaged {
+        /// The database path.
+        path: PathBuf,
+        /// What does not match.
+        detail: String,
+    },
     /// `store merge` of databases with different schema versions.
     #[error(
         "results database {} has schema version {found}, the merge needs version {expected} \
@@ -59,6 +73,15 @@ pub enum StoreError {
         found: i64,
         /// The version of the others.
         expected: i64,
+    },
+    /// `store merge` given the target database as a source.
+    #[error(
+        "{} is the database merged into; a database cannot be merged into itself",
+        path.display()
+    )]
+    MergeIntoItself {
+        /// The source as given.
+        path: PathBuf,
     },
     /// A run reference (`last`, `last~N`, id or tag) that matches no run.
     #[error("no stored run matches '{spec}': {reason}")]
@@ -89,7 +112,6 @@ pub enum StoreError {
     /// A failure injected by a test through [`super::Store::save_with_hook`].
     #[error("save interrupted: {0}")]
     Interrupted(String),
-    /// Any other SQLite error, with the database path.
     /// Another process holds the database's write lock.
     #[error("results database {} is busy: another process is writing to it (another mmlab run?); retry when it is done, or pass --db FILE", path.display())]
     Busy {

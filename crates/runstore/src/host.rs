@@ -16,14 +16,23 @@ pub struct HostFacts {
     pub mmlab_version: String,
     /// Git commit the binary was built from, when known.
     pub git_commit: Option<String>,
+    /// Whether the sources it was built from differed from that commit
+    /// (tracked files changed, or new files under the source folders);
+    /// `None` when unknown (no git, or a run stored before schema 5).
+    pub git_dirty: Option<bool>,
 }
 
 impl HostFacts {
     /// Reads the CPU count, CPU model and kernel release of this machine
     /// (from `std::thread::available_parallelism`, `/proc/cpuinfo` and
-    /// `/proc/sys/kernel/osrelease`); the version and commit are the
-    /// caller's. Facts that cannot be read are `unknown` (or 1 CPU).
-    pub fn detect(mmlab_version: &str, git_commit: Option<&str>) -> HostFacts {
+    /// `/proc/sys/kernel/osrelease`); the version, commit and dirty flag
+    /// are the caller's. Facts that cannot be read are `unknown` (or 1
+    /// CPU).
+    pub fn detect(
+        mmlab_version: &str,
+        git_commit: Option<&str>,
+        git_dirty: Option<bool>,
+    ) -> HostFacts {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get() as u32)
             .unwrap_or(1);
@@ -38,7 +47,18 @@ impl HostFacts {
                 .unwrap_or_else(|| "unknown".to_string()),
             mmlab_version: mmlab_version.to_string(),
             git_commit: git_commit.map(str::to_string),
+            git_dirty,
         }
+    }
+
+    /// The build as a reader wants it: the commit, with `-dirty` when the
+    /// sources differed from it (`1a2b3c4d5e6f-dirty`); `None` when the
+    /// commit is unknown.
+    pub fn commit_label(&self) -> Option<String> {
+        self.git_commit.as_ref().map(|c| match self.git_dirty {
+            Some(true) => format!("{c}-dirty"),
+            _ => c.clone(),
+        })
     }
 }
 

@@ -121,7 +121,9 @@ impl Store {
         };
         store.check_identity()?;
         let version = store.user_version()?;
-        if version != SCHEMA_VERSION {
+        if version == SCHEMA_VERSION {
+            store.check_tables()?;
+        } else {
             return Err(StoreError::ReadOnly {
                 path: path.to_path_buf(),
                 reason: format!(
@@ -190,6 +192,9 @@ impl Store {
         store.check_identity()?;
         store.configure()?;
         store.migrate(target)?;
+        if target == SCHEMA_VERSION {
+            store.check_tables()?;
+        }
         store
             .conn
             .busy_timeout(BUSY_TIMEOUT)
@@ -260,6 +265,42 @@ impl Store {
                 supported: SCHEMA_VERSION,
             });
         }
+        if version < 0 {
+            return Err(self.damaged(format!(
+                "its schema version (PRAGMA user_version) is {version}; mmlab's are 0 to \
+                 {SCHEMA_VERSION}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn damaged(&self, detail: String) -> StoreError {
+        StoreError::Damaged {
+            path: self.path.clone(),
+            detail,
+        }
+    }
+
+    /// Checks that a database at the current version has every table of
+    /// the current schema, and the columns added to `runs` since.
+    fn check_tables(&self) -> Result<(), StoreError> {
+        let (tables, columns) = schema_objects(&self.conn).map_err(|e| self.sql(e))?;
+        if let Some(t) = schema::TABLES
+            .iter()
+            .find(|t| !tables.iter().any(|n| n == *t))
+        {
+            return Err(self.damaged(format!(
+                "its schema version is {SCHEMA_VERSION} but it has no `{t}` table"
+            )));
+        }
+        if let Some(c) = ["uid", "git_dirty"]
+            .iter()
+            .find(|c| !columns.iter().any(|n| n == *c))
+        {
+            return Err(self.damaged(format!(
+                "its schema version is {SCHEMA_VERSION} but its runs have no `{c}` column"
+            )));
+        }
         Ok(())
     }
 
@@ -301,13 +342,37 @@ impl Store {
             if version >= target {
                 return Ok(());
             }
-            let m = &MIGRATIONS[version as usize];
+            let Some(m) = usize::try_from(version)
+                .ok()
+                .and_then(|v| MIGRATIONS.get(v))
+            else {
+                return Err(StoreError::Damaged {
+                    path: self.path.clone(),
+                    detail: format!(
+                        "its schema version (PRAGMA user_version) is {version}; mmlab's are 0 \
+                         to {SCHEMA_VERSION}"
+                    ),
+                });
+            };
             if version == 0 {
                 tx.pragma_update(None, "application_id", APPLICATION_ID)
                     .map_err(|e| sql_err(&self.path, e))?;
             }
+            // A step that cannot apply means the tables do not match the
+            // version number (a busy or read-only file is reported as such).
             tx.execute_batch(m.sql)
-                .map_err(|e| sql_err(&self.path, e))?;
+                .map_err(|e| match sql_err(&self.path, e) {
+                    StoreError::Sqlite { source, .. } => StoreError::Damaged {
+                        path: self.path.clone(),
+                        detail: format!(
+                            "its schema version (PRAGMA user_version) is {version}, but the step \
+                         to version {} ({}) does not apply: {source}",
+                            version + 1,
+                            m.description
+                        ),
+                    },
+                    other => other,
+                })?;
             tx.pragma_update(None, "user_version", version + 1)
                 .map_err(|e| sql_err(&self.path, e))?;
             tx.commit().map_err(|e| sql_err(&self.path, e))?;
@@ -408,6 +473,20 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         Ok(())
     }
+}
+
+/// The table names of a database and the column names of its `runs`
+/// table (empty when it has none).
+pub(crate) fn schema_objects(conn: &Connection) -> rusqlite::Result<(Vec<String>, Vec<String>)> {
+    let names = |sql: &str| -> rusqlite::Result<Vec<String>> {
+        let mut st = conn.prepare(sql)?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        rows.collect()
+    };
+    Ok((
+        names("SELECT name FROM sqlite_master WHERE type = 'table'")?,
+        names("SELECT name FROM pragma_table_info('runs')")?,
+    ))
 }
 
 /// Turns an SQLite error into the [`StoreError`] a user can act on: busy,

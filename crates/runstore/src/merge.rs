@@ -12,7 +12,9 @@
 //! * Tags come along unless the target already uses the name (reported);
 //!   sweep points come along unless the target already holds that job of
 //!   that sweep (the run itself is still copied).
-//! * Each source is copied in one transaction.
+//! * Each source is copied in one transaction; a source that is the
+//!   target itself is refused, and [`merge_into`] leaves no new target
+//!   behind when it fails.
 
 use super::schema::{APPLICATION_ID, SCHEMA_VERSION};
 use super::{sql_err, Store, StoreError};
@@ -79,7 +81,56 @@ pub fn check_source(path: &Path) -> Result<(), StoreError> {
             expected: SCHEMA_VERSION,
         });
     }
+    let (tables, _) = super::schema_objects(&conn).map_err(|e| sql_err(path, e))?;
+    if let Some(t) = super::schema::TABLES
+        .iter()
+        .find(|t| !tables.iter().any(|n| n == *t))
+    {
+        return Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            detail: format!("its schema version is {version} but it has no `{t}` table"),
+        });
+    }
     Ok(())
+}
+
+/// Whether `a` and `b` name the same file (same device and inode), for
+/// paths that exist.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// `mmlab store merge`: checks every source (an mmlab database of this
+/// schema version, not the target itself) before the target is opened,
+/// then merges them into `target`, creating it if needed. A target this
+/// call created is removed again when the merge fails, so a refused merge
+/// leaves no new file behind.
+///
+/// # Errors
+/// A refused source ([`check_source`], [`StoreError::MergeIntoItself`]),
+/// the target cannot be opened, or the copy fails (that source rolled
+/// back).
+pub fn merge_into(target: &Path, sources: &[PathBuf]) -> Result<MergeSummary, StoreError> {
+    for s in sources {
+        if same_file(s, target) {
+            return Err(StoreError::MergeIntoItself { path: s.clone() });
+        }
+        check_source(s)?;
+    }
+    let created = !target.exists();
+    let result = Store::open(target).and_then(|mut store| store.merge_from(sources));
+    if result.is_err() && created {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = target.as_os_str().to_owned();
+            p.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(p));
+        }
+    }
+    result
 }
 
 impl Store {
@@ -91,14 +142,13 @@ impl Store {
     /// SQLite errors (the source being copied is then rolled back).
     pub fn merge_from(&mut self, sources: &[PathBuf]) -> Result<MergeSummary, StoreError> {
         for s in sources {
+            if same_file(s, &self.path) {
+                return Err(StoreError::MergeIntoItself { path: s.clone() });
+            }
             check_source(s)?;
         }
-        let me = std::fs::canonicalize(&self.path).ok();
         let mut sum = MergeSummary::default();
         for s in sources {
-            if me.is_some() && std::fs::canonicalize(s).ok() == me {
-                continue;
-            }
             let path = self.path.clone();
             let e = |err| sql_err(&path, err);
             self.conn
@@ -137,9 +187,10 @@ fn copy_runs(tx: &Transaction<'_>, sum: &mut MergeSummary) -> rusqlite::Result<(
         }
         tx.execute(
             "INSERT INTO main.runs (scenario, scenario_toml, mode, seed, runs, started_ms,
-                 ended_ms, host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit, uid)
+                 ended_ms, host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit,
+                 git_dirty, uid)
              SELECT scenario, scenario_toml, mode, seed, runs, started_ms, ended_ms, host_cpus,
-                 host_cpu_model, host_kernel, mmlab_version, git_commit, uid
+                 host_cpu_model, host_kernel, mmlab_version, git_commit, git_dirty, uid
              FROM src.runs WHERE id = ?1",
             [old],
         )?;

@@ -54,6 +54,13 @@ pub struct StoredRun {
 const SUMMARY_COLS: &str = "id, scenario, mode, seed, runs, started_ms, ended_ms, host_cpus, \
                             host_cpu_model, host_kernel, mmlab_version, git_commit";
 
+/// The most buckets a stored histogram may have (a log2 histogram of
+/// 64-bit values has 65).
+const MAX_HISTOGRAM_BUCKETS: usize = 4096;
+
+/// The schema version that added `runs.git_dirty`.
+const GIT_DIRTY_SINCE: i64 = 5;
+
 impl Store {
     fn corrupt(&self, what: &'static str, detail: String) -> StoreError {
         StoreError::Corrupt {
@@ -63,10 +70,22 @@ impl Store {
         }
     }
 
+    /// The summary columns, `git_dirty` last (NULL before the schema
+    /// version that added it).
+    fn summary_cols(&self) -> Result<String, StoreError> {
+        let dirty = if self.user_version()? >= GIT_DIRTY_SINCE {
+            "git_dirty"
+        } else {
+            "NULL"
+        };
+        Ok(format!("{SUMMARY_COLS}, {dirty}"))
+    }
+
     /// Stored runs, oldest first; only those of `scenario` when given.
     pub fn history(&self, scenario: Option<&str>) -> Result<Vec<RunSummary>, StoreError> {
         let sql = format!(
-            "SELECT {SUMMARY_COLS} FROM runs WHERE ?1 IS NULL OR scenario = ?1 ORDER BY id"
+            "SELECT {} FROM runs WHERE ?1 IS NULL OR scenario = ?1 ORDER BY id",
+            self.summary_cols()?
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
         let raw: Vec<RawSummary> = stmt
@@ -78,7 +97,7 @@ impl Store {
 
     /// The summary of one run.
     pub fn summary(&self, id: RunId) -> Result<RunSummary, StoreError> {
-        let sql = format!("SELECT {SUMMARY_COLS} FROM runs WHERE id = ?1");
+        let sql = format!("SELECT {} FROM runs WHERE id = ?1", self.summary_cols()?);
         let raw = self
             .conn
             .query_row(&sql, [id.0], RawSummary::from_row)
@@ -120,6 +139,7 @@ impl Store {
                 kernel: r.kernel,
                 mmlab_version: r.version,
                 git_commit: r.commit,
+                git_dirty: r.dirty,
             },
             tags,
         })
@@ -272,8 +292,17 @@ impl Store {
             let histogram = match hlen {
                 None => None,
                 Some(len) => {
+                    // A log2 histogram of 64-bit values has at most 65
+                    // buckets; a larger length is a damaged row, not an
+                    // allocation to attempt.
+                    let len = usize::try_from(len)
+                        .ok()
+                        .filter(|l| *l <= MAX_HISTOGRAM_BUCKETS)
+                        .ok_or_else(|| {
+                            self.corrupt("histogram", format!("{len} buckets in {name}"))
+                        })?;
                     let mut h = Log2Histogram {
-                        buckets: vec![0; usize::try_from(len).unwrap_or(0)],
+                        buckets: vec![0; len],
                     };
                     let brows: Vec<(i64, i64)> = buckets
                         .query_map([mid], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -361,6 +390,7 @@ struct RawSummary {
     kernel: String,
     version: String,
     commit: Option<String>,
+    dirty: Option<bool>,
 }
 
 impl RawSummary {
@@ -378,6 +408,7 @@ impl RawSummary {
             kernel: r.get(9)?,
             version: r.get(10)?,
             commit: r.get(11)?,
+            dirty: r.get(12)?,
         })
     }
 }

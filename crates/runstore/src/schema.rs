@@ -144,6 +144,28 @@ CREATE TABLE sweep_points (
 CREATE INDEX sweep_points_sweep ON sweep_points(sweep, point);
 ",
     },
+    Migration {
+        description: "whether the build's sources differed from its git commit",
+        sql: "
+ALTER TABLE runs ADD COLUMN git_dirty INTEGER;  -- 1 dirty, 0 clean, NULL unknown
+",
+    },
+];
+
+/// The tables of the current schema: a database at [`SCHEMA_VERSION`]
+/// that lacks one was changed outside mmlab.
+pub const TABLES: &[&str] = &[
+    "runs",
+    "policies",
+    "metrics",
+    "metric_values",
+    "percentiles",
+    "histogram_buckets",
+    "series",
+    "series_points",
+    "tags",
+    "run_facts",
+    "sweep_points",
 ];
 
 /// The schema version this build writes: the number of migrations.

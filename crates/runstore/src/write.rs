@@ -119,6 +119,15 @@ fn write_run(
         ],
     )?;
     let run_id = tx.last_insert_rowid();
+    // The dirty flag arrived with schema version 5; a store opened at an
+    // older version (migration tests) stores the rest.
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version >= 5 {
+        tx.execute(
+            "UPDATE runs SET git_dirty = ?1 WHERE id = ?2",
+            params![host.git_dirty, run_id],
+        )?;
+    }
 
     // Only kernel-mode runs have facts; a store opened at an older schema
     // version (migration tests) can still take the others.

@@ -17,6 +17,7 @@ fn host() -> HostFacts {
         kernel: "6.1.0-test".into(),
         mmlab_version: "0.1.0".into(),
         git_commit: Some("abc1234".into()),
+        git_dirty: Some(false),
     }
 }
 
@@ -453,4 +454,114 @@ fn run_facts_round_trip() {
     assert_eq!(back.report, r);
     assert_eq!(back.summary.mode, sim::report::Mode::Kernel);
     assert_eq!(store.facts_of(id).unwrap()["cgroup_version"], "v1");
+}
+
+/// Issue 28: a `user_version` that does not match the tables (negative, or
+/// older than the schema the file holds, or current with a table gone) is
+/// a clear error on every way in, never a panic or a raw SQL error.
+#[test]
+fn a_user_version_that_lies_is_a_damaged_database() {
+    for (version, drop_table) in [(-5i64, None), (-1, None), (0, None), (1, None), (3, None)]
+        .into_iter()
+        .chain((1..=SCHEMA_VERSION - 1).map(|v| (v, None)))
+        .chain([(SCHEMA_VERSION, Some("sweep_points"))])
+    {
+        let (_d, path) = tmp_db();
+        let mut s = Store::open(&path).unwrap();
+        s.save(&sample::update_path(1), &host(), t(1), t(2))
+            .unwrap();
+        drop(s);
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(&format!("PRAGMA user_version = {version};"))
+            .unwrap();
+        if let Some(t) = drop_table {
+            c.execute_batch(&format!("DROP TABLE {t};")).unwrap();
+        }
+        drop(c);
+        for (what, err) in [
+            ("open", Store::open(&path).err()),
+            ("open_existing", Store::open_existing(&path).err()),
+            ("check_source", runstore::merge::check_source(&path).err()),
+        ] {
+            let err = err.unwrap_or_else(|| panic!("{what} at version {version} opened"));
+            let msg = err.to_string();
+            assert!(
+                matches!(
+                    err,
+                    StoreError::Damaged { .. } | StoreError::SchemaMismatch { .. }
+                ),
+                "{what} at {version}: {err:?}"
+            );
+            assert!(msg.contains("mmlab.db"), "{what} at {version}: {msg}");
+            assert!(
+                !msg.contains("already exists") || msg.contains("damaged"),
+                "{what} at {version}: {msg}"
+            );
+        }
+    }
+}
+
+/// Issue 28: `store merge` refuses the target as a source, and a refused
+/// merge leaves no new target file.
+#[test]
+fn merge_refuses_itself_and_leaves_no_target_on_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.db");
+    let mut s = Store::open(&a).unwrap();
+    s.save(&sample::update_path(1), &host(), t(1), t(2))
+        .unwrap();
+    drop(s);
+    // Into itself, by the same path or another spelling of it.
+    let alias = dir.path().join(".").join("a.db");
+    for src in [a.clone(), alias] {
+        let err = runstore::merge::merge_into(&a, std::slice::from_ref(&src)).unwrap_err();
+        assert!(matches!(err, StoreError::MergeIntoItself { .. }), "{err:?}");
+        assert!(err.to_string().contains("into itself"), "{err}");
+    }
+    assert_eq!(Store::open(&a).unwrap().history(None).unwrap().len(), 1);
+    // A refused source: the new target is not created.
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not a database").unwrap();
+    let target = dir.path().join("new.db");
+    assert!(runstore::merge::merge_into(&target, &[a.clone(), junk]).is_err());
+    assert!(!target.exists(), "a refused merge created {target:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("new.db"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // A good merge creates it.
+    let sum = runstore::merge::merge_into(&target, &[a]).unwrap();
+    assert_eq!(sum.copied, 1);
+}
+
+/// Issue 28: every stored run records the commit and whether the build's
+/// sources differed from it, and both survive a merge.
+#[test]
+fn the_dirty_flag_is_stored_and_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.db");
+    let mut s = Store::open(&a).unwrap();
+    let mut dirty = host();
+    dirty.git_dirty = Some(true);
+    let id = s.save(&sample::update_path(1), &dirty, t(1), t(2)).unwrap();
+    let mut unknown = host();
+    unknown.git_dirty = None;
+    let id2 = s
+        .save(&sample::update_path(1), &unknown, t(3), t(4))
+        .unwrap();
+    assert_eq!(s.summary(id).unwrap().host.git_dirty, Some(true));
+    assert_eq!(
+        s.summary(id).unwrap().host.commit_label().as_deref(),
+        Some("abc1234-dirty")
+    );
+    assert_eq!(s.summary(id2).unwrap().host.git_dirty, None);
+    drop(s);
+    let b = dir.path().join("b.db");
+    runstore::merge::merge_into(&b, &[a]).unwrap();
+    let s = Store::open(&b).unwrap();
+    let h = s.history(None).unwrap();
+    assert_eq!(h[0].host.git_dirty, Some(true));
+    assert_eq!(h[1].host.git_dirty, None);
 }

@@ -1,6 +1,6 @@
 //! Hand-written SVG charts: line charts, bar charts and scatter plots with
 //! axes, ticks and grid lines, sized by `viewBox` so they scale to any
-//! screen. Colours come from the page's CSS classes (`s0` … `s7`), so the
+//! screen. Colours come from the page's CSS classes (`s0` … `s11`), so the
 //! charts follow the page's light or dark scheme.
 //!
 //! ```
@@ -27,8 +27,8 @@ const RIGHT: f64 = 26.0;
 const TOP: f64 = 28.0;
 const BOTTOM: f64 = 46.0;
 
-/// Number of series colours defined by the page CSS (`.s0` … `.s7`).
-pub const PALETTE: usize = 8;
+/// Number of series colours defined by the page CSS (`.s0` … `.s11`).
+pub const PALETTE: usize = 12;
 
 /// Escapes text for HTML and SVG content and attributes.
 pub fn esc(s: &str) -> String {
@@ -280,7 +280,7 @@ pub struct Chart {
 pub struct Line {
     /// Legend name.
     pub name: String,
-    /// Palette index (`s0` … `s7`).
+    /// Palette index (`s0` … `s11`).
     pub color: usize,
     /// Points in x order.
     pub points: Vec<(f64, f64)>,
@@ -397,6 +397,44 @@ impl Chart {
         }
     }
 
+    /// Draws error bars: for each `(x, y, dx, dy)`, a horizontal bar over
+    /// `x ± dx` and a vertical one over `y ± dy` (clipped to the axes; a
+    /// zero or NaN half-width draws none), in palette colour `color`.
+    pub fn error_bars(&mut self, bars: &[(f64, f64, f64, f64)], color: usize) {
+        let c = color % PALETTE;
+        for &(x, y, dx, dy) in bars {
+            if !self.visible(x, y) {
+                continue;
+            }
+            let (px, py) = (self.px(x), self.py(y));
+            let ok = |d: f64, a: &Axis, v: f64| {
+                d.is_finite() && d > 0.0 && (a.kind == ScaleKind::Linear || v - d > 0.0)
+            };
+            let mut seg = String::new();
+            if ok(dx, &self.x, x) {
+                let (a, b) = (
+                    self.px((x - dx).clamp(self.x.lo, self.x.hi)),
+                    self.px((x + dx).clamp(self.x.lo, self.x.hi)),
+                );
+                let _ = write!(
+                    seg,
+                    r#"<line class="err s{c}" x1="{a:.1}" y1="{py:.1}" x2="{b:.1}" y2="{py:.1}"/>"#
+                );
+            }
+            if ok(dy, &self.y, y) {
+                let (a, b) = (
+                    self.py((y - dy).clamp(self.y.lo, self.y.hi)),
+                    self.py((y + dy).clamp(self.y.lo, self.y.hi)),
+                );
+                let _ = write!(
+                    seg,
+                    r#"<line class="err s{c}" x1="{px:.1}" y1="{a:.1}" x2="{px:.1}" y2="{b:.1}"/>"#
+                );
+            }
+            self.body.push_str(&seg);
+        }
+    }
+
     /// Draws vertical bars, one per `(x, value)`, centred on `x` with
     /// `width` in data units of a linear x axis or a factor on a log one.
     pub fn bars(&mut self, bars: &[(f64, f64, String)], color: usize) {
@@ -428,21 +466,66 @@ impl Chart {
         }
     }
 
-    /// Draws labelled points. Labels never overlap one another: each is
-    /// placed at the first free spot among positions around its point
-    /// (right or left of it, then stepped up and down), in order of the
-    /// points' heights; a label with no free spot near its point keeps the
-    /// nearest one and is joined to its point by a leader line.
+    /// The box the y axis's title takes (top left, above the plot).
+    fn y_title_box(&self) -> (f64, f64, f64, f64) {
+        let w = self.y.label.chars().count() as f64 * 7.6;
+        (0.0, TOP - 12.0 - 13.0, 4.0 + w + 4.0, TOP - 12.0 + 4.0)
+    }
+
+    /// Where each point's marker is drawn: at its position, except that
+    /// points within a few pixels of one another (equal values) are spread
+    /// on a small circle around their common position, so every marker
+    /// shows; the second value says whether it was moved.
+    fn spread(&self, points: &[(String, usize, f64, f64)]) -> Vec<((f64, f64), bool)> {
+        let at: Vec<(f64, f64)> = points
+            .iter()
+            .map(|p| (self.px(p.2), self.py(p.3)))
+            .collect();
+        let mut group: Vec<usize> = (0..points.len()).collect();
+        for i in 0..points.len() {
+            if let Some(j) = (0..i).find(|&j| {
+                group[j] == j && (at[i].0 - at[j].0).abs() < 4.0 && (at[i].1 - at[j].1).abs() < 4.0
+            }) {
+                group[i] = j;
+            }
+        }
+        (0..points.len())
+            .map(|i| {
+                let g = group[i];
+                let members: Vec<usize> = (0..points.len()).filter(|&k| group[k] == g).collect();
+                let k = members.len();
+                if k == 1 {
+                    return (at[i], false);
+                }
+                let pos = members.iter().position(|&m| m == i).unwrap_or(0);
+                // Markers of radius 6 a chord of 13 px apart at least.
+                let r = (6.5 / (std::f64::consts::PI / k as f64).sin()).max(9.0);
+                let a = -std::f64::consts::FRAC_PI_2
+                    + 2.0 * std::f64::consts::PI * pos as f64 / k as f64;
+                ((at[g].0 + r * a.cos(), at[g].1 + r * a.sin()), true)
+            })
+            .collect()
+    }
+
+    /// Draws labelled points. Points at the same position (equal values)
+    /// are spread on a small circle around it, each joined to it by a
+    /// short line, so none hides another. Labels never overlap one another
+    /// or the y axis's title: each is placed at the first free spot among
+    /// positions around its point (right or left of it, then stepped up
+    /// and down), in order of the points' heights; a label with no free
+    /// spot near its point keeps the nearest one and is joined to its
+    /// point by a leader line.
     pub fn scatter(&mut self, points: &[(String, usize, f64, f64)]) {
         /// Approximate width of one 13 px label character.
         const CHAR_W: f64 = 7.6;
         const LABEL_H: f64 = 15.0;
-        let mut placed: Vec<(f64, f64, f64, f64)> = Vec::new();
+        let mut placed: Vec<(f64, f64, f64, f64)> = vec![self.y_title_box()];
+        let spread = self.spread(points);
         let mut order: Vec<usize> = (0..points.len())
             .filter(|&i| self.visible(points[i].2, points[i].3))
             .collect();
         order.sort_by(|&a, &b| {
-            let (ya, yb) = (self.py(points[a].3), self.py(points[b].3));
+            let (ya, yb) = (spread[a].0 .1, spread[b].0 .1);
             ya.total_cmp(&yb).then(a.cmp(&b))
         });
         let overlaps = |b: &(f64, f64, f64, f64), placed: &[(f64, f64, f64, f64)]| {
@@ -452,7 +535,15 @@ impl Chart {
         };
         for i in order {
             let (name, c, x, y) = &points[i];
-            let (px, py) = (self.px(*x), self.py(*y));
+            let ((px, py), moved) = spread[i];
+            if moved {
+                let _ = write!(
+                    self.body,
+                    r#"<line class="grid" x1="{:.1}" y1="{:.1}" x2="{px:.1}" y2="{py:.1}"/>"#,
+                    self.px(*x),
+                    self.py(*y)
+                );
+            }
             let w = name.chars().count() as f64 * CHAR_W;
             let prefer_left = px > W * 0.7;
             // Candidate baselines: above the point, below it, then further
@@ -468,12 +559,17 @@ impl Chart {
                 let x0 = if left { px - 8.0 - w } else { px + 8.0 };
                 (x0, base - LABEL_H + 3.0, x0 + w, base + 3.0)
             };
+            // Inside the plot area (ticks and axis titles are outside it).
             let (base, left) = candidates
                 .iter()
                 .copied()
                 .find(|&(b, l)| {
                     let bx = boxed(b, l);
-                    bx.0 >= 0.0 && bx.2 <= W && bx.1 >= 0.0 && bx.3 <= H && !overlaps(&bx, &placed)
+                    bx.0 >= LEFT
+                        && bx.2 <= W
+                        && bx.1 >= 0.0
+                        && bx.3 <= H - BOTTOM + 4.0
+                        && !overlaps(&bx, &placed)
                 })
                 .unwrap_or(candidates[0]);
             placed.push(boxed(base, left));
@@ -489,11 +585,16 @@ impl Chart {
                     base - 4.0
                 );
             }
+            let tip = if moved {
+                format!("{name} (drawn beside its position: other points have the same values)")
+            } else {
+                name.clone()
+            };
             let _ = write!(
                 self.body,
                 r#"<circle class="dot big s{}" cx="{px:.1}" cy="{py:.1}" r="6"><title>{}</title></circle><text class="ptlabel" x="{lx:.1}" y="{base:.1}" text-anchor="{anchor}">{}</text>"#,
                 c % PALETTE,
-                esc(name),
+                esc(&tip),
                 esc(name)
             );
         }
@@ -619,6 +720,51 @@ mod tests {
                 let overlap = a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
                 assert!(!overlap, "{a:?} overlaps {b:?}");
             }
+        }
+    }
+
+    #[test]
+    fn coinciding_points_are_all_visible_and_labels_avoid_the_y_title() {
+        let x = Axis::fit(ScaleKind::Linear, "x", TickFormat::Number, [0.0, 1.0], true);
+        let y = Axis::fit(
+            ScaleKind::Linear,
+            "a long y axis title over the plot",
+            TickFormat::Number,
+            [0.0, 1.0],
+            true,
+        );
+        let mut c = Chart::new("t", "t", x, y);
+        // Six policies with the same values, and one at the top left.
+        let mut pts: Vec<(String, usize, f64, f64)> = (0..6)
+            .map(|i| (format!("policy-{i}"), i, 0.5, 0.5))
+            .collect();
+        pts.push(("top".into(), 7, 0.0, 1.0));
+        c.scatter(&pts);
+        let svg = c.finish(None);
+        let num = |part: &str, key: &str| -> f64 {
+            let v = part.split(key).nth(1).unwrap().split('"').nth(1).unwrap();
+            v.parse().unwrap()
+        };
+        let centres: Vec<(f64, f64)> = svg
+            .split("<circle class=\"dot big ")
+            .skip(1)
+            .map(|p| (num(p, "cx="), num(p, "cy=")))
+            .collect();
+        assert_eq!(centres.len(), 7);
+        for (i, a) in centres.iter().enumerate() {
+            for b in &centres[i + 1..] {
+                let d = ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt();
+                assert!(d >= 12.0, "{a:?} and {b:?} overlap ({d:.1} px)");
+            }
+        }
+        // No point label in the y title's band.
+        for part in svg.split("<text class=\"ptlabel\" ").skip(1) {
+            let (x, y) = (num(part, "x="), num(part, "y="));
+            let title_right = 4.0 + "a long y axis title over the plot".len() as f64 * 7.6;
+            assert!(
+                !(y - 12.0 < TOP - 8.0 && x < title_right),
+                "label at ({x}, {y}) over the y title"
+            );
         }
     }
 

@@ -76,21 +76,18 @@ pub struct Session {
 }
 
 impl Session {
-    /// Reads the costs, checks the output files and installs the signal
-    /// handler, before any work.
+    /// Reads the costs, checks the output files (against each other and
+    /// the results database `db` when runs are stored) and installs the
+    /// signal handler, before any work.
     ///
     /// # Errors
     /// An unreadable cost file, a refused output path.
-    pub fn open(common: &CommonRunArgs) -> Result<Session> {
+    pub fn open(common: &CommonRunArgs, db: &Path) -> Result<Session> {
+        check_run_outputs(common, db)?;
         let mut pipeline = Pipeline::new(input::load_costs(common.costs.as_deref())?);
+        pipeline.costs_path = common.costs.clone();
         pipeline.limits = common.limits();
-        pipeline.force = common.force;
-        if let Some(p) = common.json.as_deref().filter(|p| *p != Path::new("-")) {
-            render::output_target(p)?;
-        }
-        if let Some(p) = &common.html {
-            render::output_target(p)?;
-        }
+        pipeline.force = common.limits.force;
         pipeline.cancel = interrupts()?;
         Ok(Session {
             pipeline,
@@ -135,11 +132,12 @@ impl Session {
             let reports: Vec<RunReport> = outcomes.iter().map(|o| o.report.clone()).collect();
             let claims: Vec<_> = outcomes.iter().flat_map(|o| o.claims.clone()).collect();
             let host = crate::pipeline::host_facts();
-            render::write_atomic(
+            render::output::write_output(
                 p,
                 render::html::render_html_checked(title, &reports, &claims, Some(&host)).as_bytes(),
+                out,
             )?;
-            if !quiet {
+            if !quiet && !render::output::is_stdout(p) {
                 writeln!(out, "HTML report written to {}", p.display())?;
             }
         }
@@ -160,6 +158,68 @@ impl Session {
     }
 }
 
+/// How a printed command names this program: `mmlab` when that name on
+/// `PATH` is this very binary (after `cargo install --path crates/mmlab`),
+/// else the binary's absolute path (`target/release/mmlab` after `cargo
+/// run`), so the command runs as printed. Shell-quoted.
+pub fn program_name() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(exe) = std::env::current_exe() else {
+        return "mmlab".into();
+    };
+    let same = |p: &Path| match (std::fs::metadata(p), std::fs::metadata(&exe)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.join("mmlab"))
+        .find(|c| c.is_file());
+    match on_path {
+        Some(c) if same(&c) => "mmlab".into(),
+        _ => render::shell_quote(&exe.display().to_string()),
+    }
+}
+
+/// `path` as one word of a printed command: shell-quoted, and starting
+/// with `./` when it would otherwise read as an option.
+pub fn path_word(path: &Path) -> String {
+    let s = path.display().to_string();
+    if s.starts_with('-') {
+        render::shell_quote(&format!("./{s}"))
+    } else {
+        render::shell_quote(&s)
+    }
+}
+
+/// Checks the `--json` and `--html` outputs of a command that runs
+/// scenarios: writable, distinct, and not the results database `db` (when
+/// runs are stored).
+///
+/// # Errors
+/// The first output refused.
+pub fn check_run_outputs(common: &CommonRunArgs, db: &Path) -> Result<()> {
+    let mut outs: Vec<(&str, &Path)> = Vec::new();
+    if let Some(p) = &common.json {
+        outs.push(("--json", p));
+    }
+    if let Some(p) = &common.html {
+        outs.push(("--html", p));
+    }
+    render::output::check_outputs(&outs, (!common.no_store).then_some(db))
+}
+
+/// Whether a command's text output is left out because one of its
+/// outputs (`--json`, `--html`) goes to standard output.
+pub fn output_on_stdout(common: &CommonRunArgs) -> bool {
+    [&common.json, &common.html]
+        .into_iter()
+        .flatten()
+        .any(|p| render::output::is_stdout(p))
+}
+
 /// Says on stderr which policies' NUMA runs stopped at
 /// `numab.max_virtual_s` before their workload finished.
 pub fn warn_truncated(report: &RunReport) {
@@ -173,8 +233,8 @@ pub fn warn_truncated(report: &RunReport) {
         eprintln!(
             "mmlab: warning: {}: the runs of {} stopped at numab.max_virtual_s before the workload \
              finished; their figures are cut short (raise max_virtual_s or lower passes)",
-            report.scenario,
-            cut.join(", ")
+            render::display_name(&report.scenario, 60),
+            render::display_name(&cut.join(", "), 200)
         );
     }
 }

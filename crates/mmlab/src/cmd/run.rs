@@ -22,6 +22,25 @@ pub fn overrides(args: &RunArgs) -> Overrides {
     }
 }
 
+/// The names given more than once, each once, with how many times, in
+/// first-seen order.
+pub fn repeated(names: &[String]) -> Vec<(&str, usize)> {
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut order = Vec::new();
+    for n in names {
+        let c = counts.entry(n.as_str()).or_insert(0);
+        if *c == 0 {
+            order.push(n.as_str());
+        }
+        *c += 1;
+    }
+    order
+        .into_iter()
+        .map(|n| (n, counts[n]))
+        .filter(|(_, c)| *c > 1)
+        .collect()
+}
+
 /// `mmlab run`.
 pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let mut sc = input::load(&args.scenario)?;
@@ -40,10 +59,11 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
         return Ok(());
     }
     let mut o = overrides(args);
-    for (i, p) in o.policies.iter().enumerate() {
-        if o.policies[..i].contains(p) {
-            eprintln!("mmlab: note: policy `{p}` given twice; it runs once");
-        }
+    for (p, n) in repeated(&o.policies) {
+        eprintln!(
+            "mmlab: note: policy `{}` given {n} times; it runs once",
+            render::display_name(p, 80)
+        );
     }
     o.policies = input::policy_files(&mut sc, &o.policies)?;
     sc.apply(&o);
@@ -61,11 +81,33 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     if let Err(why) = sc.availability() {
         bail!("scenario `{}` cannot run on this host: {why}", sc.name());
     }
-    let mut session = Session::open(&args.common)?;
+    if args.estimate {
+        let mut pipeline =
+            crate::pipeline::Pipeline::new(input::load_costs(args.common.costs.as_deref())?);
+        pipeline.costs_path = args.common.costs.clone();
+        pipeline.limits = args.common.limits();
+        let (est, wall) = pipeline.estimate(&sc);
+        let rates = pipeline.rates().clone();
+        writeln!(
+            out,
+            "{}: {}\n  {est}\n  estimated wall time: {wall:.2} s (speed now: {:.3e} loop \
+             iterations per second, {:.0}% of a CPU)\n  {}",
+            render::display_name(sc.name(), 60),
+            est.time_words(&rates),
+            rates.speed,
+            rates.cpu_share * 100.0,
+            match est.exceeds(&pipeline.limits, &rates) {
+                Some(why) => format!("over the limits: it {why}"),
+                None => "within the limits".to_string(),
+            }
+        )?;
+        return Ok(());
+    }
+    let mut session = Session::open(&args.common, db)?;
     session.pipeline.check(&sc)?;
     session.open_store(&args.common, db)?;
     let outcome = session.pipeline.run(&sc, StoreAs::Run)?;
-    let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
+    let json_to_stdout = crate::cmd::output_on_stdout(&args.common);
     if !json_to_stdout {
         writeln!(out, "{}", render::text::render_report(&outcome.report))?;
         crate::cmd::warn_truncated(&outcome.report);

@@ -4,10 +4,12 @@
 
 use crate::analysis::compare::{compare_stored, distinct_scenarios};
 use crate::cli::{CompareArgs, HistoryArgs, MergeArgs, ReportArgs, ResultsArgs, ShowArgs, TagArgs};
+use crate::pipeline;
 use crate::render::compare::render_comparison;
 use crate::render::history::{render_history, render_show};
-use crate::render::{self, html, json, write_atomic};
-use anyhow::{Context, Result};
+use crate::render::output::write_output;
+use crate::render::{self, html, json};
+use anyhow::Result;
 use runstore::Store;
 use std::io::Write;
 use std::path::Path;
@@ -17,6 +19,15 @@ use std::time::SystemTime;
 /// creating one).
 fn open(db: &Path) -> Result<Store> {
     Ok(Store::open_existing(db)?)
+}
+
+/// Checks one output option before any work: writable, and not the
+/// results database.
+fn check_output(option: &str, path: Option<&Path>, db: &Path) -> Result<()> {
+    match path {
+        Some(p) => render::output::check_outputs(&[(option, p)], Some(db)),
+        None => Ok(()),
+    }
 }
 
 /// A stored run's facts as JSON (`history --json`, `show --json`).
@@ -42,12 +53,14 @@ fn summary_json(r: &runstore::RunSummary) -> serde_json::Value {
             "kernel": r.host.kernel,
             "mmlab_version": r.host.mmlab_version,
             "git_commit": r.host.git_commit,
+            "git_dirty": r.host.git_dirty,
         },
     })
 }
 
 /// `mmlab history`.
 pub fn cmd_history(a: &HistoryArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
+    check_output("--json", a.json.as_deref(), db)?;
     let store = open(db)?;
     let runs = store.history(a.scenario.as_deref())?;
     if let Some(p) = &a.json {
@@ -60,12 +73,14 @@ pub fn cmd_history(a: &HistoryArgs, db: &Path, out: &mut dyn Write) -> Result<()
 
 /// `mmlab show`.
 pub fn cmd_show(a: &ShowArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
+    check_output("--json", a.json.as_deref(), db)?;
     let store = open(db)?;
     let id = store.resolve(&a.run)?;
     let run = store.load(id)?;
     if let Some(p) = &a.json {
+        let claims = pipeline::stored_claims_or_warn(std::slice::from_ref(&run));
         let mut v = summary_json(&run.summary);
-        v["report"] = json::report_json(&run.report);
+        v["report"] = json::run_json(&run.report, &claims[0]);
         return json::write_json(p, &v, out);
     }
     write!(out, "{}", render_show(&run))?;
@@ -74,6 +89,7 @@ pub fn cmd_show(a: &ShowArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
 
 /// `mmlab compare`.
 pub fn cmd_compare(a: &CompareArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
+    check_output("--html", a.html.as_deref(), db)?;
     let store = open(db)?;
     let specs: Vec<&str> = a.runs.iter().map(String::as_str).collect();
     let c = compare_stored(&store, &specs)?;
@@ -98,9 +114,24 @@ pub fn cmd_compare(a: &CompareArgs, db: &Path, out: &mut dyn Write) -> Result<()
     }
     write!(out, "{}", render_comparison(&c))?;
     if let Some(p) = &a.html {
-        write_atomic(
+        let claims: Vec<Vec<sim::report::Claim>> = c
+            .runs
+            .iter()
+            .map(|r| {
+                pipeline::stored_claims(&r.report, &r.label).unwrap_or_else(|e| {
+                    eprintln!(
+                        "mmlab: warning: run {}: no claims: {}",
+                        render::display_name(&r.label, 40),
+                        render::escape_controls(&format!("{e:#}"))
+                    );
+                    Vec::new()
+                })
+            })
+            .collect();
+        write_output(
             p,
-            html::render_html_with("mmlab compare", &[], &[c]).as_bytes(),
+            html::render_compare_html("mmlab compare", &c, &claims).as_bytes(),
+            out,
         )?;
         writeln!(out, "HTML written to {}", p.display())?;
     }
@@ -131,14 +162,23 @@ pub fn cmd_report(a: &ReportArgs, db: &Path, out: &mut dyn Write) -> Result<()> 
     let path = match &a.html {
         Some(p) => p.clone(),
         None => {
-            let dir = Path::new(crate::cmd::suite::DEFAULT_HTML_DIR);
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            dir.join("mmlab-report.html")
+            let (p, note) = crate::cmd::suite::default_report_path("mmlab-report.html")?;
+            if let Some(n) = note {
+                eprintln!("mmlab: note: {n}");
+            }
+            p
         }
     };
-    write_atomic(
+    render::output::check_outputs(&[("--html", &path)], Some(db))?;
+    write_output(
         &path,
-        html::render_stored_html("mmlab report", &runs).as_bytes(),
+        html::render_stored_html(
+            "mmlab report",
+            &runs,
+            &pipeline::stored_claims_or_warn(&runs),
+        )
+        .as_bytes(),
+        out,
     )?;
     writeln!(
         out,
@@ -153,8 +193,8 @@ pub fn cmd_report(a: &ReportArgs, db: &Path, out: &mut dyn Write) -> Result<()> 
 /// stored run, its date, commit and host) from the newest stored run of
 /// every suite scenario, as Markdown.
 pub fn cmd_results(a: &ResultsArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
+    check_output("--markdown", a.markdown.as_deref(), db)?;
     let store = open(db)?;
-    let catalog = crate::pipeline::input::catalog();
     let mut rows = Vec::new();
     for name in crate::cmd::suite::SUITE {
         let Some(last) = store.history(Some(name))?.into_iter().last() else {
@@ -162,20 +202,19 @@ pub fn cmd_results(a: &ResultsArgs, db: &Path, out: &mut dyn Write) -> Result<()
         };
         let run = store.load(last.id)?;
         // The claims of the scenario that ran, read from its stored text.
-        let sc = match catalog.parse(&format!("<run #{}>", last.id), &run.report.scenario_toml) {
-            Ok(sc) => sc,
-            Err(e) => {
-                eprintln!("mmlab: results: {name}: run #{} left out: {e}", last.id);
-                continue;
-            }
-        };
-        let claims = sc.claims(&run.report);
-        rows.push((last, claims));
+        match pipeline::stored_claims(&run.report, &format!("#{}", last.id)) {
+            Ok(claims) => rows.push((last, claims)),
+            Err(e) => eprintln!(
+                "mmlab: results: {name}: run #{} left out: {}",
+                last.id,
+                render::escape_controls(&format!("{e:#}"))
+            ),
+        }
     }
     let md = render::results::render_results(&rows);
     match &a.markdown {
-        Some(p) if p != Path::new("-") => {
-            write_atomic(p, md.as_bytes())?;
+        Some(p) if !render::output::is_stdout(p) => {
+            write_output(p, md.as_bytes(), out)?;
             writeln!(
                 out,
                 "results of {} scenario(s) written to {}",
@@ -190,9 +229,7 @@ pub fn cmd_results(a: &ResultsArgs, db: &Path, out: &mut dyn Write) -> Result<()
 
 /// `mmlab store merge`.
 pub fn cmd_store_merge(a: &MergeArgs, out: &mut dyn Write) -> Result<()> {
-    let mut store = Store::open(&a.into)
-        .with_context(|| format!("opening results database {}", a.into.display()))?;
-    let sum = store.merge_from(&a.sources)?;
+    let sum = runstore::merge::merge_into(&a.into, &a.sources)?;
     writeln!(
         out,
         "merged {} database(s) into {}: {} runs copied, {} already present",

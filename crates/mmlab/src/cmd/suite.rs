@@ -10,11 +10,36 @@ use crate::render::{self, display_name, json, suite};
 use anyhow::Result;
 use kernelmode::KernelScenario;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Where the suite writes its HTML report when `--html` is not given.
 pub const DEFAULT_HTML_DIR: &str = "out";
+
+/// The file an HTML report goes to when no `--html` is given:
+/// `out/NAME`, the folder created if needed. When `out` exists and is not
+/// a folder (a user's `mmlab > out` creates that file before mmlab
+/// starts), the report goes to `NAME` in the working directory instead,
+/// and the second value says so.
+///
+/// # Errors
+/// The folder cannot be created.
+pub fn default_report_path(name: &str) -> Result<(PathBuf, Option<String>)> {
+    let dir = Path::new(DEFAULT_HTML_DIR);
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            let note = format!(
+                "{DEFAULT_HTML_DIR} is a file, not a folder (a redirect of the output?): the \
+                 HTML report goes to {name} instead"
+            );
+            return Ok((PathBuf::from(name), Some(note)));
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?,
+    }
+    Ok((dir.join(name), None))
+}
 
 /// The suite's scenarios, in order (the kernel ones last: they run where
 /// the host allows kernel mode and are skipped, with the reason, elsewhere).
@@ -58,15 +83,23 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         }
     }
     let chosen = |n: &&str| args.only.is_empty() || args.only.iter().any(|o| o == n);
-    // The suite always leaves an HTML report (default `out/mmlab-report.html`).
+    // The suite always leaves an HTML report (default
+    // `out/mmlab-report.html`; a quick run's has its own name, so it never
+    // replaces the full suite's).
     let mut common = args.common.clone();
     if common.html.is_none() {
-        let dir = Path::new(DEFAULT_HTML_DIR);
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
-        common.html = Some(dir.join("mmlab-report.html"));
+        let name = if args.quick {
+            "mmlab-report-quick.html"
+        } else {
+            "mmlab-report.html"
+        };
+        let (path, note) = default_report_path(name)?;
+        if let Some(n) = note {
+            eprintln!("mmlab: note: {n}");
+        }
+        common.html = Some(path);
     }
-    let mut session = Session::open(&common)?;
+    let mut session = Session::open(&common, db)?;
     // Every scenario read and estimated before the first one runs.
     let mut scenarios = Vec::new();
     for name in SUITE.into_iter().filter(chosen) {
@@ -81,7 +114,7 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         scenarios.push((sc, available));
     }
     session.open_store(&common, db)?;
-    let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
+    let json_to_stdout = crate::cmd::output_on_stdout(&common);
     let show = !json_to_stdout;
     if show && !args.verbose {
         let store = session.pipeline.store.as_ref().map(|s| s.path());
@@ -161,7 +194,11 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
     }
     // Already stored scenario by scenario: only the HTML report is left.
     session.finish(&outcomes, "mmlab suite", out, true)?;
-    if let Some(p) = session.html.as_ref().filter(|_| show) {
+    if let Some(p) = session
+        .html
+        .as_ref()
+        .filter(|p| show && !render::output::is_stdout(p))
+    {
         writeln!(out, "HTML report written to {}", p.display())?;
     }
     let ids: Vec<_> = outcomes.iter().filter_map(|o| o.id).collect();

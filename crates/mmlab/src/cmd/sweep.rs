@@ -20,7 +20,6 @@ use crate::pipeline::progress::Reporter;
 use crate::pipeline::{input, Pipeline, StoreAs};
 use crate::render::html::sweep::{render_sweep_html, SweepRow};
 use crate::render::sweep::render_sweep_table;
-use crate::render::write_atomic;
 use anyhow::{bail, Context, Result};
 use runstore::sweep::{job_key, PointMeta};
 use runstore::Store;
@@ -52,6 +51,9 @@ pub struct LoadedSweep {
 /// that runs no flush policies.
 pub fn load_sweep(path: &Path) -> Result<LoadedSweep> {
     let text = input::read_input(path, "sweep file")?;
+    if let Some(e) = input::wrong_file_kind(path, &text, input::FileKind::Sweep) {
+        return Err(e);
+    }
     let sweep = Sweep::parse(&path.display().to_string(), &text)?;
     let name = &sweep.spec.scenario;
     let mut scenario = match input::catalog().builtin(name) {
@@ -172,6 +174,10 @@ pub fn run_jobs(
             todo.push((job, sc, key));
         }
     }
+    pipeline.check_total(
+        &format!("sweep {}", ls.sweep.spec.name),
+        todo.iter().map(|(_, sc, _)| sc),
+    )?;
     let total = todo.len();
     if let Some(r) = progress.as_deref_mut() {
         r.total(total as u64);
@@ -261,25 +267,119 @@ pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
     Ok(rows)
 }
 
+/// The plan of a sweep: one command per job, each running that job alone
+/// into its own database, as printed by `--plan` (see `docs/sweeps.md`):
+/// the program as it can be run ([`crate::cmd::program_name`]), every
+/// path shell-quoted, every option of the sweep carried (`--costs`, the
+/// limits); then how to merge the databases.
+pub fn plan(a: &SweepArgs, ls: &LoadedSweep, db: &Path) -> Vec<String> {
+    use crate::cmd::{path_word, program_name};
+    let jobs = ls.sweep.jobs();
+    let n = jobs.len();
+    let prog = program_name();
+    let stem = db.with_extension("").display().to_string();
+    let mut common = vec![path_word(&a.file)];
+    if let Some(c) = &a.costs {
+        common.push("--costs".into());
+        common.push(path_word(c));
+    }
+    common.extend(a.limits.to_args());
+    let mut lines: Vec<String> = jobs
+        .iter()
+        .map(|j| {
+            let p = &ls.sweep.points[j.point];
+            format!(
+                "{prog} sweep {} --shard {}/{n} --db {}  # {} seed {}",
+                common.join(" "),
+                j.index + 1,
+                path_word(Path::new(&format!("{stem}-{}.db", j.index + 1))),
+                p.label,
+                j.seed
+            )
+        })
+        .collect();
+    lines.push(format!(
+        "# then: {prog} store merge {} --into {}",
+        path_word(Path::new(&format!("{stem}-*.db"))).replace('*', "'*'"),
+        path_word(db)
+    ));
+    lines
+}
+
+/// Checks that the plot's axes name metrics the sweep's scenario reports,
+/// by running its first job for a moment (a few milliseconds of simulated
+/// time, nothing stored): an unknown metric or percentile is refused
+/// before the sweep runs, with the names it could use.
+///
+/// # Errors
+/// The probe fails, or an axis names no metric of the run.
+pub fn check_axes(ls: &LoadedSweep, pipeline: &Pipeline) -> Result<()> {
+    let Some(first) = ls.sweep.jobs().into_iter().next() else {
+        return Ok(());
+    };
+    let mut sc = ls.job_scenario(&first)?;
+    sc.set_sweep_durations(Some(AXIS_PROBE_MS), Some(0));
+    let opts = sim::RunOptions {
+        costs: pipeline.costs.clone(),
+        cancel: pipeline.cancel.clone(),
+    };
+    let report = sc
+        .run(&opts, &mut |_| {})
+        .with_context(|| format!("checking the axes of sweep {}", ls.sweep.spec.name))?;
+    let label = &ls.sweep.points[first.point].label;
+    let Some(result) = report.policies.get(label) else {
+        return Ok(());
+    };
+    for (key, axis) in [("x", &ls.axes.0), ("y", &ls.axes.1)] {
+        let (metric, pct) = match axis.split_once('.') {
+            Some((m, p)) => (m, Some(p)),
+            None => (axis.as_str(), None),
+        };
+        let names: Vec<&str> = result.metrics.keys().map(String::as_str).collect();
+        let Some(m) = result.metrics.get(metric) else {
+            bail!(
+                "sweep {}: axis {key} = `{}`: scenario `{}` reports no metric `{}` (its metrics: \
+                 {})",
+                ls.sweep.spec.name,
+                crate::render::display_name(axis, 80),
+                ls.scenario.name(),
+                crate::render::display_name(metric, 80),
+                names.join(", ")
+            );
+        };
+        if let Some(p) = pct {
+            if !m.percentiles.contains_key(p) {
+                let with: Vec<&str> = result
+                    .metrics
+                    .iter()
+                    .filter(|(_, m)| m.percentiles.contains_key(p))
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                bail!(
+                    "sweep {}: axis {key} = `{axis}`: metric `{metric}` has no percentiles \
+                     (metrics with a {p}: {})",
+                    ls.sweep.spec.name,
+                    if with.is_empty() {
+                        "none".to_string()
+                    } else {
+                        with.join(", ")
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Simulated milliseconds the axis probe runs ([`check_axes`]).
+pub const AXIS_PROBE_MS: u64 = 5;
+
 /// `mmlab sweep`.
 pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let ls = load_sweep(&a.file)?;
-    let jobs = ls.sweep.jobs();
     if a.plan {
-        let n = jobs.len();
-        let stem = db.with_extension("");
-        for j in &jobs {
-            let p = &ls.sweep.points[j.point];
-            writeln!(
-                out,
-                "mmlab sweep {} --shard {}/{n} --db {}-{}.db  # {} seed {}",
-                a.file.display(),
-                j.index + 1,
-                stem.display(),
-                j.index + 1,
-                p.label,
-                j.seed
-            )?;
+        for line in plan(a, &ls, db) {
+            writeln!(out, "{line}")?;
         }
         return Ok(());
     }
@@ -288,14 +388,18 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
             let (i, n) = parse_shard(s)?;
             ls.sweep.shard(i, n)
         }
-        None => jobs,
+        None => ls.sweep.jobs(),
     };
     if let Some(p) = &a.html {
-        crate::render::output_target(p)?;
+        crate::render::output::check_outputs(&[("--html", p)], Some(db))?;
     }
     let mut pipeline = Pipeline::new(input::load_costs(a.costs.as_deref())?);
+    pipeline.costs_path = a.costs.clone();
+    pipeline.limits = a.limits.limits();
+    pipeline.force = a.limits.force;
     pipeline.cancel = crate::cmd::interrupts()?;
     pipeline.show_progress = false;
+    check_axes(&ls, &pipeline)?;
     pipeline.store = Some(
         Store::open(db).with_context(|| format!("opening results database {}", db.display()))?,
     );
@@ -318,8 +422,10 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     write!(out, "{}", render_sweep_table(&rows, ax, ay))?;
     if let Some(p) = &a.html {
         let html = render_sweep_html(&ls.sweep.spec, ls.scenario.name(), &rows, ax, ay);
-        write_atomic(p, html.as_bytes())?;
-        writeln!(out, "HTML report written to {}", p.display())?;
+        crate::render::output::write_output(p, html.as_bytes(), out)?;
+        if !crate::render::output::is_stdout(p) {
+            writeln!(out, "HTML report written to {}", p.display())?;
+        }
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! ([`render_claims`]) and the compact two-line form of the suite
 //! ([`render_claims_compact`]).
 
-use super::{display_name, pad};
+use super::{pad, wrap};
 use sim::report::Claim;
 use std::fmt::Write as _;
 
@@ -46,54 +46,34 @@ pub fn render_claims(claims: &[Claim]) -> String {
     out
 }
 
-/// The claims in at most [`COMPACT_WIDTH`] columns, two lines each: the
-/// verdict and the claim, then the measured figure beside the published
-/// one (each elided with `…` past the width).
+/// The claims in at most [`COMPACT_WIDTH`] columns: the verdict and the
+/// claim, then the measured figure beside the published one, each wrapped
+/// onto as many indented lines as it needs (nothing is cut: a MISS's
+/// explanation is read whole).
 pub fn render_claims_compact(claims: &[Claim]) -> String {
     let mut out = String::new();
+    let indent = " ".repeat(7);
     for c in claims {
-        let first = format!(
-            "{} {}",
-            pad(c.mark(), 6, false),
-            display_name(&c.claim, COMPACT_WIDTH - 7)
-        );
-        let second = display_name(
-            &format!("measured {}   published {}", c.measured, c.published),
-            COMPACT_WIDTH - 7,
-        );
-        out.push_str(first.trim_end());
-        out.push_str("\n       ");
-        out.push_str(&second);
-        out.push('\n');
-        if !c.why.is_empty() {
-            for line in wrap(&format!("why: {}", c.why), COMPACT_WIDTH - 7) {
-                out.push_str("       ");
+        for (i, line) in wrap(&c.claim, COMPACT_WIDTH - 7).iter().enumerate() {
+            let lead = if i == 0 {
+                pad(c.mark(), 7, false)
+            } else {
+                indent.clone()
+            };
+            out.push_str((lead + line).trim_end());
+            out.push('\n');
+        }
+        let figures = format!("measured {}   published {}", c.measured, c.published);
+        let why = (!c.why.is_empty()).then(|| format!("why: {}", c.why));
+        for text in std::iter::once(&figures).chain(why.as_ref()) {
+            for line in wrap(text, COMPACT_WIDTH - 7) {
+                out.push_str(&indent);
                 out.push_str(&line);
                 out.push('\n');
             }
         }
     }
     out
-}
-
-/// `text` (control characters escaped) in lines of at most `width`
-/// characters, broken at spaces (a longer word gets a line of its own).
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in sim::scenario::source::escape(text).split(' ') {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
 }
 
 /// A run's claims under their heading, as `mmlab run` prints them after

@@ -35,7 +35,7 @@ pub fn render_comparison(c: &Comparison) -> String {
         );
         if let Some(s) = &r.summary {
             let _ = write!(line, "  {} UTC", format_utc(s.started));
-            if let Some(commit) = &s.host.git_commit {
+            if let Some(commit) = s.host.commit_label() {
                 let _ = write!(line, "  {commit}");
             }
         }

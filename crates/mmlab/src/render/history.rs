@@ -125,8 +125,7 @@ pub fn render_show(run: &StoredRun) -> String {
         "mmlab:    {}{}",
         s.host.mmlab_version,
         s.host
-            .git_commit
-            .as_deref()
+            .commit_label()
             .map(|c| format!(" ({c})"))
             .unwrap_or_default()
     );

@@ -120,19 +120,17 @@ pub fn suite_json(runs: &[(&RunReport, &[Claim])], skipped: &[(String, String)])
     })
 }
 
-/// Writes `value` as pretty JSON to `path` (`-`: `out`, standard output)
-/// atomically: a temporary file renamed into place, so a failure leaves
-/// nothing half written.
+/// Writes `value` as pretty JSON, one line feed after it, to `path`:
+/// standard output (`-`, `/dev/stdout`) through `out`, or a file written
+/// atomically (a temporary file renamed into place, so a failure leaves
+/// nothing half written); see [`super::output`].
 ///
 /// # Errors
 /// Serializing, or writing the file.
 pub fn write_json(path: &Path, value: &Value, out: &mut dyn Write) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).context("serializing JSON")?;
-    if path == Path::new("-") {
-        writeln!(out, "{text}")?;
-        return Ok(());
-    }
-    super::write_atomic(path, text.as_bytes())
+    let mut text = serde_json::to_string_pretty(value).context("serializing JSON")?;
+    text.push('\n');
+    super::output::write_output(path, text.as_bytes(), out)
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! CPU or thread count, their policies), the flush policies and the NUMA
 //! scanner versions.
 
-use super::display_name;
 use serde_json::{json, Value};
 use sim::report::Mode;
 use sim::Scenario;
@@ -59,12 +58,15 @@ pub fn render_list(scenarios: &[Scenario]) -> String {
             Mode::Real => format!("real, {} threads", sc.parallelism()),
             Mode::Kernel => "host kernel".to_string(),
         };
-        let _ = writeln!(
-            out,
-            "  {:<22} {mode:<16} {}",
-            sc.name(),
-            display_name(sc.description(), 58)
-        );
+        // The description whole, wrapped under its column.
+        let desc = super::wrap(sc.description(), 58);
+        for (i, line) in desc.iter().enumerate() {
+            if i == 0 {
+                let _ = writeln!(out, "  {:<22} {mode:<16} {line}", sc.name());
+            } else {
+                let _ = writeln!(out, "{:<41} {line}", "");
+            }
+        }
         // Wrapped at 100 columns.
         let mut line = String::from("      policies:");
         for (i, p) in sc.policies().iter().enumerate() {

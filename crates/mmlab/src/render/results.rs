@@ -47,7 +47,7 @@ pub fn render_results(rows: &[(RunSummary, Vec<Claim>)]) -> String {
             run.runs,
             run.seed,
             format_utc(run.started),
-            h.git_commit.as_deref().unwrap_or("unknown"),
+            h.commit_label().as_deref().unwrap_or("unknown"),
             cell(&h.mmlab_version),
             h.cpus,
             cell(&h.cpu_model),

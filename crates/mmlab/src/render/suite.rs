@@ -13,7 +13,7 @@ use std::time::Duration;
 /// and the column titles.
 pub fn heading(scenarios: usize, store: Option<&std::path::Path>) -> String {
     format!(
-        "mmlab suite: {scenarios} scenarios{}\n(-v prints every table; so does the HTML report)\n\n  {:<24} {:>7}  {:<9} stored\n",
+        "mmlab suite: {scenarios} scenarios{}\n(-v prints every table; so does the HTML report)\n\n  {:<24} {:>7}  {:<CLAIMS_W$} stored\n",
         match store {
             Some(p) => format!(
                 ", each stored in {} as it finishes",
@@ -27,28 +27,52 @@ pub fn heading(scenarios: usize, store: Option<&std::path::Path>) -> String {
     )
 }
 
+/// The claims column of a finished scenario: `3/3 ok` when every
+/// counted claim holds, else how many miss (`1 MISS of 3`), `-` when it
+/// states none.
+pub fn claims_cell(claims: &[Claim]) -> String {
+    let counted: Vec<&Claim> = claims.iter().filter(|c| !c.info).collect();
+    let ok = counted.iter().filter(|c| c.pass).count();
+    match (counted.len(), counted.len() - ok) {
+        (0, _) => "-".to_string(),
+        (n, 0) => format!("{n}/{n} ok"),
+        (n, miss) => format!("{miss} MISS of {n}"),
+    }
+}
+
+/// Width of the compact suite's claims column.
+const CLAIMS_W: usize = 13;
+
 /// The compact suite's line for one finished scenario: name, time, claims
 /// held of those counted, stored run.
 pub fn summary_line(name: &str, took: Duration, claims: &[Claim], id: Option<RunId>) -> String {
-    let counted: Vec<&Claim> = claims.iter().filter(|c| !c.info).collect();
-    let ok = counted.iter().filter(|c| c.pass).count();
     format!(
-        "  {:<24} {:>6.1}s  {:<9} {}\n",
-        name,
+        "  {:<24} {:>6.1}s  {:<CLAIMS_W$} {}\n",
+        display_name(name, 60),
         took.as_secs_f64(),
-        if counted.is_empty() {
-            "-".to_string()
-        } else {
-            format!("{ok}/{} ok", counted.len())
-        },
+        claims_cell(claims),
         id.map(|i| format!("#{i}")).unwrap_or_else(|| "-".into())
     )
 }
 
 /// The line of a scenario that did not run: `skipped` (this host cannot
-/// run it) or `failed`, and why.
+/// run it) or `failed`, and why (wrapped, never cut).
 pub fn not_run_line(name: &str, what: &str, reason: &str) -> String {
-    format!("  {name:<24} {what}: {}\n", display_name(reason, 64))
+    let mut out = String::new();
+    for (i, line) in super::wrap(&format!("{what}: {reason}"), 72)
+        .iter()
+        .enumerate()
+    {
+        let lead = if i == 0 {
+            format!("  {:<24} ", display_name(name, 60))
+        } else {
+            " ".repeat(27)
+        };
+        out.push_str(&lead);
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The verbose suite's heading of one scenario: its name, description and

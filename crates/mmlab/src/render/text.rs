@@ -18,7 +18,7 @@
 //! Everything returns a `String`; nothing here prints.
 
 use crate::analysis::stats::{self, Significance};
-use crate::analysis::table::{self, robot_number, Cell, ComparisonTable};
+use crate::analysis::table::{self, Cell, ComparisonTable};
 use sim::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
 use std::fmt::Write as _;
 
@@ -192,13 +192,15 @@ pub fn render_table(t: &ComparisonTable) -> String {
     let (mut noise, mut untested) = (false, false);
     for row in &t.rows {
         let mut line = String::new();
+        let means: Vec<Option<f64>> = row.cells.iter().map(|c| c.mean).collect();
+        let shown = table::robot_numbers(&means);
         for (i, cell) in row.cells.iter().enumerate() {
             if i > 0 {
                 line.push(' ');
                 let ch = change_field(cell, &mut noise, &mut untested);
                 let _ = write!(line, "{ch:>10}");
             }
-            let v = cell.mean.map(robot_number).unwrap_or_default();
+            let v = &shown[i];
             // The robot's value field is 10 wide in the first column, 11 after.
             let w = if i == 0 { 10 } else { 11 };
             let _ = write!(line, "{v:>w$}{}", stddev_field(cell));

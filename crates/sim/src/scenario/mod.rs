@@ -26,7 +26,7 @@ pub mod ranges;
 pub mod source;
 pub mod sweep;
 
-pub use estimate::{Estimate, Limits};
+pub use estimate::{Estimate, Limits, Rates, WorkClass};
 pub use policy::{PolicyFile, PolicySpec};
 pub use ranges::Range;
 pub use source::Source;
@@ -425,13 +425,13 @@ impl Scenario {
     pub fn apply(&mut self, o: &Overrides) {
         if !o.policies.is_empty() {
             // A policy named twice runs once (the first place counts).
-            let mut unique: Vec<String> = Vec::with_capacity(o.policies.len());
-            for p in &o.policies {
-                if !unique.contains(p) {
-                    unique.push(p.clone());
-                }
-            }
-            self.header.policies = unique;
+            let mut seen = std::collections::HashSet::with_capacity(o.policies.len());
+            self.header.policies = o
+                .policies
+                .iter()
+                .filter(|p| seen.insert(p.as_str()))
+                .cloned()
+                .collect();
         }
         if let Some(r) = o.runs {
             self.header.runs = r;

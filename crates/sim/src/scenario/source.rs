@@ -76,6 +76,52 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// Whether the file sets the dotted `field` itself (its key is in the
+    /// text), rather than leaving it to its default.
+    pub fn sets(&self, field: &str) -> bool {
+        let mut table: &dyn toml_edit::TableLike = match self.doc() {
+            Some(d) => d,
+            None => return false,
+        };
+        let segments: Vec<&str> = field.split('.').collect();
+        for (i, seg) in segments.iter().enumerate() {
+            let Some(item) = table.get(seg) else {
+                return false;
+            };
+            if i + 1 == segments.len() {
+                return true;
+            }
+            table = match item {
+                toml_edit::Item::Table(t) => t,
+                toml_edit::Item::Value(toml_edit::Value::InlineTable(t)) => t,
+                _ => return false,
+            };
+        }
+        false
+    }
+
+    /// A problem between `field` and the fields it is checked against
+    /// (`others`: `workload.cpus` is more than `cpus`), reported where the
+    /// user can act on it: at `field` when the file sets it; else at the
+    /// first of `others` the file sets, the message saying that `field`
+    /// has its default value there; else at `field`'s table.
+    pub fn error_between(
+        &self,
+        field: &str,
+        others: &[&str],
+        message: impl AsRef<str>,
+    ) -> ScenarioError {
+        let message = message.as_ref();
+        if self.sets(field) {
+            return self.error(field, message);
+        }
+        let note = format!("{message} (`{field}` is not set in the file: that is its default)");
+        match others.iter().find(|o| self.sets(o)) {
+            Some(o) => self.error(o, note),
+            None => self.error(field, note),
+        }
+    }
+
     /// The 1-based line that defines the dotted `field` (segments may
     /// index an array of tables: `policy[1].batch`): its key's line; when
     /// the key is absent, the line of the innermost table header on the
@@ -182,6 +228,14 @@ mod tests {
         let e = s.error("tree.fanout", "bad\u{1b}");
         assert_eq!((e.line, e.message.as_str()), (Some(4), "bad\\u{1b}"));
         assert_eq!(Source::new("f", "a = = 1").line_of("a"), None);
+        assert!(s.sets("tree.fanout") && !s.sets("tree.names") && !s.sets("nope.x"));
+        assert!(s.sets("numab.workload.passes") && !s.sets("numab.workload.kind"));
+        // A default compared with a value the file sets: placed there.
+        let e = s.error_between("tree.names", &["name", "tree.fanout"], "too many");
+        assert_eq!((e.field.as_str(), e.line), ("name", Some(1)));
+        assert!(e.message.contains("`tree.names` is not set"), "{e}");
+        let e = s.error_between("tree.fanout", &["name"], "bad");
+        assert_eq!((e.field.as_str(), e.line), ("tree.fanout", Some(4)));
     }
 
     #[test]

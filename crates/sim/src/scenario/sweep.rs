@@ -239,21 +239,30 @@ impl Sweep {
                 return Err(err("sweep.presets", format!("`{p}` is not a preset")));
             }
         }
+        // Sizes first, from the counts alone: nothing is expanded before
+        // the grid is known to fit.
+        let seed_count = match &spec.seeds {
+            Seeds::List(v) => v.len(),
+            Seeds::Range { count, .. } => *count as usize,
+        };
+        if seed_count == 0 {
+            return Err(err("sweep.seeds", "needs at least one seed".into()));
+        }
+        if seed_count > MAX_JOBS {
+            return Err(err(
+                "sweep.seeds",
+                format!("{seed_count} seeds: a sweep has at most {MAX_JOBS} jobs"),
+            ));
+        }
         let seeds: Vec<u64> = match &spec.seeds {
             Seeds::List(v) => v.clone(),
             Seeds::Range { from, count } => (0..u64::from(*count))
                 .map(|i| from.wrapping_add(i))
                 .collect(),
         };
-        if seeds.is_empty() {
-            return Err(err("sweep.seeds", "needs at least one seed".into()));
-        }
-        if seeds
-            .iter()
-            .enumerate()
-            .any(|(i, s)| seeds[..i].contains(s))
-        {
-            return Err(err("sweep.seeds", "a seed is listed twice".into()));
+        let mut distinct = std::collections::HashSet::with_capacity(seeds.len());
+        if let Some(s) = seeds.iter().find(|s| !distinct.insert(**s)) {
+            return Err(err("sweep.seeds", format!("seed {s} is listed twice")));
         }
         for (key, axis) in [("sweep.x", &spec.x), ("sweep.y", &spec.y)] {
             if let Some(a) = axis {
@@ -276,10 +285,43 @@ impl Sweep {
         if spec.knobs.is_empty() {
             return Err(err("sweep.knobs", "name at least one knob to sweep".into()));
         }
+        // The threshold size has three spellings; a point takes one, so a
+        // sweep may name only one of them (swept or set).
+        let sizes: Vec<String> = spec
+            .set
+            .keys()
+            .map(|k| format!("sweep.set.{k}"))
+            .chain(spec.knobs.keys().map(|k| format!("sweep.knobs.{k}")))
+            .filter(|f| {
+                f.ends_with(".threshold_size")
+                    || f.ends_with(".pages_per_shard")
+                    || f.ends_with(".fixed_pages")
+            })
+            .collect();
+        if sizes.len() > 1 {
+            return Err(err(
+                &sizes[1],
+                format!(
+                    "{} and {} both set the threshold size; sweep one of threshold_size, \
+                     pages_per_shard, fixed_pages",
+                    sizes[0], sizes[1]
+                ),
+            ));
+        }
         let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
         for (k, v) in &spec.knobs {
             let field = format!("sweep.knobs.{k}");
             let vals = expand(v).map_err(|m| err(&field, m))?;
+            let mut distinct = std::collections::HashSet::with_capacity(vals.len());
+            if let Some(v) = vals.iter().find(|v| !distinct.insert(value_str(v))) {
+                return Err(err(
+                    &field,
+                    format!(
+                        "value {} is listed twice (each value is one point)",
+                        value_str(v)
+                    ),
+                ));
+            }
             for val in &vals {
                 fixed
                     .with_knob(k, val)
@@ -287,8 +329,15 @@ impl Sweep {
             }
             axes.push((k.clone(), vals));
         }
-        let size = axes.iter().map(|(_, v)| v.len()).product::<usize>();
-        if size.saturating_add(spec.presets.len()) * seeds.len() > MAX_JOBS {
+        let size = axes
+            .iter()
+            .map(|(_, v)| v.len())
+            .fold(1usize, usize::saturating_mul);
+        if size
+            .saturating_add(spec.presets.len())
+            .saturating_mul(seeds.len())
+            > MAX_JOBS
+        {
             return Err(err(
                 "sweep.knobs",
                 format!("the grid has more than {MAX_JOBS} jobs"),
@@ -427,5 +476,74 @@ strict_bound = [false, true]
         let bad = FILE.replace("\"linux-6.8\"]", "\"linux-7\"]");
         let e = Sweep::parse("s.toml", &bad).unwrap_err();
         assert_eq!((e.field.as_str(), e.line), ("sweep.presets", Some(7)));
+    }
+
+    #[test]
+    fn repeated_values_and_two_threshold_sizes_are_refused() {
+        let bad = FILE.replace("strict_bound = [false, true]", "batch = [4, 4, 4]");
+        let e = Sweep::parse("s.toml", &bad).unwrap_err();
+        assert_eq!(e.field, "sweep.knobs.batch");
+        assert!(e.message.contains("listed twice"), "{e}");
+        let bad = FILE.replace("strict_bound = [false, true]", "fixed_pages = [64, 128]");
+        let e = Sweep::parse("s.toml", &bad).unwrap_err();
+        assert!(e.message.contains("threshold size"), "{e}");
+        assert!(
+            e.field.starts_with("sweep.knobs.") && e.line.is_some(),
+            "{e}"
+        );
+        let bad = FILE.replace("hot_path = \"async\"", "fixed_pages = 64");
+        let e = Sweep::parse("s.toml", &bad).unwrap_err();
+        assert!(e.message.contains("threshold size"), "{e}");
+    }
+
+    #[test]
+    fn seed_checks_are_linear() {
+        // One point under N seeds: 16 times the seeds take about 16 times
+        // as long (linear), not 256 times (the former pairwise check, which
+        // took minutes at N = 100,000, the limit). A ratio of medians, not
+        // a time.
+        let one_point = |n: usize| {
+            FILE.replace(
+                "seeds = [1, 2, 3]",
+                &format!("seeds = {{ from = 1, count = {n} }}"),
+            )
+            .replace("presets = [\"hierstat\", \"linux-6.8\"]", "presets = []")
+            .replace("pages_per_shard = { from = 8, to = 256, factor = 2 }\n", "")
+            .replace("[false, true]", "[false]")
+        };
+        let median = |n: usize| {
+            let text = one_point(n);
+            let mut t: Vec<std::time::Duration> = (0..3)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    let s = Sweep::parse("s.toml", &text).unwrap();
+                    assert_eq!(s.jobs().len(), n);
+                    t0.elapsed()
+                })
+                .collect();
+            t.sort();
+            t[1]
+        };
+        let (small, large) = (median(6_250), median(MAX_JOBS));
+        assert!(
+            large < small * 64,
+            "16x the seeds took {:.1}x as long ({small:?} -> {large:?})",
+            large.as_secs_f64() / small.as_secs_f64()
+        );
+        // Beyond the limit: refused before anything is expanded.
+        for count in ["1000000000", "100001"] {
+            let big = FILE.replace("[1, 2, 3]", &format!("{{ from = 1, count = {count} }}"));
+            let e = Sweep::parse("s.toml", &big).unwrap_err();
+            assert_eq!(e.field, "sweep.seeds.count", "{e}");
+        }
+        let e = Sweep::parse(
+            "s.toml",
+            &one_point(60_000).replace("[false]", "[false, true]"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("more than 100000 jobs"), "{e}");
+        let twice = FILE.replace("[1, 2, 3]", "[1, 2, 1]");
+        let e = Sweep::parse("s.toml", &twice).unwrap_err();
+        assert!(e.message.contains("seed 1 is listed twice"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! model needs ([`numab::NumabScenario::plan`]), runs it and states the
 //! claims ([`run`]).
 
+pub mod estimate;
 pub mod run;
 
 use crate::cost::CostModel;
@@ -78,8 +79,9 @@ fn parse(src: &Source<'_>) -> Result<(Header, Box<dyn Spec>), ScenarioError> {
     }
     let sysctl = &sc.numab.sysctl;
     if sysctl.scan_period_min_ms > sysctl.scan_period_max_ms {
-        return Err(src.error(
+        return Err(src.error_between(
             "numab.sysctl.scan_period_min_ms",
+            &["numab.sysctl.scan_period_max_ms"],
             format!(
                 "{} is more than scan_period_max_ms = {}",
                 sysctl.scan_period_min_ms, sysctl.scan_period_max_ms
@@ -121,20 +123,8 @@ impl Spec for NumabSpec {
         self.numab.ncpus()
     }
 
-    /// Per-page state (node, flags, access history) and the per-CPU and
-    /// per-node tables; one event per 2 MiB chunk the model steps through.
     fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
-        let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
-        let n = &self.numab;
-        let cpus = f64::from(n.nodes) * f64::from(n.cpus_per_node);
-        let (mib, sweeps) = work(&n.workload, cpus);
-        let pages = mib * 256.0;
-        Estimate {
-            memory_bytes: pages * 48.0 + cpus * 64.0 * 1024.0,
-            threads: 1,
-            events: sweeps * repeats / 512.0,
-            seconds: 0.0,
-        }
+        estimate::estimate(&self.numab, header)
     }
 
     fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
@@ -152,57 +142,6 @@ impl Spec for NumabSpec {
     /// One run; the sizes set in its own table stay.
     fn shrink_for_smoke_test(&mut self, header: &mut Header) {
         header.runs = 1;
-    }
-}
-
-/// `(MiB of memory the workload maps, pages written over the run)`.
-fn work(w: &::numab::WorkloadSpec, cpus: f64) -> (f64, f64) {
-    use ::numab::WorkloadSpec as W;
-    match w {
-        W::Numa01 {
-            buffer_mib,
-            passes,
-            threads,
-            ..
-        } => {
-            let t = threads.map_or(cpus / 2.0, f64::from);
-            let mib = 2.0 * *buffer_mib as f64;
-            (mib, mib * 256.0 * t * (f64::from(*passes) + 1.0))
-        }
-        W::Numa01ThreadAlloc {
-            buffer_mib,
-            passes,
-            threads,
-            ..
-        } => {
-            let t = threads.map_or(cpus / 2.0, f64::from).max(1.0);
-            let mib = 2.0 * *buffer_mib as f64;
-            // One whole-buffer sweep per thread, then `passes` over its slice.
-            (mib, mib * 256.0 * (t + f64::from(*passes)))
-        }
-        W::Numa02 {
-            buffer_mib, passes, ..
-        } => {
-            let mib = *buffer_mib as f64;
-            (mib, mib * 256.0 * (f64::from(*passes) + 1.0))
-        }
-        W::Disjoint {
-            vma_x_mib,
-            vma_y_mib,
-            vma_z_mib,
-            vma_w_mib,
-            vma_v_mib,
-            duration_s,
-            set1_threads,
-            set2_threads,
-            set3_threads,
-            ..
-        } => {
-            let mib = (vma_x_mib + vma_y_mib + vma_z_mib + vma_w_mib + vma_v_mib) as f64;
-            let threads = f64::from(set1_threads + set2_threads + set3_threads).max(1.0);
-            // About 1 GiB/s written per thread.
-            (mib, threads * 256.0 * 1024.0 * *duration_s as f64)
-        }
     }
 }
 

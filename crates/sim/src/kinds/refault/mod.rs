@@ -19,6 +19,7 @@
 //! `refault_flush_fraction`, `activation_rate`, `exact_activation_rate`,
 //! `skipped_flushes`, `flush_waits`, `async_requests`, `evictions_per_sec`.
 
+pub mod estimate;
 pub mod flush;
 pub mod spec;
 pub mod storm;
@@ -64,24 +65,8 @@ impl Spec for RefaultSpec {
         self.cpus
     }
 
-    /// Background bursts and workload accesses over warm-up and
-    /// measurement; per-group per-CPU counters and per-page LRU state.
     fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
-        let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
-        let secs = (self.duration_ms + self.warmup_ms) as f64 / 1e3;
-        let b = &self.background;
-        let w = &self.workload;
-        let bursts =
-            f64::from(self.cpus) * b.updates_per_sec_per_cpu * secs / f64::from(b.burst.max(1));
-        let accesses = f64::from(w.cpus) * w.accesses_per_sec_per_cpu * secs;
-        let groups = f64::from(self.services) + 16.0;
-        let pages = ((w.memory_max_mb + w.swap_mb + w.file_mb) as f64) * 256.0;
-        Estimate {
-            memory_bytes: groups * f64::from(self.cpus) * 64.0 * 8.0 + pages * 32.0,
-            threads: 1,
-            events: (bursts + accesses) * repeats,
-            seconds: 0.0,
-        }
+        estimate::estimate(self, header)
     }
 
     fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {

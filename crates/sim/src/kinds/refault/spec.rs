@@ -276,9 +276,19 @@ impl RefaultScenario {
         if sc.mode != Mode::Sim {
             return Err(src.error("mode", "the refault storm runs in sim mode only"));
         }
-        sc.refault
-            .validate()
-            .map_err(|(field, msg)| src.error(&format!("refault.{field}"), msg))?;
+        sc.refault.validate().map_err(|(field, msg)| {
+            // A check between two fields is placed at the one the file sets.
+            let others: &[&str] = match field.as_str() {
+                "nodes" => &["refault.cpus"],
+                "workload.cpus" => &["refault.cpus"],
+                "workload.anon_max_mb" => &[
+                    "refault.workload.anon_min_mb",
+                    "refault.workload.memory_max_mb",
+                ],
+                _ => &[],
+            };
+            src.error_between(&format!("refault.{field}"), others, msg)
+        })?;
         Ok(sc)
     }
 

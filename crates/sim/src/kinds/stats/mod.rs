@@ -14,6 +14,7 @@
 //! Runs are interleaved (run 1 of every policy, then run 2 ...) so that a
 //! drift of the host during a real-mode scenario affects every policy alike.
 
+pub mod estimate;
 pub mod false_sharing;
 pub mod netperf;
 pub mod spec;
@@ -113,7 +114,7 @@ impl Spec for StatsScenario {
     }
 
     fn estimate(&self, header: &Header, costs: &CostModel) -> Estimate {
-        estimate(self, header, costs)
+        estimate::estimate(self, header, costs)
     }
 
     fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
@@ -181,117 +182,6 @@ impl Spec for StatsScenario {
             _ => Some(("read_latency_ns.p999", stat_readers::STALE_READS)),
         }
     }
-}
-
-const MIB: f64 = (1u64 << 20) as f64;
-
-/// Memory of the per-CPU deltas and per-group aggregates of every item
-/// (plus the exact oracle and one snapshot per reader), the threads of a
-/// real-mode run, the simulated events (writer bursts, reads, spikes,
-/// back-to-back updates) and the seconds of real-mode measurement.
-fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estimate {
-    let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
-    let secs = s.duration_ms as f64 / 1e3;
-    let (tree, writers, readers, spikes, update) = match &s.workload {
-        Workload::UpdatePath(u) => (None, None, None, None, Some(u)),
-        Workload::StatReaders(r) => (
-            Some(&r.tree),
-            Some(&r.writers),
-            Some(&r.readers),
-            None,
-            None,
-        ),
-        Workload::StaleRead(x) => (
-            Some(&x.tree),
-            Some(&x.writers),
-            x.readers.as_ref(),
-            Some(&x.spikes),
-            None,
-        ),
-        Workload::FalseSharing | Workload::WillItScale(_) | Workload::Netperf(_) => {
-            (None, None, None, None, None)
-        }
-    };
-    let groups = tree.map_or(8.0, |t| {
-        let mut level = 1.0;
-        let mut total = 1.0;
-        for f in &t.fanout {
-            level *= f64::from(*f);
-            total += level;
-        }
-        total
-    });
-    let parallelism = s.parallelism(header.mode);
-    let cpus = f64::from(parallelism);
-    let items = 64.0;
-    let reader_count = readers.map_or(0.0, |r| f64::from(r.count));
-    let memory_bytes = groups * items * 8.0 * (cpus + 4.0) + reader_count * items * 8.0 + MIB;
-    let real = header.mode != Mode::Sim;
-    let threads = if real {
-        let w = writers.and_then(|w| w.cpus).or(s.threads).unwrap_or(2);
-        u64::from(w.max(s.threads())) + 3
-    } else {
-        1
-    };
-    let mut per_run = 0.0;
-    if !real {
-        if let Some(w) = writers {
-            let wcpus = f64::from(w.cpus.unwrap_or(parallelism));
-            let rate = if w.rate_per_cpu > 0.0 {
-                w.rate_per_cpu
-            } else {
-                back_to_back_rate(costs)
-            };
-            per_run += wcpus * rate * secs / f64::from(w.burst.max(1));
-        }
-        if let Some(r) = readers {
-            per_run += f64::from(r.count) * secs * 1e3 / r.period_ms;
-        }
-        if let Some(sp) = spikes {
-            per_run += secs * 1e3 / sp.every_ms;
-        }
-        if update.is_some() {
-            per_run += cpus * back_to_back_rate(costs) * secs;
-        }
-        // Priced workloads: each CPU's operations and their updates, over
-        // the warm-up and the measured time.
-        let priced = match &s.workload {
-            Workload::WillItScale(w) => Some((
-                w.modes.len() as f64,
-                w.warmup_ms,
-                costs.kernel.fault_shared_ns.max(100.0),
-                1.0 + costs.kernel.updates_per_fault_anon,
-            )),
-            Workload::Netperf(n) => Some((
-                n.depths.len() as f64,
-                n.warmup_ms,
-                costs.kernel.send_ns.max(100.0),
-                5.0,
-            )),
-            _ => None,
-        };
-        if let Some((cases, warmup_ms, op_ns, steps)) = priced {
-            per_run += cases * cpus * (secs + warmup_ms / 1e3) * 1e9 / op_ns * steps;
-        }
-    }
-    let seconds = if real {
-        let depths = update.map_or(1, |u| u.depths.len().max(1));
-        secs * repeats * depths as f64
-    } else {
-        0.0
-    };
-    Estimate {
-        memory_bytes,
-        threads,
-        events: per_run * repeats,
-        seconds,
-    }
-}
-
-/// Updates per second of one CPU updating back to back: one call and one
-/// atomic each.
-fn back_to_back_rate(costs: &CostModel) -> f64 {
-    1e9 / (costs.call_ns + costs.atomic_ns).max(0.1)
 }
 
 /// The error for a policy name the workload's runner does not know.
