@@ -6,7 +6,7 @@
 # run it after touching an ordering:
 #
 #     scripts/loom-mutants.sh            # in a scratch copy of the tree
-#     ONLY="fold skip" scripts/loom-mutants.sh   # the mutants whose name has this
+#     ONLY="fold skip|claim" scripts/loom-mutants.sh   # the mutants whose name has one of these
 #
 # A mutant that makes a model spin forever (a drain following a stale list
 # link, say) is reported as caught by a hang after MUTANT_TIMEOUT seconds
@@ -30,9 +30,18 @@ run_loom() {
         cargo test -p hierstat --test loom --release 2>&1
 }
 caught_all=1
+# ONLY="a|b": only the mutants whose name contains a or b.
+selected() {
+    [ -z "${ONLY:-}" ] && return 0
+    local IFS='|' p
+    for p in $ONLY; do
+        case "$1" in *"$p"*) return 0 ;; esac
+    done
+    return 1
+}
 mutant() {
     local name="$1" file="$2" from="$3" to="$4"
-    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
+    selected "$name" || return
     cp "$file" "$work/backup"
     if ! python3 - "$file" "$from" "$to" <<'PY'
 import sys
@@ -63,7 +72,8 @@ out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fai
 echo "baseline passes"
 mutant "shared path: header residue add AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch_add(small, Ordering::AcqRel);" "let old = self.0.fetch_add(small, Ordering::Relaxed);"
 mutant "shared path: header residue add AcqRel -> Release" src/header.rs "let old = self.0.fetch_add(small, Ordering::AcqRel);" "let old = self.0.fetch_add(small, Ordering::Release);"
-mutant "claim: fetch_or Release -> Relaxed" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Release);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Relaxed);"
+mutant "claim: fetch_or AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::AcqRel);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Relaxed);"
+mutant "claim: fetch_or AcqRel -> Release" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::AcqRel);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Release);"
 mutant "owner path: light barrier removed" src/update.rs "        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();" ""
 mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.writers.barrier_before_reading(s, work);" ""
@@ -74,8 +84,6 @@ mutant "list: take_all swap Acquire -> Relaxed" src/dirty.rs "self.head.swap(0, 
 mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && !self.flushes.running_for_skip();" "let may_skip = owner;"
 mutant "fold skip: flush count load Acquire -> Relaxed" src/flush.rs "self.running.0.load(Ordering::Acquire) != 0" "self.running.0.load(Ordering::Relaxed) != 0"
 mutant "fold skip: flush exit Release -> Relaxed" src/flush.rs "self.0.fetch_sub(1, Ordering::Release);" "self.0.fetch_sub(1, Ordering::Relaxed);"
-mutant "fold skip: flusher's fence after counting itself removed" src/flush.rs "f.running.0.fetch_add(1, Ordering::Relaxed);
-        crate::sync::fence_seqcst();" "f.running.0.fetch_add(1, Ordering::Relaxed);"
 mutant "fold skip: owner's fence after its push removed" src/update.rs "        // \`FlushingGuard\`).
         crate::sync::fence_seqcst();" "        // \`FlushingGuard\`)."
 # The bound at every instant (see flush.rs, "What a flush hands over").
@@ -100,8 +108,10 @@ mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "      
 mutant "ancestor walk: residue RMW AcqRel -> Release" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Release) & RESIDUE_MASK"
 mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Acquire) & RESIDUE_MASK"
 mutant "fold: residue take Acquire -> Relaxed" src/header.rs "self.0.fetch_and(!RESIDUE_MASK, Ordering::Acquire) & RESIDUE_MASK" "self.0.fetch_and(!RESIDUE_MASK, Ordering::Relaxed) & RESIDUE_MASK"
-mutant "early break: snapshot fence removed" src/flush.rs "            // snapshot or later, which the reset sees (see \`count.rs\`).
-            crate::sync::fence_seqcst();" "            // snapshot or later, which the reset sees (see \`count.rs\`)."
+mutant "flusher: fence after the snapshots removed (fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
+            // \`FlushingGuard\`).
+            crate::sync::fence_seqcst();" "            // before its drains, for owners that skip a fold (see
+            // \`FlushingGuard\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
 mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
     }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);

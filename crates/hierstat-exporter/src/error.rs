@@ -22,9 +22,14 @@ pub enum Error {
         /// What produced it again.
         second: String,
     },
-    /// A help text or alias names an item the schema does not have.
+    /// A help text, an alias, a rename or an exact allow/deny pattern names
+    /// an item the schema does not have.
     #[error("unknown item {0:?}")]
     UnknownItem(String),
+    /// An allow/deny prefix pattern (`name*`) that matches no item of the
+    /// schema.
+    #[error("item pattern {0:?} matches no item of the schema")]
+    UnmatchedPattern(String),
     /// An engine error.
     #[error(transparent)]
     Hierstat(#[from] hierstat::Error),

@@ -3,10 +3,11 @@
 //! Three bridges, each usable alone:
 //!
 //! * [`Exporter`]: renders a tree (or a subtree) as OpenMetrics or
-//!   Prometheus text exposition — one metric family per schema item, the
-//!   group path as a label, per-NUMA-node items with a `node` label,
-//!   optionally each group's error bound — after the [`ScrapePolicy`]'s
-//!   flush (see [`exposition`] for the exact format);
+//!   Prometheus text exposition — one metric family per exposed schema
+//!   item (events as counters, states as gauges), the group path as a
+//!   label, optionally per-NUMA-node items per node with a `node` label,
+//!   each group's own (`local_`) values and its error bound — after the
+//!   [`ScrapePolicy`]'s flush (see [`exposition`] for the exact format);
 //! * [`HierRecorder`]: a [`metrics`] recorder mapping one label (`tenant`,
 //!   a path, ...) to a group and the metric name to an item, so that code
 //!   written against `metrics::counter!` / `gauge!` gets hierarchical
@@ -18,9 +19,26 @@
 //! Each process exports its own tree; Prometheus (federation, remote write)
 //! aggregates a fleet.
 //!
+//! # What a scrape contains, and its size
+//!
+//! By default one sample per schema item and group: per-NUMA-node items as
+//! their total, no `local_` copies, no error bounds. A scrape then has
+//! `groups × items` samples ([`Exporter::samples_per_group`]); the builder
+//! chooses more or less: [`ExporterBuilder::allow_items`] and
+//! [`ExporterBuilder::deny_items`] (exact item names or `prefix*`; a name
+//! the schema lacks is an error when the exporter is built),
+//! [`ExporterBuilder::per_node`], [`ExporterBuilder::local`],
+//! [`ExporterBuilder::bounds`]. On a systemd-like tree of 318 memory
+//! cgroups with the lab's `memory.stat` schema (58 items, 32 per NUMA node,
+//! 2 nodes) the defaults write 18,444 samples, 7.5 kB per group, 2.4 MB per
+//! scrape; every family on (per node, local, bounds) writes 57,558 samples,
+//! 25.0 kB per group, 8.0 MB per scrape. The bytes are mostly the group
+//! paths; the [`exposition`] docs have the table for each switch and how to
+//! size a larger tree.
+//!
 //! # Expose your tree to Prometheus
 //!
-//! (This example is also in the repository's README; a test keeps the two
+//! (This example is also in the crate's README; a test keeps the two
 //! identical.)
 //!
 //! ```
@@ -56,6 +74,7 @@
 mod error;
 pub mod exposition;
 pub mod recorder;
+mod selection;
 pub mod server;
 
 pub use error::Error;

@@ -92,10 +92,12 @@ fn prometheus_scrapes_the_service_and_parents_sum_their_children() {
     };
     let deadline = Instant::now() + Duration::from_secs(90);
 
-    // The example's service: 2 writers on a systemd-like tree of 108 groups.
+    // The example's service: 2 writers on a systemd-like tree of 108 groups,
+    // its per-node families on so that the identity is checked per node.
     let work = workload::Workload::start(2, 30, 200, 7);
     let exporter = Exporter::builder(work.stats.clone())
         .prefix("memcg_")
+        .per_node(true)
         .local(true)
         .bounds(true)
         .policy(ScrapePolicy::Flush)

@@ -1,6 +1,6 @@
-//! The README's "Expose your tree to Prometheus" example is the crate docs'
-//! doc-tested example, line for line (the doc test's hidden `# ` lines
-//! aside).
+//! The crate README's "Expose your tree to Prometheus" example is the crate
+//! docs' doc-tested example, line for line (the doc test's hidden `# `
+//! lines aside).
 
 const MARKER: &str = "<!-- hierstat-exporter example: crates/hierstat-exporter/src/lib.rs -->";
 
@@ -9,10 +9,9 @@ fn readme_example(readme: &str) -> Vec<String> {
         .split_once(MARKER)
         .expect("the README has the exporter example marker")
         .1;
-    let body = after
-        .trim_start()
-        .strip_prefix("```rust,ignore\n")
-        .expect("a rust block follows the marker (`ignore`d by mmlab's README doc test: it is doc-tested here, in the exporter's crate docs)");
+    let body = after.trim_start().strip_prefix("```rust,ignore\n").expect(
+        "a rust block follows the marker (`ignore`d there: it is doc-tested in the crate docs)",
+    );
     let end = body.find("\n```").expect("the block ends");
     body[..end].lines().map(str::to_string).collect()
 }
@@ -38,8 +37,8 @@ fn doc_example(lib: &str) -> Vec<String> {
 
 #[test]
 fn readme_example_is_the_doc_tested_one() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).unwrap();
     let (a, b) = (readme_example(&readme), doc_example(&lib));
     assert_eq!(a, b);

@@ -1,10 +1,11 @@
 //! Property test: parse the rendered exposition back and compare every
-//! sample with `read` after a flush — and that nothing else is there.
+//! sample with `read` after a flush — and that nothing else is there —
+//! with and without the per-node split, and with items denied.
 
 use hierstat::{Config, Group, HierStats, ItemId, NodeItemId, Preset, Schema, Unit};
 use hierstat_exporter::{Exporter, Format, ScrapePolicy};
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A series: sample name and its labels, sorted.
 type Series = (String, Vec<(String, String)>);
@@ -169,7 +170,18 @@ fn tree(nodes: usize) -> Tree {
     }
 }
 
-fn expected(t: &Tree, groups: &[Group], nodes: usize) -> BTreeMap<Series, String> {
+/// The schema's item names, in the order `expected` and the updates use.
+const ITEMS: [&str; 5] = ["anon", "file", "pgfault.count", "io_total", "x-y"];
+
+/// What the exporter must show: every exported group's value of every item
+/// not in `denied`, per node or as the total over nodes.
+fn expected(
+    t: &Tree,
+    groups: &[Group],
+    nodes: usize,
+    per_node: bool,
+    denied: &BTreeSet<usize>,
+) -> BTreeMap<Series, String> {
     let s = &t.stats;
     let mut m = BTreeMap::new();
     for g in groups {
@@ -184,25 +196,39 @@ fn expected(t: &Tree, groups: &[Group], nodes: usize) -> BTreeMap<Series, String
                 .unwrap()
                 .to_string()
             };
-            m.insert((format!("{pre}anon_bytes"), path()), plain(t.anon));
-            m.insert(
-                (format!("{pre}pgfault_count_total"), path()),
-                plain(t.faults),
-            );
-            m.insert((format!("{pre}io_bytes_total"), path()), plain(t.io));
-            m.insert((format!("{pre}x_y"), path()), plain(t.xy));
-            for n in 0..nodes {
-                let v = if local {
-                    s.read_node_local(g, t.file, Some(n))
+            for (i, name, item) in [
+                (0, "anon_bytes", t.anon),
+                (2, "pgfault_count_total", t.faults),
+                (3, "io_bytes_total", t.io),
+                (4, "x_y", t.xy),
+            ] {
+                if !denied.contains(&i) {
+                    m.insert((format!("{pre}{name}"), path()), plain(item));
+                }
+            }
+            let file = |node| {
+                if local {
+                    s.read_node_local(g, t.file, node)
                 } else {
-                    s.read_node(g, t.file, Some(n))
-                };
-                let mut labels = vec![
-                    ("node".to_string(), n.to_string()),
-                    ("path".to_string(), g.path().to_string()),
-                ];
-                labels.sort();
-                m.insert((format!("{pre}file_pages"), labels), v.unwrap().to_string());
+                    s.read_node(g, t.file, node)
+                }
+                .unwrap()
+                .to_string()
+            };
+            if denied.contains(&1) {
+                continue;
+            }
+            if per_node {
+                for n in 0..nodes {
+                    let mut labels = vec![
+                        ("node".to_string(), n.to_string()),
+                        ("path".to_string(), g.path().to_string()),
+                    ];
+                    labels.sort();
+                    m.insert((format!("{pre}file_pages"), labels), file(Some(n)));
+                }
+            } else {
+                m.insert((format!("{pre}file_pages"), path()), file(None));
             }
         }
         let bound = s
@@ -232,6 +258,8 @@ proptest! {
         ),
         openmetrics in any::<bool>(),
         subtree in any::<bool>(),
+        per_node in any::<bool>(),
+        denied in prop::collection::btree_set(0usize..5, 0..3),
     ) {
         let t = tree(nodes);
         let s = &t.stats;
@@ -257,6 +285,8 @@ proptest! {
             .prefix("p_")
             .local(true)
             .bounds(true)
+            .per_node(per_node)
+            .deny_items(denied.iter().map(|&i| ITEMS[i]))
             .subtree(root.clone())
             .policy(ScrapePolicy::Flush)
             .build()
@@ -270,7 +300,7 @@ proptest! {
             .into_iter()
             .filter(|g| g.same(&root) || g.path().starts_with(&format!("{}/", root.path().trim_end_matches('/'))))
             .collect();
-        prop_assert_eq!(parsed, expected(&t, &exported, nodes));
+        prop_assert_eq!(parsed, expected(&t, &exported, nodes, per_node, &denied));
     }
 }
 

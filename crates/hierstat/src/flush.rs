@@ -726,6 +726,9 @@ impl Core {
             // snapshots (its RMW acquires: see `Header::add_residue`), so a
             // count it found above the break level was still there at the
             // snapshot or later, which the reset sees (see `count.rs`).
+            // The same fence orders this flush's count in `flushing`
+            // before its drains, for owners that skip a fold (see
+            // `FlushingGuard`).
             crate::sync::fence_seqcst();
         }
         // Kernel-exact: a residue counts its descendants' updates, so a pass
@@ -996,9 +999,6 @@ impl Core {
                 }
                 _ => 0,
             };
-            // This shard's own change, and with the children's.
-            let own = i128::from(cur) - i128::from(before) + i128::from(shared);
-            let delta = own + i128::from(from_children);
             if let Some(dir) = saturated.as_ref().and_then(|sat| sat.get(k)) {
                 // Pinned, whether or not this pass carries anything (an
                 // ancestor is marked before any change reaches it).
@@ -1007,13 +1007,27 @@ impl Core {
                 agg[k].store(dir.limit(), Ordering::Release);
                 continue;
             }
+            // This shard's own change, and with the children's: exact in
+            // `i64` unless a sum overflows, then decided in `i128`.
+            let (own, o1) = cur.overflowing_sub(before);
+            let (own, o2) = own.overflowing_add(shared);
+            let (delta, o3) = own.overflowing_add(from_children);
+            let (own, delta) = if o1 | o2 | o3 {
+                let own = i128::from(cur) - i128::from(before) + i128::from(shared);
+                let delta = own + i128::from(from_children);
+                match (i64::try_from(own), i64::try_from(delta)) {
+                    (Ok(own), Ok(delta)) => (own, delta),
+                    _ => {
+                        self.pin(n, k, Direction::of(delta));
+                        continue;
+                    }
+                }
+            } else {
+                (own, delta)
+            };
             if own == 0 && delta == 0 {
                 continue;
             }
-            let (Ok(own), Ok(delta)) = (i64::try_from(own), i64::try_from(delta)) else {
-                self.pin(n, k, Direction::of(delta));
-                continue;
-            };
             if own != 0 {
                 match local[k].load(Ordering::Relaxed).checked_add(own) {
                     Some(v) => local[k].store(v, Ordering::Relaxed),
@@ -1062,32 +1076,29 @@ fn rows_of<'a>(st: &'a Structure, s: usize, ids: &[u32]) -> Vec<Option<Row<'a>>>
 /// drain until after its threshold reset (also when it unwinds).
 ///
 /// An owner that finds no flush in progress may skip the threshold
-/// counter of a group already above `T` (see `Core::add_up`). That must
-/// not lose magnitude a running flush's reset then removes: every page a
-/// skipped fold stands for must be carried by any flush of the group that
-/// is running when the owner reads the count, or starts later. The owner
-/// reads the count (Acquire) after writing its cells and checking or
-/// claiming its pair; the flush counts itself, then issues a `SeqCst`
-/// fence, before its first drain. Two store-buffering pairs decide:
-/// * the pair's push against the flush's list take: the owner's claim
+/// counter of a group already above `T` (see `Core::add_up`; folded
+/// per-group thresholds only). That must not lose magnitude a running
+/// flush's reset then removes: every page a skipped fold stands for must be
+/// carried by any flush of the group that is running when the owner reads
+/// the count, or starts later. The owner reads the count (Acquire) after
+/// writing its cells and checking or claiming its pair; the flush counts
+/// itself before its first drain, and issues a `SeqCst` fence after its
+/// snapshot phase, before the drains of its passes (see
+/// `Core::flush_subtree`). Two store-buffering pairs decide:
+/// * the pair's push against the passes' list takes: the owner's claim
 ///   ends with a `SeqCst` fence after its push, so either the owner sees
-///   the count (and counts its fold), or the flush's first drain takes the
-///   pushed pair (with any earlier push of it): the pair is in the flush;
+///   the count (and counts its fold), or the pass's drain takes the pushed
+///   pair (with any earlier push of it): the pair is in the flush, and the
+///   reset subtracts only what the snapshots, taken before that fence, saw;
 /// * the cell writes against the flush's read of them: the owner's
 ///   barrier point (the heavy barrier the flush issues for a shard with
 ///   queued rows; a `SeqCst` fence in loom) against the flush's fence
 ///   after its drain: either the owner sees the count, or the flush reads
 ///   the cells with the writes.
 ///
-/// So a skipping owner's pages are in the flush. (The flush's own `SeqCst`
-/// fence is needed for the first pair: loom, without it, finds a root
-/// reset with the owner's pages neither counted nor carried.)
-///
-/// The same fence is the acquire side of the claim handshake: an updater
-/// that found its pair claimed by a claimer still in progress trusts it to
-/// push, and any flush the updater starts afterwards must see that claim
-/// begun (so its drain waits for it); the fence acquires the claimer's
-/// Release `fetch_or`, which the updater's header RMW read.
+/// So a skipping owner's pages are in the flush. (loom, without the
+/// flush's fence, finds a root reset with the owner's pages neither counted
+/// nor carried.)
 ///
 /// The exit's Release decrement pairs with the same Acquire load: an owner
 /// that reads the count after a flush has left reads the threshold
@@ -1096,10 +1107,9 @@ struct FlushingGuard<'a>(&'a AtomicU64);
 
 impl<'a> FlushingGuard<'a> {
     fn enter(f: &'a Flushes) -> Self {
-        // ORDERING: Relaxed, then a `SeqCst` fence before the flush's
-        // first drain (see the type's docs).
+        // ORDERING: Relaxed; the `SeqCst` fence that ends the snapshot
+        // phase orders it (see the type's docs).
         f.running.0.fetch_add(1, Ordering::Relaxed);
-        crate::sync::fence_seqcst();
         FlushingGuard(&f.running.0)
     }
 }

@@ -132,20 +132,20 @@ impl<'a> Header<'a> {
 
     /// A claim by writer kind `w`: sets `QUEUED` and `w`'s reservation bit.
     ///
-    /// ORDERING: Release publishes the claimer's `begin_claim` (see
-    /// `dirty.rs`) to updaters that find the row queued (the `SeqCst`
-    /// fence that starts any flush they run afterwards acquires it), and
-    /// the owner's cell writes to the flusher (its pass's `SeqCst` fence
-    /// after the drain acquires this word's release sequence). No Acquire:
-    /// if the row is queued by a claimer still in progress, this thread
-    /// trusts it to push, and the claimer's `begin_claim` must be visible
-    /// to any flush this thread starts; that flush's opening `SeqCst` fence
-    /// acquires it, as does the owner's fence after its claim. A real RMW,
-    /// never a plain store: the flusher clears the bits from another
-    /// thread (the kernel learned this in `3309b63a2281`).
+    /// ORDERING: AcqRel. Release publishes the claimer's `begin_claim`
+    /// (see `dirty.rs`) to updaters that find the row queued, and the
+    /// owner's cell writes to the flusher (its pass's `SeqCst` fence after
+    /// the drain acquires this word's release sequence). Acquire: if the
+    /// row is queued by a claimer still in progress, this thread trusts it
+    /// to push, and the claimer's `begin_claim` must be visible to any
+    /// flush this thread starts (so that its drain waits for that claim),
+    /// whatever the policy (a global threshold's flushes have no fence
+    /// before their drain). A real RMW, never a plain store: the flusher
+    /// clears the bits from another thread (the kernel learned this in
+    /// `3309b63a2281`).
     #[inline]
     pub(crate) fn claim(self, w: Writer) -> Claimed {
-        let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Release);
+        let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::AcqRel);
         Claimed {
             push: old & QUEUED == 0,
             reserve: old & w.bit() == 0,
@@ -161,8 +161,7 @@ impl<'a> Header<'a> {
     /// Acquire: if the pair is claimed by a claimer still in progress, its
     /// `begin_claim` (published by its Release claim) must be visible to
     /// any flush that sees what this thread does next: a flush this thread
-    /// starts (which would acquire it anyway with its opening `SeqCst`
-    /// fence) and, under the kernel-exact scheme, a flush on another thread
+    /// starts (its drain must wait for that claim) and, under the kernel-exact scheme, a flush on another thread
     /// that takes an ancestor residue this update then adds to (that flush
     /// must wait for the claim's push); and if a flush took from this
     /// residue before, its in-flight count of what it took is visible from

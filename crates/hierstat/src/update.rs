@@ -393,7 +393,7 @@ impl Core {
         crate::sync::fence_seqcst();
         self.claim(s, g, hdr, Writer::Owner, work);
         // After the push, before this update's fold reads the flush count:
-        // pairs with the fence a flush issues after counting itself (see
+        // pairs with the fence a flush issues after its snapshots (see
         // `FlushingGuard`).
         crate::sync::fence_seqcst();
     }

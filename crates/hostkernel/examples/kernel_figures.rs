@@ -45,7 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let cancel = match Cancel::with_signals() {
+    let cancel = match hostkernel::signals::install(None) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -212,7 +212,7 @@ fn run(
             );
             println!("{:>21} : {:<6} distribution", "usecs", "count");
             let samples_us: Vec<u64> = c.samples_ns.iter().map(|n| n / 1000).collect();
-            let hist = hostkernel::stat::log2_histogram(&samples_us);
+            let hist = simcore::stats::Log2Histogram::of(&samples_us).nonempty_range();
             let top = hist.iter().map(|b| b.count).max().unwrap_or(1).max(1);
             for b in hist {
                 let bar = "*".repeat(((b.count * 40) / top) as usize);

@@ -13,10 +13,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::cancel::Cancel;
 use crate::detect::{CgroupVersion, Host};
 use crate::error::Error;
 use crate::sys;
+use simcore::Cancel;
 
 /// Prefix of every top-level cgroup kernel mode creates.
 pub const NAME_PREFIX: &str = "mmlab-kernel.";
@@ -230,6 +230,10 @@ pub struct CgroupTree {
     top: PathBuf,
     delegated: Vec<PathBuf>,
     closed: bool,
+    /// Taken before the top directory is made, dropped after the tree is
+    /// removed (the last field): while it lives a signal leaves the
+    /// cleanup to this owner ([`crate::signals`]).
+    _defer: crate::signals::DeferExit,
 }
 
 impl CgroupTree {
@@ -244,6 +248,7 @@ impl CgroupTree {
     pub fn create_in(base: &Path, version: CgroupVersion) -> Result<CgroupTree, Error> {
         sweep_stale(base)?;
         let owner = Owner::current()?;
+        let defer = crate::signals::defer_exit();
         for _ in 0..16 {
             let nonce = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -257,6 +262,7 @@ impl CgroupTree {
                         top,
                         delegated: Vec::new(),
                         closed: false,
+                        _defer: defer,
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -323,7 +329,7 @@ impl CgroupTree {
         let mut out = Vec::with_capacity(count);
         for i in 0..count {
             if i % 32 == 0 {
-                cancel.check()?;
+                crate::signals::check(cancel)?;
             }
             out.push(self.mkdir(parent, &format!("g{i:05}"))?);
         }

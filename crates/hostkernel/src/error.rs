@@ -65,6 +65,9 @@ pub enum Error {
     /// A worker process failed (fork, early exit, bad answer).
     #[error("worker process: {0}")]
     Worker(String),
+    /// A measuring thread could not be started.
+    #[error(transparent)]
+    Thread(#[from] simcore::thread::SpawnError),
     /// An experiment configuration is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),

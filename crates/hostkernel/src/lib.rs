@@ -15,6 +15,9 @@
 //!    parent's `memory.stat` read at once: the gap to the page counter in
 //!    pages against the documented `64 × online CPUs` threshold.
 //!
+//! [`run_calibration`] measures what the simulator's `[kernel]` costs are
+//! derived from (faults per mapping, reads, a flush visit, a send).
+//!
 //! Every result carries the [`RunFacts`] a results store needs (kernel
 //! release, cgroup version, online CPUs, page size, the flush threshold).
 //! Times are reported in wall-clock and in the measuring thread's CPU time:
@@ -40,10 +43,11 @@
 //! * Workers are forked children owned by a handle that kills and reaps them
 //!   on drop; they are also tied to the parent with `PR_SET_PDEATHSIG`, so a
 //!   `kill -9` of the parent kills them too.
-//! * Ctrl-C / SIGTERM: [`Cancel::with_signals`] installs a handler that only
-//!   sets a flag; experiments poll it and return [`Error::Interrupted`]
-//!   after the normal RAII cleanup. The caller's own handler comes back
-//!   when the token drops.
+//! * Ctrl-C / SIGTERM: [`signals::install`] puts the process's one handler
+//!   in place and returns a [`Cancel`] token; while a subtree exists a
+//!   signal only sets the flag, experiments poll it and return
+//!   [`Error::Interrupted`] after the normal RAII cleanup (see
+//!   [`signals`]).
 //! * Panics unwind through the same destructors (with `panic = "abort"`
 //!   nothing runs, and the next run's [`sweep_stale`] removes what is left).
 //! * A `kill -9`'d run's groups are removed by [`sweep_stale`], which
@@ -59,14 +63,14 @@
 //! the host binary having to provide a worker entry point.
 //!
 //! ```no_run
-//! use hostkernel::{run_update_path, Cancel, Host, UpdatePathConfig};
+//! use hostkernel::{run_update_path, Host, UpdatePathConfig};
 //!
 //! let host = match Host::detect() {
 //!     Ok(h) => h,
 //!     Err(e) if e.is_host_unsupported() => return eprintln!("skipped: {e}"),
 //!     Err(e) => panic!("{e}"),
 //! };
-//! let cancel = Cancel::with_signals().unwrap();
+//! let cancel = hostkernel::signals::install(None).unwrap();
 //! let r = run_update_path(&host, &UpdatePathConfig::default(), &cancel).unwrap();
 //! for d in &r.depths {
 //!     println!("depth {}: {:.0} ns/fault", d.depth, d.ns_per_fault_mean);
@@ -74,17 +78,17 @@
 //! ```
 #![warn(missing_docs)]
 
-mod cancel;
 mod cgroup;
 mod detect;
 mod error;
 pub mod experiments;
 mod serde_ms;
+pub mod signals;
 pub mod stat;
+#[allow(unsafe_code)] // fork, the workers' bodies, signals (see the module docs)
 mod sys;
 mod worker;
 
-pub use cancel::Cancel;
 pub use cgroup::{
     parse_stat_start_ticks, parse_subtree_name, procs_of, subtree_dirs, subtree_name, sweep_stale,
     CgroupTree, Owner, SweepReport, NAME_PREFIX,
@@ -94,6 +98,7 @@ pub use detect::{
     CgroupVersion, Host, MemoryController, MountEntry, RunFacts, MEMCG_CHARGE_BATCH,
 };
 pub use error::Error;
+pub use experiments::calibrate::{run_calibration, CalibrateConfig, CalibrationResult, FaultCost};
 pub use experiments::stale_read::{
     counter_files, longest_stale_window, run_stale_read, run_stale_read_observed, GapSummary,
     StaleReadCase, StaleReadConfig, StaleReadResult, StaleReadSample, StaleWindow,
@@ -107,3 +112,4 @@ pub use experiments::update_path::{
     UpdatePathRun,
 };
 pub use experiments::{Event, Observer};
+pub use simcore::Cancel;

@@ -1,9 +1,8 @@
-//! `memory.stat` parsing, the stat total that matches the page counter, and
-//! latency summaries (percentiles, funclatency-style log2 histograms).
+//! `memory.stat` parsing and the stat total that matches the page counter.
+//! (Latency summaries and log2 histograms are the workspace's shared ones,
+//! [`simcore::stats`].)
 
 use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
 
 use crate::detect::CgroupVersion;
 use crate::error::Error;
@@ -70,126 +69,6 @@ pub fn stat_total_bytes(
     Ok(sum)
 }
 
-/// Percentiles of a sample set (nearest rank), in the samples' unit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
-    /// Number of samples.
-    pub count: usize,
-    /// Smallest sample.
-    pub min: f64,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Largest sample.
-    pub max: f64,
-}
-
-impl Percentiles {
-    /// Summarises `samples` (any order); `None` when empty.
-    pub fn of<T: Copy + Into<f64>>(samples: &[T]) -> Option<Percentiles> {
-        if samples.is_empty() {
-            return None;
-        }
-        let mut v: Vec<f64> = samples.iter().map(|&s| s.into()).collect();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let rank = |q: f64| -> f64 {
-            // Nearest rank: the smallest sample with at least q of the
-            // samples at or below it.
-            let r = (q * v.len() as f64).ceil() as usize;
-            v[r.clamp(1, v.len()) - 1]
-        };
-        Some(Percentiles {
-            count: v.len(),
-            min: v[0],
-            mean: v.iter().sum::<f64>() / v.len() as f64,
-            p50: rank(0.50),
-            p90: rank(0.90),
-            p99: rank(0.99),
-            p999: rank(0.999),
-            max: v[v.len() - 1],
-        })
-    }
-}
-
-/// One bucket of a log2 histogram: `[lo, hi]` inclusive, as funclatency
-/// prints it (`lo -> hi : count`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Log2Bucket {
-    /// Lowest value in the bucket.
-    pub lo: u64,
-    /// Highest value in the bucket.
-    pub hi: u64,
-    /// Samples in it.
-    pub count: u64,
-}
-
-/// A funclatency-style power-of-two histogram (bucket k holds
-/// `[2^k, 2^(k+1) − 1]`, bucket 0 holds 0 and 1), from the first to the last
-/// non-empty bucket.
-pub fn log2_histogram(samples: &[u64]) -> Vec<Log2Bucket> {
-    let mut counts = [0u64; 64];
-    for &s in samples {
-        let k = if s <= 1 {
-            0
-        } else {
-            63 - s.leading_zeros() as usize
-        };
-        counts[k] += 1;
-    }
-    let Some(first) = counts.iter().position(|&c| c > 0) else {
-        return Vec::new();
-    };
-    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
-    (first..=last)
-        .map(|k| Log2Bucket {
-            lo: if k == 0 { 0 } else { 1u64 << k },
-            hi: if k == 63 {
-                u64::MAX
-            } else {
-                (1u64 << (k + 1)) - 1
-            },
-            count: counts[k],
-        })
-        .collect()
-}
-
-/// Mean and sample standard deviation.
-pub(crate) fn mean_stddev(v: &[f64]) -> (f64, f64) {
-    if v.is_empty() {
-        return (0.0, 0.0);
-    }
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    if v.len() < 2 {
-        return (mean, 0.0);
-    }
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, var.sqrt())
-}
-
-/// Least-squares slope of `y` over `x`; `None` with fewer than two distinct x.
-pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
-    let n = points.len() as f64;
-    if points.len() < 2 {
-        return None;
-    }
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    if sxx == 0.0 {
-        return None;
-    }
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    Some(sxy / sxx)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,71 +106,5 @@ total_cache 12288\ntotal_rss 4194304\ntotal_rss_huge 0\nhierarchical_memory_limi
         assert!(parse_memory_stat("anon -1\n").is_err());
         assert!(parse_memory_stat("anon 1 2\n").is_err());
         assert!(parse_memory_stat("\n\n").unwrap().is_empty());
-    }
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<u32> = (1..=1000).collect();
-        let p = Percentiles::of(&v).unwrap();
-        assert_eq!(
-            (p.min, p.p50, p.p99, p.p999, p.max),
-            (1.0, 500.0, 990.0, 999.0, 1000.0)
-        );
-        assert_eq!(p.mean, 500.5);
-        let one = Percentiles::of(&[7u32]).unwrap();
-        assert_eq!((one.p50, one.p999), (7.0, 7.0));
-        assert!(Percentiles::of::<u32>(&[]).is_none());
-    }
-
-    #[test]
-    fn log2_buckets_like_funclatency() {
-        let h = log2_histogram(&[0, 1, 2, 3, 4, 7, 8, 1000]);
-        assert_eq!(
-            h[0],
-            Log2Bucket {
-                lo: 0,
-                hi: 1,
-                count: 2
-            }
-        );
-        assert_eq!(
-            h[1],
-            Log2Bucket {
-                lo: 2,
-                hi: 3,
-                count: 2
-            }
-        );
-        assert_eq!(
-            h[2],
-            Log2Bucket {
-                lo: 4,
-                hi: 7,
-                count: 2
-            }
-        );
-        assert_eq!(
-            h[3],
-            Log2Bucket {
-                lo: 8,
-                hi: 15,
-                count: 1
-            }
-        );
-        let last = h.last().unwrap();
-        assert_eq!((last.lo, last.hi, last.count), (512, 1023, 1));
-        assert_eq!(h.iter().map(|b| b.count).sum::<u64>(), 8);
-        assert!(log2_histogram(&[]).is_empty());
-        assert_eq!(log2_histogram(&[u64::MAX])[0].hi, u64::MAX);
-    }
-
-    #[test]
-    fn slope_and_spread() {
-        let s = slope(&[(1.0, 10.0), (2.0, 12.0), (4.0, 16.0), (8.0, 24.0)]).unwrap();
-        assert!((s - 2.0).abs() < 1e-12);
-        assert!(slope(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
-        let (m, sd) = mean_stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
-        assert_eq!(m, 5.0);
-        assert!((sd - 2.138).abs() < 1e-3);
     }
 }

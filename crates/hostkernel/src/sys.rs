@@ -21,7 +21,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The byte that starts a worker's job.
@@ -33,15 +33,33 @@ pub(crate) const FREE: u8 = b'f';
 /// A spike worker's answer once a command is done.
 pub(crate) const ACK: u8 = b'k';
 
+/// What a fault round maps (will-it-scale's page_fault1, 2 and 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mapping {
+    /// Private anonymous memory: each fault allocates and zeroes a page.
+    Anon,
+    /// A private mapping of a tmpfs file (a memfd): each write fault
+    /// copies the file's page into a new anonymous one.
+    FilePrivate,
+    /// A shared mapping of a tmpfs file: each write fault maps the file's
+    /// page, already in the page cache after the first round.
+    FileShared,
+}
+
 /// What a worker does once it is in its cgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Job {
-    /// `rounds` times: mmap `pages` pages, write one byte to each, munmap;
-    /// after each round write four native-endian `u64` to the result pipe:
-    /// wall ns from mmap to the last touch, wall ns from mmap to munmap's
-    /// return, and the same two intervals in the worker's CPU time (time
-    /// it was descheduled excluded).
-    FaultRounds { pages: usize, rounds: usize },
+    /// `rounds` times: mmap `pages` pages (per `mapping`; a file mapping's
+    /// memfd is created and sized once, in the cgroup), write one byte to
+    /// each, munmap; after each round write four native-endian `u64` to
+    /// the result pipe: wall ns from mmap to the last touch, wall ns from
+    /// mmap to munmap's return, and the same two intervals in the worker's
+    /// CPU time (time it was descheduled excluded).
+    FaultRounds {
+        pages: usize,
+        rounds: usize,
+        mapping: Mapping,
+    },
     /// Forever (until killed): mmap `pages`, touch them, munmap.
     Churn { pages: usize },
     /// On [`CHARGE`]: mmap and touch `pages`; on [`FREE`]: munmap; each
@@ -97,6 +115,62 @@ pub(crate) fn online_cpus() -> usize {
     }
 }
 
+/// Pins `pid` (0: the calling thread) to CPU `cpu`.
+pub(crate) fn pin_to_cpu(pid: i32, cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize || pid < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET stays inside
+    // `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid >= 0 names
+    // the calling thread (0) or one process, and only its affinity changes.
+    cvt(unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
+    Ok(())
+}
+
+/// A tmpfs file of `len` bytes (a memfd), zero-filled.
+pub(crate) fn memfd(len: usize) -> io::Result<OwnedFd> {
+    // SAFETY: memfd_create takes a NUL-terminated name (a static literal)
+    // and flags; it only creates a descriptor.
+    let fd = cvt(unsafe { libc::memfd_create(c"mmlab-send".as_ptr(), libc::MFD_CLOEXEC) })?;
+    // SAFETY: `fd` was just returned by memfd_create and is owned by no one
+    // else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let buf = [b'x'; 4096];
+    let mut done = 0;
+    while done < len {
+        let n = buf.len().min(len - done);
+        // SAFETY: writes `n` bytes of `buf` (n <= buf.len()) to the owned fd.
+        let w = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), n) };
+        if w <= 0 {
+            return Err(io::Error::last_os_error());
+        }
+        done += w as usize;
+    }
+    Ok(fd)
+}
+
+/// `sendfile(out, in, &offset, count)`: bytes sent.
+pub(crate) fn sendfile(
+    out: RawFd,
+    input: RawFd,
+    offset: &mut i64,
+    count: usize,
+) -> io::Result<usize> {
+    let mut off: libc::off_t = *offset as libc::off_t;
+    // SAFETY: `off` is a valid, writable off_t; the descriptors are owned by
+    // the caller for the duration of the call.
+    let n = unsafe { libc::sendfile(out, input, &mut off, count) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    *offset = off as i64;
+    Ok(n as usize)
+}
+
 /// Effective user id.
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid cannot fail and has no preconditions.
@@ -139,76 +213,78 @@ pub(crate) fn kill_pid(pid: i32) -> io::Result<()> {
 
 // ---------------------------------------------------------------- signals
 
-/// The process-wide "SIGINT/SIGTERM received" flag. This is the crate's only
-/// global state: a signal handler can reach nothing else.
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
+/// The process-wide "SIGINT/SIGTERM received" flag, set by [`on_signal`].
+/// With the two values below it is the crate's only global state: a signal
+/// handler can reach nothing else.
+pub(crate) static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// How many [`crate::signals::DeferExit`] guards live: while any does, a
+/// first signal only sets [`SIGNALLED`] (cleanup runs in normal code).
+pub(crate) static DEFERRING: AtomicUsize = AtomicUsize::new(0);
+
+/// The message written to stderr before an immediate exit (set once, before
+/// the handler is installed; null: none).
+static EXIT_MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static EXIT_MESSAGE_LEN: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    // Only async-signal-safe work: an atomic swap; on a second signal,
-    // restore the default action and re-raise, so a second Ctrl-C still
-    // ends a process that does not come back.
+    // Only async-signal-safe work: atomics, write(2), _exit(2), signal(2),
+    // raise(3).
+    // ORDERING: SeqCst on every access of the three statics: they are
+    // touched rarely (a signal, a guard), and a total order makes "the
+    // guard was taken before the cgroup existed" hold without a proof.
     if SIGNALLED.swap(true, Ordering::SeqCst) {
+        // A second signal: restore the default action and re-raise, so a
+        // process that does not come back can still be stopped (the next
+        // run's stale sweep removes what it left).
         // SAFETY: signal() and raise() are async-signal-safe.
         unsafe {
             libc::signal(sig, libc::SIG_DFL);
             libc::raise(sig);
         }
+        return;
     }
+    if DEFERRING.load(Ordering::SeqCst) > 0 {
+        // Cleanup pending: the code that owns it polls the flag.
+        return;
+    }
+    let msg = EXIT_MESSAGE.load(Ordering::SeqCst);
+    let len = EXIT_MESSAGE_LEN.load(Ordering::SeqCst);
+    if !msg.is_null() {
+        // SAFETY: `msg` points to `len` bytes of a `&'static [u8]` (stored
+        // by `install_signal_handler` before the handler existed); write(2)
+        // is async-signal-safe. A short or failed write changes nothing.
+        unsafe { libc::write(2, msg.cast_const().cast(), len) };
+    }
+    // SAFETY: _exit is async-signal-safe; it skips destructors on purpose
+    // (an SQLite transaction in progress is rolled back by its journal on
+    // the next open, as after `kill -9`).
+    unsafe { libc::_exit(128 + sig) }
 }
 
 /// The signals the handler takes.
 const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
-/// The SIGINT/SIGTERM actions that were in place before
-/// [`install_signal_handlers`]; dropping it puts them back, so a caller
-/// that had its own handler (mmlab's Ctrl-C report) gets it back after a
-/// run. Scopes must end in the reverse order of their start (each run
-/// holds one for its duration).
-pub(crate) struct SignalScope {
-    old: [libc::sigaction; 2],
-}
-
-impl std::fmt::Debug for SignalScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SignalScope")
+/// Installs the process's SIGINT/SIGTERM handler ([`on_signal`]) for the
+/// rest of the process, with `message` as what an immediate exit writes.
+/// Called once (see `crate::signals::install`).
+pub(crate) fn install_signal_handler(message: Option<&'static [u8]>) -> io::Result<()> {
+    if let Some(m) = message {
+        EXIT_MESSAGE_LEN.store(m.len(), Ordering::SeqCst);
+        EXIT_MESSAGE.store(m.as_ptr().cast_mut(), Ordering::SeqCst);
     }
-}
-
-impl Drop for SignalScope {
-    fn drop(&mut self) {
-        for (sig, old) in SIGNALS.iter().zip(&self.old) {
-            // SAFETY: `old` is the action the kernel returned for `sig`.
-            // Nothing to do on failure (it cannot fail for a valid action).
-            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
-        }
-    }
-}
-
-/// Installs the SIGINT/SIGTERM handler until the returned scope drops,
-/// and clears a signal left over from an earlier scope.
-pub(crate) fn install_signal_handlers() -> io::Result<SignalScope> {
-    // SAFETY (both): sigaction is plain old data; all-zero is valid, and
-    // the kernel fills `old` in.
-    let mut old: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction is plain old data; all-zero is a valid value.
     let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
     sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     sa.sa_flags = libc::SA_RESTART;
     // SAFETY: sa_mask is a valid sigset_t inside `sa`.
     unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    SIGNALLED.store(false, Ordering::SeqCst);
-    for (i, sig) in SIGNALS.iter().enumerate() {
-        // SAFETY: `sa` is fully initialised; the handler only touches an
-        // atomic and async-signal-safe functions; `old[i]` is writable.
-        if let Err(e) = cvt(unsafe { libc::sigaction(*sig, &sa, &mut old[i]) }) {
-            // Put back what was already replaced.
-            for j in 0..i {
-                // SAFETY: as in `SignalScope::drop`.
-                unsafe { libc::sigaction(SIGNALS[j], &old[j], std::ptr::null_mut()) };
-            }
-            return Err(e);
-        }
+    for sig in SIGNALS {
+        // SAFETY: `sa` is fully initialised; the handler only uses atomics
+        // and async-signal-safe functions; the old action is not wanted.
+        cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
     }
-    Ok(SignalScope { old })
+    Ok(())
 }
 
 /// The handler currently installed for `sig` (tests).
@@ -216,6 +292,7 @@ pub(crate) fn install_signal_handlers() -> io::Result<SignalScope> {
 pub(crate) fn current_handler(sig: libc::c_int) -> libc::sighandler_t {
     // SAFETY: a query (null new action) into a zeroed, writable struct.
     let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     unsafe { libc::sigaction(sig, std::ptr::null(), &mut cur) };
     cur.sa_sigaction
 }
@@ -224,11 +301,6 @@ pub(crate) fn current_handler(sig: libc::c_int) -> libc::sighandler_t {
 #[cfg(test)]
 pub(crate) fn our_handler() -> libc::sighandler_t {
     on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t
-}
-
-/// Whether SIGINT or SIGTERM arrived since the handler was installed.
-pub(crate) fn signalled() -> bool {
-    SIGNALLED.load(Ordering::SeqCst)
 }
 
 // ---------------------------------------------------------------- workers
@@ -475,16 +547,23 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 /// Maps `pages` anonymous pages (THP disabled for the range, so every page
 /// is its own fault) and writes one byte to each. Returns the mapping.
 fn child_map_touch(pages: usize, page: usize) -> Option<*mut u8> {
+    child_map_touch_fd(pages, page, -1, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS)
+}
+
+/// As [`child_map_touch`], mapping `fd` (or anonymous memory for `-1`)
+/// with `flags`.
+fn child_map_touch_fd(pages: usize, page: usize, fd: RawFd, flags: i32) -> Option<*mut u8> {
     let len = pages.checked_mul(page)?;
-    // SAFETY: an anonymous private mapping at an address the kernel picks;
-    // no existing memory is affected.
+    // SAFETY: a new mapping at an address the kernel picks (of `fd`, a
+    // memfd this process created and sized, or anonymous); no existing
+    // memory is affected.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
+            flags,
+            fd,
             0,
         )
     };
@@ -547,12 +626,37 @@ fn child_main(job: Job, page: usize, parent: libc::pid_t, cmd: RawFd, res: RawFd
         child_exit(4);
     }
     match job {
-        Job::FaultRounds { pages, rounds } => {
+        Job::FaultRounds {
+            pages,
+            rounds,
+            mapping,
+        } => {
+            let (fd, flags) = match mapping {
+                Mapping::Anon => (-1, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS),
+                Mapping::FilePrivate | Mapping::FileShared => {
+                    // SAFETY: memfd_create takes a NUL-terminated name (a
+                    // static literal) and flags; it only creates a descriptor.
+                    let fd = unsafe { libc::memfd_create(c"mmlab-faults".as_ptr(), 0) };
+                    let Some(len) = pages.checked_mul(page) else {
+                        child_exit(5)
+                    };
+                    // SAFETY: ftruncate on the memfd just created.
+                    if fd < 0 || unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+                        child_exit(5)
+                    }
+                    let shared = if mapping == Mapping::FileShared {
+                        libc::MAP_SHARED
+                    } else {
+                        libc::MAP_PRIVATE
+                    };
+                    (fd, shared)
+                }
+            };
             let mut r = 0;
             while r < rounds {
                 let c0 = thread_cpu_ns();
                 let t0 = now_ns();
-                let Some(p) = child_map_touch(pages, page) else {
+                let Some(p) = child_map_touch_fd(pages, page, fd, flags) else {
                     child_exit(5)
                 };
                 let t1 = now_ns();
@@ -646,6 +750,7 @@ mod tests {
     #[test]
     fn fault_rounds_report_every_round_and_exit_cleanly() {
         let mut c = Child::spawn(Job::FaultRounds {
+            mapping: Mapping::Anon,
             pages: 64,
             rounds: 3,
         })

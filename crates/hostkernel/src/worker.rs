@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cancel::Cancel;
 use crate::cgroup::CgroupTree;
 use crate::detect::CgroupVersion;
 use crate::error::Error;
 use crate::sys::{self, Child, Job};
+use simcore::Cancel;
 
 /// A running worker. Dropping it kills and reaps the process.
 #[derive(Debug)]
@@ -42,6 +42,12 @@ impl Worker {
 
     pub(crate) fn pid(&self) -> i32 {
         self.child.pid()
+    }
+
+    /// Pins the worker to CPU `cpu`.
+    pub(crate) fn pin(&self, cpu: usize) -> Result<(), Error> {
+        sys::pin_to_cpu(self.pid(), cpu)
+            .map_err(|e| Error::Worker(format!("pin worker {} to CPU {cpu}: {e}", self.pid())))
     }
 
     /// Sends a command byte.

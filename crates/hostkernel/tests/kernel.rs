@@ -4,71 +4,16 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hostkernel::{
-    parse_subtree_name, procs_of, run_stale_read_observed, run_stat_readers,
-    run_stat_readers_observed, run_update_path, run_update_path_observed, subtree_dirs,
-    sweep_stale, Cancel, Error, Event, Host, StaleReadConfig, StatReadersConfig, UpdatePathConfig,
-    NAME_PREFIX,
+    procs_of, run_stale_read, run_stale_read_observed, run_stat_readers, run_stat_readers_observed,
+    run_update_path, run_update_path_observed, subtree_dirs, sweep_stale, Cancel, Error, Event,
+    Host, StaleReadConfig, StatReadersConfig, UpdatePathConfig, NAME_PREFIX,
 };
 
-/// The kernel tests run one at a time: each creates subtrees, and every
-/// subtree creation sweeps stale ones, which would race with the kill -9
-/// test's own sweep.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn host_or_skip(test: &str) -> Option<(Host, MutexGuard<'static, ()>)> {
-    match Host::detect() {
-        Ok(h) => Some((h, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))),
-        Err(e) if e.is_host_unsupported() => {
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{test}: detection failed: {e}"),
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie still has /proc/<pid>; check its state too.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
-}
-
-fn wait_gone(pid: i32, within: Duration) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < within {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    !alive(pid)
-}
-
-/// Top-level subtrees of `owner_pid` under the host's base.
-fn subtrees_of(host: &Host, owner_pid: i32) -> Vec<PathBuf> {
-    std::fs::read_dir(host.base())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(parse_subtree_name)
-                .is_some_and(|o| o.pid == owner_pid)
-        })
-        .map(|e| e.path())
-        .collect()
-}
+mod support;
+use support::{alive, host_or_skip, subtrees_of, wait_gone};
 
 #[test]
 fn facts_describe_this_host() {
@@ -203,6 +148,7 @@ fn stale_read_sees_the_spike_in_the_parent() {
         spikes_kib: vec![64, big_kib],
         repetitions: 20,
         pause: Duration::ZERO,
+        ..Default::default()
     };
     let mut top = None;
     let mut last_step = None;
@@ -230,6 +176,84 @@ fn stale_read_sees_the_spike_in_the_parent() {
     }
     let top = top.unwrap();
     assert!(!top.exists(), "{} left behind", top.display());
+}
+
+/// The early break's trap (6.16+): a reader flushing the parent while a
+/// spike is charged leaves the parent's count at the threshold; the
+/// parent then misses the spike until the periodic flush (2 s). Older
+/// kernels keep the bound. Needs two CPUs (the reader beside the worker).
+#[test]
+fn a_concurrent_reader_traps_the_parent_until_the_periodic_flush() {
+    let Some((host, _serial)) =
+        host_or_skip("a_concurrent_reader_traps_the_parent_until_the_periodic_flush")
+    else {
+        return;
+    };
+    if host.facts().online_cpus < 2 {
+        eprintln!("skipped: one CPU, the reader cannot run beside the worker");
+        return;
+    }
+    let release = &host.facts().kernel_release;
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    let version: (u32, u32) = (
+        it.next().and_then(|v| v.parse().ok()).unwrap_or(0),
+        it.next().and_then(|v| v.parse().ok()).unwrap_or(0),
+    );
+    let threshold = host.facts().flush_threshold_pages;
+    let page = host.facts().page_size as u64;
+    let cfg = StaleReadConfig {
+        spikes_kib: vec![32 * threshold * page / 1024],
+        repetitions: 3,
+        pause: Duration::from_millis(2),
+        concurrent_reader: true,
+        follow_ms: 4000.0,
+        follow_poll_ms: 5.0,
+    };
+    let r = run_stale_read(&host, &cfg, &Cancel::new()).unwrap();
+    let c = &r.cases[0];
+    let trapped: Vec<_> = c
+        .samples
+        .iter()
+        .filter(|s| s.stat_lag_after_charge > threshold as i64)
+        .collect();
+    assert!(c.samples.iter().all(|s| s.reader_reads > 0), "{c:?}");
+    if version >= (6, 16) {
+        assert!(trapped.len() >= 2, "{release}: {:?}", c.samples);
+        for s in &trapped {
+            let d = s.stale_for_ms.expect("followed");
+            assert!(
+                !s.follow_timed_out && d <= 2500.0,
+                "stale past the periodic flush: {s:?}"
+            );
+        }
+    } else {
+        assert!(trapped.is_empty(), "{release}: {:?}", c.samples);
+    }
+}
+
+#[test]
+fn calibration_measures_every_figure_and_leaves_nothing_behind() {
+    let Some((host, _serial)) =
+        host_or_skip("calibration_measures_every_figure_and_leaves_nothing_behind")
+    else {
+        return;
+    };
+    let cfg = hostkernel::CalibrateConfig {
+        pages: 256,
+        rounds: 2,
+        reads: 30,
+        sends: 500,
+        count_updates: false,
+    };
+    let r = hostkernel::run_calibration(&host, &cfg, &Cancel::new()).unwrap();
+    assert_eq!(r.faults.len(), 3);
+    for f in &r.faults {
+        assert!(f.cpu_ns_per_fault > 10.0, "{f:?}");
+        assert_eq!(f.updates_per_fault, None);
+    }
+    assert!(r.read_stat_ns > r.read_syscall_ns * 0.5, "{r:?}");
+    assert!(r.stat_items >= 10 && r.send_ns > 100.0, "{r:?}");
+    assert!(support::own_subtrees(&host).is_empty());
 }
 
 #[test]

@@ -4,8 +4,8 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// mmlab: reproduce the Linux memcg statistics threads' experiments on the
-/// hierstat engine, under every flush policy, side by side.
+/// mmlab: reproduce the experiments of the Linux memcg statistics threads
+/// on the hierstat engine, under every flush policy, side by side.
 ///
 /// With no command, runs the default suite (every scenario with the
 /// policies that tell its story) and prints a readable report.
@@ -40,10 +40,7 @@ impl Cli {
             || c.costs.is_some()
             || c.html.is_some()
             || c.no_store
-            || c.force
-            || c.max_events.is_some()
-            || c.max_memory_mib.is_some()
-            || c.max_seconds.is_some();
+            || c.limits.any_set();
         if self.command.is_some() && set {
             return Err(
                 "the suite's options (--quick, --json, --html, --costs, --no-store, --force, -v) \
@@ -59,7 +56,7 @@ impl Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the default suite: every scenario, the policies that tell its
-    /// story, key figures against the seeds'.
+    /// story, key figures against the source threads'.
     Suite(SuiteArgs),
     /// Run one scenario (a built-in name or a TOML file).
     Run(RunArgs),
@@ -80,6 +77,9 @@ pub enum Command {
     Tag(TagArgs),
     /// Write the HTML report of stored runs.
     Report(ReportArgs),
+    /// Write the results tables (claims per suite scenario, from the
+    /// newest stored runs, with date, commit and host) as Markdown.
+    Results(ResultsArgs),
     /// Run a policy sweep file (a `[sweep]` table): the grid of knob
     /// values × seeds, every point stored, a table and a trade-off plot.
     Sweep(SweepArgs),
@@ -106,6 +106,9 @@ pub struct SweepArgs {
     /// Per-unit simulator costs (TOML written by `mmlab calibrate`).
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
+    /// The pre-run limits every job is estimated against.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     // The points go to the global `--db` (jobs already stored there are not
     // run again).
 }
@@ -203,6 +206,15 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
 }
 
+/// `mmlab results`.
+#[derive(Debug, Args, Clone)]
+pub struct ResultsArgs {
+    /// Write the Markdown to FILE (`-` or absent: standard output), e.g.
+    /// `docs/results.md`.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
 /// Options shared by the commands that run scenarios.
 #[derive(Debug, Args, Clone)]
 pub struct CommonRunArgs {
@@ -219,8 +231,23 @@ pub struct CommonRunArgs {
     /// Do not store the run in the results database.
     #[arg(long)]
     pub no_store: bool,
-    /// Run even when the pre-run estimate (memory, threads, simulated
-    /// events) is over the limits.
+    /// The pre-run limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+impl CommonRunArgs {
+    /// The pre-run limits ([`LimitArgs::limits`]).
+    pub fn limits(&self) -> sim::scenario::Limits {
+        self.limits.limits()
+    }
+}
+
+/// The pre-run limits of the commands that run scenarios.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LimitArgs {
+    /// Run even when the pre-run estimate (time, memory, threads) is over
+    /// the limits.
     #[arg(long)]
     pub force: bool,
     /// Refuse runs estimated above this many simulated events (default
@@ -231,17 +258,17 @@ pub struct CommonRunArgs {
     /// 4096).
     #[arg(long, value_name = "MIB")]
     pub max_memory_mib: Option<f64>,
-    /// Refuse real-mode runs estimated to measure longer than this many
-    /// seconds (default 3600).
+    /// Refuse runs estimated to take longer than this many seconds on
+    /// this host (default 3600).
     #[arg(long, value_name = "S")]
     pub max_seconds: Option<f64>,
 }
 
-impl CommonRunArgs {
-    /// The pre-run limits: the defaults, lowered or raised by
-    /// `--max-events`, `--max-memory-mib` and `--max-seconds`.
-    pub fn limits(&self) -> sim::spec::estimate::Limits {
-        let mut l = sim::spec::estimate::Limits::default();
+impl LimitArgs {
+    /// The limits: the defaults, lowered or raised by `--max-events`,
+    /// `--max-memory-mib` and `--max-seconds`.
+    pub fn limits(&self) -> sim::scenario::Limits {
+        let mut l = sim::scenario::Limits::default();
         if let Some(e) = self.max_events {
             l.events = e;
         }
@@ -253,6 +280,33 @@ impl CommonRunArgs {
         }
         l
     }
+
+    /// Whether any of them was given.
+    pub fn any_set(&self) -> bool {
+        self.force
+            || self.max_events.is_some()
+            || self.max_memory_mib.is_some()
+            || self.max_seconds.is_some()
+    }
+
+    /// The options as given, as command-line words (for `--plan`).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.force {
+            v.push("--force".to_string());
+        }
+        for (flag, value) in [
+            ("--max-events", self.max_events),
+            ("--max-memory-mib", self.max_memory_mib),
+            ("--max-seconds", self.max_seconds),
+        ] {
+            if let Some(x) = value {
+                v.push(flag.to_string());
+                v.push(x.to_string());
+            }
+        }
+        v
+    }
 }
 
 /// `mmlab suite`.
@@ -261,7 +315,7 @@ pub struct SuiteArgs {
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,
-    /// Reduced sizes and one run each (a smoke test, not the seeds' sizes).
+    /// Reduced sizes and one run each (a smoke test, not the source threads' sizes).
     #[arg(long)]
     pub quick: bool,
     /// Print every scenario's full tables (the default prints one line per
@@ -301,6 +355,16 @@ pub struct RunArgs {
     /// Reduced sizes and one run (as `mmlab --quick`).
     #[arg(long)]
     pub quick: bool,
+    /// Kernel scenarios with a finding (stale-read-kernel): write its
+    /// reproducer to FILE, a POSIX shell script over cgroupfs to run as
+    /// root without mmlab, instead of running the scenario.
+    #[arg(long, value_name = "FILE")]
+    pub reproducer: Option<PathBuf>,
+
+    /// Print the pre-run estimate (time, memory, threads) against the
+    /// limits and run nothing.
+    #[arg(long)]
+    pub estimate: bool,
     /// Common options.
     #[command(flatten)]
     pub common: CommonRunArgs,
@@ -332,6 +396,14 @@ pub struct CalibrateArgs {
     /// Shorter measurements (noisier).
     #[arg(long)]
     pub quick: bool,
+    /// Leave the [kernel] table at the shipped values (no kernel-mode
+    /// measurement, which needs root and a writable memory controller).
+    #[arg(long)]
+    pub no_kernel: bool,
+    /// Also count the stat updates per fault with the memcg tracepoints
+    /// (enables and filters tracefs events while it runs).
+    #[arg(long)]
+    pub count_updates: bool,
 }
 
 #[cfg(test)]

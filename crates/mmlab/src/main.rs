@@ -1,70 +1,9 @@
 //! The `mmlab` command line. See `mmlab --help`.
 
-use anyhow::Result;
-use clap::Parser;
-use mmlab::cli::{Cli, Command};
+use clap::{CommandFactory, Parser};
+use mmlab::cli::Cli;
 use std::io::Write;
 use std::process::ExitCode;
-
-/// What a Ctrl-C prints: runs are stored one scenario at a time, each in
-/// one transaction, so what completed is kept and the scenario under way
-/// leaves no trace.
-const INTERRUPTED: &[u8] = b"\nmmlab: interrupted: the scenarios that completed are stored \
-(see `mmlab history`); the one under way was not stored\n";
-
-extern "C" fn on_interrupt(_signal: libc::c_int) {
-    // SAFETY: write(2) and _exit(2) are async-signal-safe; the message is a
-    // static byte string. _exit skips destructors on purpose: an SQLite
-    // transaction in progress is rolled back by its journal on the next
-    // open, as after `kill -9` (the store's tests cover that).
-    unsafe {
-        libc::write(2, INTERRUPTED.as_ptr().cast(), INTERRUPTED.len());
-        libc::_exit(130);
-    }
-}
-
-/// Says on Ctrl-C what the store kept (the commands that run scenarios).
-fn report_interrupts() {
-    // SAFETY: installs a handler that only calls async-signal-safe
-    // functions (see `on_interrupt`); no other code here handles SIGINT.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
-}
-
-fn run(cli: Cli) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let db = cli.global.db.as_path();
-    if matches!(
-        cli.command,
-        None | Some(Command::Suite(_)) | Some(Command::Run(_))
-    ) {
-        report_interrupts();
-    }
-    match cli.command {
-        None => mmlab::cmd::suite::cmd_suite(&cli.suite, db, &mut out)?,
-        Some(Command::Suite(a)) => mmlab::cmd::suite::cmd_suite(&a, db, &mut out)?,
-        Some(Command::Run(a)) => mmlab::cmd::run::cmd_run(&a, db, &mut out)?,
-        Some(Command::List(a)) => mmlab::cmd::run::cmd_list(a.json.as_deref(), &mut out)?,
-        Some(Command::Bench(a)) => mmlab::cmd::bench::cmd_bench(&a, &mut out)?,
-        Some(Command::Calibrate(a)) => mmlab::cmd::calibrate::cmd_calibrate(&a, &mut out)?,
-        Some(Command::History(a)) => mmlab::cmd::store::cmd_history(&a, db, &mut out)?,
-        Some(Command::Show(a)) => mmlab::cmd::store::cmd_show(&a, db, &mut out)?,
-        Some(Command::Compare(a)) => mmlab::cmd::store::cmd_compare(&a, db, &mut out)?,
-        Some(Command::Tag(a)) => mmlab::cmd::store::cmd_tag(&a, db, &mut out)?,
-        Some(Command::Report(a)) => mmlab::cmd::store::cmd_report(&a, db, &mut out)?,
-        Some(Command::Sweep(a)) => mmlab::cmd::sweep::cmd_sweep(&a, db, &mut out)?,
-        Some(Command::Store(mmlab::cli::StoreCommand::Merge(a))) => {
-            mmlab::cmd::sweep::cmd_store_merge(&a, &mut out)?
-        }
-    }
-    out.flush()?;
-    Ok(())
-}
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
@@ -76,22 +15,31 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = cli.check() {
-        use clap::CommandFactory;
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, e)
             .exit();
     }
-    match run(cli) {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = mmlab::cmd::dispatch(cli, &mut out).and_then(|()| Ok(out.flush()?));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`mmlab list | head`) is not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        // A kernel-mode run stopped by Ctrl-C / SIGTERM (after its cleanup):
-        // the shell's convention for "killed by SIGINT".
-        Err(e) if mmlab::cmd::kernel::is_interrupted(&e) => {
-            eprintln!("mmlab: {e:#}");
+        // A kernel run stopped by Ctrl-C or SIGTERM, after its cleanup: the
+        // shell's convention for "killed by SIGINT".
+        Err(e) if mmlab::cmd::is_interrupted(&e) => {
+            let _ = out.flush();
+            let e = mmlab::render::escape_controls(&format!("{e:#}"));
+            eprintln!("mmlab: {e}; everything the run created was removed");
             ExitCode::from(130)
         }
         Err(e) => {
-            eprintln!("mmlab: error: {e:#}");
+            let _ = out.flush();
+            // Messages quote user input (names, paths, file text): no
+            // control character reaches the terminal raw.
+            let e = mmlab::render::escape_controls(&format!("{e:#}"));
+            eprintln!("mmlab: error: {e}");
             ExitCode::FAILURE
         }
     }

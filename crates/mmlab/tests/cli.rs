@@ -1,6 +1,8 @@
 //! End-to-end tests of the `mmlab` binary: exit codes, error messages, the
 //! JSON shape, and that nothing is written when a run fails.
 
+mod common;
+use common::short_run;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -79,16 +81,7 @@ fn run_writes_the_documented_json() {
 
 #[test]
 fn json_to_stdout_replaces_the_text() {
-    let o = mmlab(&[
-        "run",
-        "false-sharing",
-        "--runs",
-        "1",
-        "--duration-ms",
-        "20",
-        "--json",
-        "-",
-    ]);
+    let o = mmlab(&short_run("false-sharing", "20", &["--json", "-"]));
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
@@ -186,16 +179,11 @@ fn bad_cost_file_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("costs.toml");
     std::fs::write(&f, "call_ns = 1\n").unwrap();
-    let o = mmlab(&[
-        "run",
+    let o = mmlab(&short_run(
         "stale-read",
-        "--duration-ms",
         "10",
-        "--runs",
-        "1",
-        "--costs",
-        f.to_str().unwrap(),
-    ]);
+        &["--costs", f.to_str().unwrap()],
+    ));
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("costs.toml"), "{}", stderr(&o));
 }
@@ -206,18 +194,11 @@ fn runs_are_stored_and_the_store_commands_work() {
     let db = dir.path().join("t.db");
     let db = db.to_str().unwrap();
     for seed in ["1", "2"] {
-        let o = mmlab(&[
-            "run",
+        let o = mmlab(&short_run(
             "stale-read",
-            "--runs",
-            "1",
-            "--duration-ms",
             "30",
-            "--seed",
-            seed,
-            "--db",
-            db,
-        ]);
+            &["--seed", seed, "--db", db],
+        ));
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(String::from_utf8_lossy(&o.stdout).contains("stored as run #"));
     }
@@ -250,17 +231,11 @@ fn runs_are_stored_and_the_store_commands_work() {
 fn run_writes_html_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
-    let o = mmlab(&[
-        "run",
+    let o = mmlab(&short_run(
         "stale-read",
-        "--runs",
-        "1",
-        "--duration-ms",
         "30",
-        "--no-store",
-        "--html",
-        html.to_str().unwrap(),
-    ]);
+        &["--no-store", "--html", html.to_str().unwrap()],
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(
@@ -280,20 +255,18 @@ fn policy_files_and_sweep_plans() {
     )
     .unwrap();
     let db = dir.path().join("r.db");
-    let o = mmlab(&[
-        "run",
+    let o = mmlab(&short_run(
         "stale-read",
-        "--duration-ms",
         "20",
-        "--runs",
-        "1",
-        "-p",
-        "linux-6.8",
-        "-p",
-        policy.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+        &[
+            "-p",
+            "linux-6.8",
+            "-p",
+            policy.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     let shown = mmlab(&["show", "last", "--db", db.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("skipper"));
@@ -328,10 +301,13 @@ fn policy_files_and_sweep_plans() {
     let o = mmlab(&["sweep", sweep.to_str().unwrap(), "--plan", "--db", "x.db"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let plan = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(plan.lines().count(), 4 * 2);
+    // One command per job, then how to merge their databases.
+    assert_eq!(plan.lines().count(), 4 * 2 + 1);
     assert!(plan
         .lines()
+        .take(8)
         .all(|l| l.contains("--shard ") && l.contains("/8 --db x-")));
+    assert!(plan.lines().last().unwrap().contains("store merge"));
     let o = mmlab(&["sweep", sweep.to_str().unwrap(), "--shard", "9/8"]);
     assert!(!o.status.success());
     let o = mmlab(&[

@@ -1,11 +1,10 @@
 //! `compare` with known inputs: policy matching, the table, and the Welch
 //! t-test values behind the marks, checked against SciPy.
 
-use mmlab::analysis::compare::{
-    compare_runs, compare_stored, render_comparison, CompareError, ComparedRun,
-};
+use mmlab::analysis::compare::{compare_runs, compare_stored, CompareError, ComparedRun};
 use mmlab::analysis::stats::{self, Significance};
-use mmlab::store::{HostFacts, Store};
+use mmlab::render::compare::render_comparison;
+use runstore::{HostFacts, Store};
 use sim::report::{MetricSamples, Mode, PolicyResult, RunReport};
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
@@ -234,6 +233,7 @@ fn compare_stored_runs_by_reference() {
         kernel: "6.1".into(),
         mmlab_version: "0.1.0".into(),
         git_commit: Some("1ab6a02".into()),
+        git_dirty: Some(false),
     };
     let t0 = UNIX_EPOCH + Duration::from_secs(1_796_015_470);
     let a = store

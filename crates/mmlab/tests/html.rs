@@ -190,7 +190,7 @@ fn html_table_colours_significant_changes_by_direction() {
 #[test]
 fn stored_runs_page_has_run_facts_and_their_comparison() {
     use mmlab::render::html::render_stored_html;
-    use mmlab::store::{HostFacts, Store};
+    use runstore::{HostFacts, Store};
     use std::time::{Duration, UNIX_EPOCH};
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path().join("mmlab.db")).unwrap();
@@ -200,6 +200,7 @@ fn stored_runs_page_has_run_facts_and_their_comparison() {
         kernel: "6.1.0".into(),
         mmlab_version: "0.1.0".into(),
         git_commit: Some("abc1234".into()),
+        git_dirty: Some(false),
     };
     let t0 = UNIX_EPOCH + Duration::from_secs(1_796_015_470);
     let a = store
@@ -220,7 +221,7 @@ fn stored_runs_page_has_run_facts_and_their_comparison() {
         )
         .unwrap();
     let runs = vec![store.load(a).unwrap(), store.load(b).unwrap()];
-    let html = render_stored_html("runs", &runs);
+    let html = render_stored_html("runs", &runs, &[]);
     assert!(
         html.contains(&format!("<h2>#{a} base · update-path</h2>")),
         "{html}"
@@ -232,7 +233,7 @@ fn stored_runs_page_has_run_facts_and_their_comparison() {
     assert!(html.contains(&format!("<h2>Comparison of runs #{a} base, #{b}</h2>")));
     assert_eq!(html.matches("data-plot=\"throughput-vs-depth\"").count(), 2);
     // One run: no comparison section.
-    let one = render_stored_html("one", &runs[..1]);
+    let one = render_stored_html("one", &runs[..1], &[]);
     assert!(!one.contains("Comparison of runs"));
 }
 

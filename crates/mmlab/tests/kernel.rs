@@ -4,25 +4,14 @@
 //! controller; where the host lacks either, each test prints
 //! `skipped: <reason>` and returns.
 
-use hostkernel::{parse_subtree_name, procs_of, subtree_dirs, Host};
+use hostkernel::{procs_of, subtree_dirs};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// One kernel run at a time (each run's subtree creation sweeps stale ones).
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn host_or_skip(test: &str) -> Option<(Host, MutexGuard<'static, ()>)> {
-    match Host::detect() {
-        Ok(h) => Some((h, SERIAL.lock().unwrap_or_else(|e| e.into_inner()))),
-        Err(e) if e.is_host_unsupported() => {
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{test}: detection failed: {e}"),
-    }
-}
+#[path = "../../hostkernel/tests/support/mod.rs"]
+mod support;
+use support::{alive, host_or_skip, subtrees_of};
 
 fn mmlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mmlab"))
@@ -32,34 +21,6 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
-}
-
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next());
-            state != Some("Z") && state != Some("X")
-        }
-        Err(_) => false,
-    }
-}
-
-/// Top-level subtrees of `owner_pid` under the host's base.
-fn subtrees_of(host: &Host, owner_pid: i32) -> Vec<PathBuf> {
-    std::fs::read_dir(host.base())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(parse_subtree_name)
-                .is_some_and(|o| o.pid == owner_pid)
-        })
-        .map(|e| e.path())
-        .collect()
 }
 
 const SMALL_STALE: &str = "kind = \"kernel\"\nmode = \"kernel\"\nname = \"stale-small\"\n\
@@ -231,4 +192,48 @@ fn without_root_a_kernel_run_says_what_is_missing() {
         "{err}"
     );
     assert_eq!(err.matches("needs root").count(), 1, "said once: {err}");
+}
+
+/// The suite's kernel section goes through the same pipeline as every
+/// scenario: its estimate is checked before anything runs (a limit below
+/// it refuses the suite up front), and it shows progress (plain lines on a
+/// pipe). Without kernel mode the scenario is skipped with the reason.
+#[test]
+fn the_suite_kernel_section_checks_the_estimate_and_shows_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = |extra: &[&str]| {
+        mmlab()
+            .current_dir(dir.path())
+            .args([
+                "suite",
+                "--quick",
+                "--no-store",
+                "--only",
+                "stale-read-kernel",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let Some((_host, _serial)) =
+        host_or_skip("the_suite_kernel_section_checks_the_estimate_and_shows_progress")
+    else {
+        let o = suite(&[]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("stale-read-kernel        skipped: "), "{out}");
+        return;
+    };
+    let o = suite(&["--max-seconds", "0.000001"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("estimate") && err.contains("--force"), "{err}");
+    let o = suite(&[]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(err.contains("stale-read-kernel: 0/"), "no progress: {err}");
+    assert!(err.contains("run 1 step"), "no progress steps: {err}");
+    assert!(out.contains("stale-read-kernel"), "{out}");
 }

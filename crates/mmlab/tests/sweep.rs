@@ -3,10 +3,11 @@
 //! exactly; merges are idempotent and refuse other schema versions.
 
 use mmlab::cmd::sweep::{collect_rows, load_sweep, run_jobs, LoadedSweep};
-use mmlab::store::{Store, StoreError};
+use mmlab::pipeline::Pipeline;
+use runstore::{Store, StoreError};
 use sim::cost::CostModel;
 use sim::report::PolicyResult;
-use sim::{RunOptions, Scenario};
+use sim::RunOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -69,8 +70,10 @@ fn run_into(ls: &LoadedSweep, db: &Path, shard: Option<(usize, usize)>) -> (usiz
         Some((i, n)) => ls.sweep.shard(i, n),
         None => ls.sweep.jobs(),
     };
-    let mut store = Store::open(db).unwrap();
-    let t = run_jobs(ls, &jobs, &CostModel::defaults(), &mut store, &mut |_| {}).unwrap();
+    let mut pipeline = Pipeline::new(CostModel::defaults());
+    pipeline.show_progress = false;
+    pipeline.store = Some(Store::open(db).unwrap());
+    let t = run_jobs(ls, &jobs, &mut pipeline, None).unwrap();
     (t.ran, t.skipped)
 }
 
@@ -172,9 +175,11 @@ fn a_stored_user_policy_reruns_exactly() {
     let run = store.load(p.run).unwrap();
     let text = &run.report.scenario_toml;
     assert!(text.contains("[[policy]]") && text.contains("pages_per_shard = 1"));
-    let sc = Scenario::parse("stored", text).unwrap();
+    let sc = mmlab::pipeline::input::catalog()
+        .parse("stored", text)
+        .unwrap();
     assert_eq!(sc.policies(), ["pages_per_shard=1".to_string()]);
-    let again = sim::run(&sc, &RunOptions::default(), &mut |_| {}).unwrap();
+    let again = sc.run(&RunOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(again.policies, run.report.policies);
 }
 
@@ -199,8 +204,8 @@ fn runs_stored_before_version_4_get_an_identity() {
     let old = dir.path().join("old.db");
     let mut v2 = Store::open_at_version(&old, 2).unwrap();
     let sc = ls.job_scenario(&ls.sweep.jobs()[0]).unwrap();
-    let r = sim::run(&sc, &RunOptions::default(), &mut |_| {}).unwrap();
-    let host = mmlab::store::HostFacts::detect("test", None);
+    let r = sc.run(&RunOptions::default(), &mut |_| {}).unwrap();
+    let host = runstore::HostFacts::detect("test", None, None);
     let now = std::time::SystemTime::now();
     let a = v2.save(&r, &host, now, now).unwrap();
     drop(v2);

@@ -1,4 +1,4 @@
-//! The text renderers reproduce the seeds' formats byte for byte.
+//! The text renderers reproduce the source threads' formats byte for byte.
 
 use mmlab::analysis::table::ComparisonTable;
 use mmlab::render::text::{
@@ -25,7 +25,7 @@ fn policy(metrics: &[(&str, MetricSamples)]) -> PolicyResult {
     }
 }
 
-/// Seed 003, `funclatency -d 60 workingset_refault`, first histogram.
+/// Source 003, `funclatency -d 60 workingset_refault`, first histogram.
 const SEED_HIST: &str = "     nsecs               : count     distribution
          0 -> 1          : 0        |                                        |
          2 -> 3          : 0        |                                        |
@@ -66,7 +66,7 @@ fn histogram_matches_seed_003_byte_for_byte() {
         }
     }
     assert_eq!(render_histogram(&h, "ns"), SEED_HIST);
-    assert_eq!(h.count(), 26332, "the seed's count line");
+    assert_eq!(h.count(), 26332, "the source thread's count line");
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn percentile_lines() {
     assert!(render_percentiles(&metric("ns", &[1.0])).is_none());
 }
 
-/// Seed 000's two-column table: header and rows land on the robot's columns.
+/// Source 000's two-column table: header and rows land on the robot's columns.
 #[test]
 fn table_matches_robot_layout() {
     // Zero-variance repeated runs: a real difference, so no mark.
@@ -314,15 +314,16 @@ fn long_column_labels_wrap_instead_of_being_cut() {
 
 #[test]
 fn claims_render_with_their_marks() {
-    use mmlab::render::text::render_claims;
+    use mmlab::render::claims::render_claims;
     use sim::report::Claim;
     let claim = |claim: &str, pass: bool, info: bool| Claim {
         scenario: "s".into(),
         claim: claim.into(),
         measured: "2.00×".into(),
-        seed: "1.57×".into(),
+        published: "1.57×".into(),
         pass,
         info,
+        ..Claim::default()
     };
     let text = render_claims(&[
         claim("a", true, false),

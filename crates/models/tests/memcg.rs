@@ -5,7 +5,7 @@ use models::memcg::stat_file::read_key;
 use models::memcg::{
     Charge, MemcgConfig, MemcgError, MemcgId, MemcgTree, MemoryEvent, NoReclaim, Stat,
 };
-use models::workingset::{Lru, PolicyFlush, ShadowLayout};
+use models::workingset::{Lru, PolicyFlush, ShadowLayout, SlotState};
 
 const PAGE: u64 = 4096;
 
@@ -112,6 +112,21 @@ fn charge_uncharge_conservation() {
             t.uncharge_kind(0, g, node, kinds[k], n).unwrap();
         }
     }
+    // Kernel and socket pages went back through the charge stocks
+    // (`refill_stock`): they stay charged until the stocks drain.
+    for g in [a, b, c, d] {
+        assert_eq!(
+            t.memory(g).unwrap().usage(),
+            t.children(g)
+                .unwrap()
+                .iter()
+                .map(|&k| t.memory(k).unwrap().usage())
+                .sum::<u64>()
+                + t.stock_pages(g),
+            "group {g}"
+        );
+    }
+    t.drain_all_stocks().unwrap();
     for g in [root, a, b, c, d] {
         assert_eq!(t.memory(g).unwrap().usage(), 0, "group {g}");
     }
@@ -149,15 +164,23 @@ fn max_without_reclaimable_memory_fails_with_oom_never_silently() {
         .unwrap();
     assert!(t.memory(p).unwrap().usage() <= 1000);
     let usage = t.memory(p).unwrap().usage();
+    // A THP-sized charge fails without invoking the OOM killer (no `oom`
+    // event: the fault falls back to small pages)...
     let err = t
-        .charge(1, c2, 0, Charge::Anon, 50, &mut NoReclaim)
+        .charge(1, c2, 0, Charge::Anon, 512, &mut NoReclaim)
+        .unwrap_err();
+    assert!(matches!(err, MemcgError::Oom { nr: 512, .. }), "{err}");
+    assert_eq!(t.events(p).unwrap().get(MemoryEvent::Oom), 0);
+    // ... a small one invokes it.
+    let err = t
+        .charge(1, c2, 0, Charge::Anon, 8, &mut NoReclaim)
         .unwrap_err();
     assert_eq!(
         err,
         MemcgError::Oom {
             memcg: c2,
             over: p,
-            nr: 50
+            nr: 8
         }
     );
     assert_eq!(
@@ -493,4 +516,312 @@ fn memory_stat_sample_of_a_small_tree() {
         t.memory_current(pg).unwrap(),
         t.memory_current(nginx).unwrap()
     );
+}
+
+/// Kernel objects through the object stock: at every point, the bytes a
+/// group has charged (its usage minus what the page stock holds) are its
+/// live objects plus the object stocks' bytes and its leftover; after a
+/// flush and a drain, the slab statistics are exactly the live objects.
+#[test]
+fn object_stock_accounting_is_exact() {
+    use models::memcg::{ChargeContext, ObjKind};
+    let cpus = 4;
+    let mut t = MemcgTree::new(MemcgConfig::new(cpus, 2)).unwrap();
+    let a = t.create(t.root(), "a").unwrap();
+    let b = t.create(a, "b").unwrap();
+    let kinds = [
+        ObjKind::SlabReclaimable,
+        ObjKind::SlabUnreclaimable,
+        ObjKind::Percpu,
+    ];
+    let mut live: Vec<(MemcgId, usize, ObjKind, u64)> = Vec::new();
+    let mut rng = Rng(17);
+    let mut ctx = ChargeContext::default();
+    let check = |t: &MemcgTree, live: &[(MemcgId, usize, ObjKind, u64)]| {
+        for g in [a, b] {
+            let own: u64 = live.iter().filter(|o| o.0 == g).map(|o| o.3).sum();
+            let kids: u64 = t
+                .children(g)
+                .unwrap()
+                .iter()
+                .map(|&k| t.memory(k).unwrap().usage())
+                .sum();
+            let charged = (t.memory(g).unwrap().usage() - kids - t.stock_pages(g)) * PAGE;
+            assert_eq!(charged, own + t.obj_stock_bytes(g), "group {g}");
+        }
+    };
+    for i in 0..5000 {
+        let cpu = rng.below(cpus as u64) as usize;
+        if rng.below(3) == 0 && !live.is_empty() {
+            let o = live.swap_remove(rng.below(live.len() as u64) as usize);
+            t.uncharge_obj(cpu, o.0, o.1, o.2, o.3).unwrap();
+        } else {
+            let g = [a, b][rng.below(2) as usize];
+            let node = rng.below(2) as usize;
+            let kind = kinds[rng.below(3) as usize];
+            let bytes = [8, 192, 700, 4096, 5896, 20000][rng.below(6) as usize];
+            t.charge_obj(cpu, g, node, kind, bytes, &mut NoReclaim, &mut ctx)
+                .unwrap();
+            live.push((g, node, kind, bytes));
+        }
+        if i % 97 == 0 {
+            check(&t, &live);
+        }
+    }
+    check(&t, &live);
+    t.drain_all_stocks().unwrap();
+    check(&t, &live);
+    t.stats().flush_forced(&t.stats().root()).unwrap();
+    for g in [a, b] {
+        for (kind, stat) in [
+            (ObjKind::SlabReclaimable, Stat::SlabReclaimable),
+            (ObjKind::SlabUnreclaimable, Stat::SlabUnreclaimable),
+            (ObjKind::Percpu, Stat::Percpu),
+        ] {
+            let sub = t.subtree(g);
+            let want: u64 = live
+                .iter()
+                .filter(|o| sub.contains(&o.0) && o.2 == kind)
+                .map(|o| o.3)
+                .sum();
+            assert_eq!(t.stat_value(g, stat).unwrap(), want, "{g} {stat:?}");
+        }
+    }
+}
+
+/// Kernel pages freed go to the freeing CPU's stock (`refill_stock`), user
+/// pages leave the counters at once.
+#[test]
+fn kernel_pages_uncharge_through_the_stock() {
+    let mut t = MemcgTree::new(MemcgConfig::new(2, 1)).unwrap();
+    let g = t.create(t.root(), "g").unwrap();
+    t.charge(0, g, 0, Charge::Pagetables, 50, &mut NoReclaim)
+        .unwrap();
+    t.charge(0, g, 0, Charge::Anon, 50, &mut NoReclaim).unwrap();
+    t.drain_all_stocks().unwrap();
+    assert_eq!(t.memory(g).unwrap().usage(), 100);
+    t.uncharge_kind(1, g, 0, Charge::Anon, 50).unwrap();
+    assert_eq!(t.memory(g).unwrap().usage(), 50);
+    t.uncharge_kind(1, g, 0, Charge::Pagetables, 50).unwrap();
+    assert_eq!(t.memory(g).unwrap().usage(), 50, "held by CPU 1's stock");
+    assert_eq!(t.stock_pages(g), 50);
+    // More than a batch in a stock drains it: CPU 1's 50 + 30 go, CPU 0
+    // keeps the 34 pages its batch charge left over.
+    t.charge(0, g, 0, Charge::Sock, 30, &mut NoReclaim).unwrap();
+    t.uncharge_kind(1, g, 0, Charge::Sock, 30).unwrap();
+    assert_eq!(t.stock_pages(g), 64 - 30);
+    assert_eq!(t.memory(g).unwrap().usage(), t.stock_pages(g));
+}
+
+/// memory.peak descriptors against an oracle: each reads the highest usage
+/// since its own reset, or since creation if never reset.
+#[test]
+fn peak_descriptors_read_the_peak_since_their_reset() {
+    use models::memcg::PeakResource;
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).batch(1)).unwrap();
+    let g = t.create(t.root(), "g").unwrap();
+    let fds: Vec<_> = (0..4)
+        .map(|_| t.open_peak(g, PeakResource::Memory).unwrap())
+        .collect();
+    let mut oracle: Vec<Option<u64>> = vec![None; 4];
+    let mut global = 0u64;
+    let mut usage = 0u64;
+    let mut rng = Rng(23);
+    for _ in 0..3000 {
+        match rng.below(4) {
+            0 | 1 => {
+                let n = 1 + rng.below(20);
+                t.charge(0, g, 0, Charge::Anon, n, &mut NoReclaim).unwrap();
+                usage += n;
+            }
+            2 if usage > 0 => {
+                let n = 1 + rng.below(usage);
+                t.uncharge_kind(0, g, 0, Charge::Anon, n).unwrap();
+                usage -= n;
+            }
+            _ => {
+                let i = rng.below(4) as usize;
+                t.reset_peak(fds[i]).unwrap();
+                oracle[i] = Some(usage);
+            }
+        }
+        global = global.max(usage);
+        for o in oracle.iter_mut().flatten() {
+            *o = (*o).max(usage);
+        }
+        for (i, &fd) in fds.iter().enumerate() {
+            let want = oracle[i].unwrap_or(global) * PAGE;
+            assert_eq!(t.read_peak(fd).unwrap(), want, "fd {i}");
+        }
+    }
+    t.close_peak(fds[0]).unwrap();
+    assert!(t.read_peak(fds[0]).is_err());
+}
+
+/// memory.reclaim with swappiness=0 reclaims page cache only; with 200 it
+/// takes anonymous pages too; it fails with EAGAIN when it cannot reclaim
+/// what was asked.
+#[test]
+fn memory_reclaim_swappiness() {
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).swap_pages(1 << 20)).unwrap();
+    let mut lru = Lru::new(1, ShadowLayout::default());
+    let g = t.create(t.root(), "g").unwrap();
+    let file = lru.add_mapping(g, 0, true, 2000, 1).unwrap();
+    let anon = lru.add_mapping(g, 0, false, 2000, 1).unwrap();
+    let mut f = PolicyFlush::default();
+    for i in 0..2000 {
+        lru.access(&mut t, 0, file + i, &mut f).unwrap();
+        lru.access(&mut t, 0, anon + i, &mut f).unwrap();
+    }
+    t.memory_reclaim(0, g, 1000, Some(0), &mut lru).unwrap();
+    assert_eq!(t.swap_current(g).unwrap(), 0, "swappiness=0 swapped");
+    t.memory_reclaim(0, g, 1000, Some(200), &mut lru).unwrap();
+    assert!(
+        t.swap_current(g).unwrap() > 0,
+        "swappiness=200 did not swap"
+    );
+    let e = t
+        .memory_reclaim(0, g, 1000, Some(201), &mut lru)
+        .unwrap_err();
+    assert!(matches!(e, MemcgError::InvalidValue(_)), "{e}");
+    // Nothing but unswappable anon left: EAGAIN.
+    t.set_swap_max(g, t.swap_current(g).unwrap()).unwrap();
+    let left = t.memory(g).unwrap().usage();
+    assert_eq!(
+        t.memory_reclaim(0, g, left, None, &mut lru).unwrap_err(),
+        MemcgError::Again
+    );
+}
+
+/// memory.swap.events: a swap-out refused by memory.swap.max counts `max`
+/// and `fail` on the group whose limit refused, hierarchically.
+#[test]
+fn swap_max_refusals_count_swap_events() {
+    use models::memcg::SwapEvent;
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).swap_pages(1000)).unwrap();
+    let p = t.create(t.root(), "p").unwrap();
+    let c = t.create(p, "c").unwrap();
+    t.set_swap_max(p, 10).unwrap();
+    assert!(t.try_charge_swap(c, 8));
+    assert!(!t.try_charge_swap(c, 8));
+    assert_eq!(t.swap_events(p).unwrap().get(SwapEvent::Max), 1);
+    assert_eq!(t.swap_events(c).unwrap().get(SwapEvent::Max), 0);
+    assert_eq!(t.swap_events(p).unwrap().get(SwapEvent::Fail), 1);
+    // Out of swap space: `fail` only, on the group swapping.
+    t.set_swap_max(p, u64::MAX).unwrap();
+    assert!(!t.try_charge_swap(c, 1000));
+    assert_eq!(t.swap_events(c).unwrap().get(SwapEvent::Fail), 1);
+    assert_eq!(t.memory_swap_events(p).unwrap(), "high 0\nmax 1\nfail 2\n");
+}
+
+/// memory.swap.high never reclaims: it throttles the group's allocations
+/// once its swap usage is above it, counting swap `high` events.
+#[test]
+fn swap_high_throttles() {
+    use models::machine::{Machine, MachineConfig};
+    use models::memcg::SwapEvent;
+    let mut m = Machine::new(MachineConfig::new(2)).unwrap();
+    m.write("/", "cgroup.subtree_control", "+memory").unwrap();
+    m.mkdir("/g").unwrap();
+    m.write("/g", "memory.max", "8M").unwrap();
+    m.write("/g", "memory.swap.high", "4M").unwrap();
+    let p = m.spawn("/g").unwrap();
+    let t0 = m.now_ns();
+    assert!(m.alloc_anon(p, 20 << 20).is_done());
+    let id = m.memcg("/g").unwrap().unwrap();
+    assert!(
+        m.tree().swap_current(id).unwrap() > 1024,
+        "swapped past swap.high"
+    );
+    assert!(m.tree().swap_events(id).unwrap().get(SwapEvent::High) > 0);
+    assert!(m.now_ns() > t0, "the allocating task was not throttled");
+    assert_eq!(m.tree().events(id).unwrap().get(MemoryEvent::High), 0);
+}
+
+/// Writing memory.max below usage reclaims down to it; with nothing
+/// reclaimable the write counts an `oom` event and reports it.
+#[test]
+fn writing_max_reclaims_down_to_it() {
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1)).unwrap();
+    let mut lru = Lru::new(1, ShadowLayout::default());
+    let g = t.create(t.root(), "g").unwrap();
+    let file = lru.add_mapping(g, 0, true, 1000, 1).unwrap();
+    let mut f = PolicyFlush::default();
+    for i in 0..1000 {
+        lru.access(&mut t, 0, file + i, &mut f).unwrap();
+    }
+    t.charge(0, g, 0, Charge::Anon, 100, &mut NoReclaim)
+        .unwrap();
+    assert!(t.write_max(0, g, 500, &mut lru).unwrap());
+    assert!(t.memory(g).unwrap().usage() <= 500);
+    assert!(!t.write_max(0, g, 50, &mut lru).unwrap());
+    assert_eq!(t.events(g).unwrap().get(MemoryEvent::Oom), 1);
+    assert!(t.memory(g).unwrap().usage() >= 100);
+}
+
+/// The selftest's shape on the tree alone: reclaiming A spreads over B's
+/// children by their protected scan targets; C and D keep about their
+/// effective low (33 and 16 of 50), E gives everything.
+#[test]
+fn overcommitted_low_is_shared_by_the_children() {
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1)).unwrap();
+    let mut lru = Lru::new(1, ShadowLayout::default());
+    let a = t.create(t.root(), "a").unwrap();
+    let b = t.create(a, "b").unwrap();
+    let kids: Vec<_> = (0..3)
+        .map(|i| t.create(b, &format!("c{i}")).unwrap())
+        .collect();
+    let mut f = PolicyFlush::default();
+    for &k in &kids {
+        let m = lru.add_mapping(k, 0, true, 5000, 1).unwrap();
+        for i in 0..5000 {
+            lru.access(&mut t, 0, m + i, &mut f).unwrap();
+        }
+    }
+    t.drain_all_stocks().unwrap();
+    t.set_low(b, 5000).unwrap();
+    t.set_low(kids[0], 7500).unwrap();
+    t.set_low(kids[1], 2500).unwrap();
+    let e = t.effective_protection(a);
+    assert_eq!(e[&kids[0]].low, 3333);
+    assert_eq!(e[&kids[1]].low, 1666);
+    assert_eq!(e[&kids[2]].low, 0);
+    // Reclaim 10,000 pages from A in the kernel's 32-page steps.
+    let mut got = 0;
+    while got < 10_000 {
+        got += t.try_to_free_pages(0, a, 32, &Default::default(), &mut lru);
+    }
+    let u: Vec<u64> = kids.iter().map(|&k| t.memory(k).unwrap().usage()).collect();
+    assert!(u[2] < 200, "{u:?}");
+    assert!((2500..=3700).contains(&u[0]), "{u:?}");
+    assert!((1500..=2700).contains(&u[1]), "{u:?}");
+    assert_eq!(t.events(kids[0]).unwrap().get(MemoryEvent::Low), 0);
+}
+
+/// A THP swapped out whole counts `thp_swpout`; small pages do not.
+#[test]
+fn whole_thp_swap_out_counts_thp_swpout() {
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).swap_pages(1 << 16)).unwrap();
+    let mut lru = Lru::new(1, ShadowLayout::default());
+    let g = t.create(t.root(), "g").unwrap();
+    let heap = lru.add_mapping(g, 0, false, 4, 512).unwrap();
+    let small = lru.add_mapping(g, 0, false, 512, 1).unwrap();
+    let mut f = PolicyFlush::default();
+    for i in 0..4 {
+        lru.access(&mut t, 0, heap + i, &mut f).unwrap();
+    }
+    for i in 0..512 {
+        lru.access(&mut t, 0, small + i, &mut f).unwrap();
+    }
+    let sc = models::memcg::ScanControl::default();
+    let usage = t.memory(g).unwrap().usage();
+    while t.memory(g).unwrap().usage() > usage / 4 {
+        assert!(t.try_to_free_pages(0, g, 512, &sc, &mut lru) > 0);
+    }
+    let stat = t.memory_stat(g).unwrap();
+    let swapped_thps = (0..4)
+        .filter(|&i| !matches!(lru.state(heap + i).unwrap(), SlotState::Resident))
+        .count() as u64;
+    assert!(swapped_thps > 0);
+    assert_eq!(read_key(&stat, "thp_swpout"), Some(swapped_thps));
 }

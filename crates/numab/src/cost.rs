@@ -110,7 +110,7 @@ pub fn autonuma_cost(pte_updates: u64, hint_faults: u64, pages_migrated: u64) ->
 
 /// Per-event costs in virtual nanoseconds. User time comes from accesses,
 /// system time from faults, scans and migrations. Defaults are calibrated
-/// against the seed's base run (2-node, 256-CPU Milan, numa01_THREAD_ALLOC,
+/// against the source thread's base run (2-node, 256-CPU Milan, numa01_THREAD_ALLOC,
 /// 82.8 s elapsed): a saturated remote write at 2.5× a local one (7 µs per
 /// local 4 KiB page with all 256 CPUs writing, about 0.6 GB/s per thread)
 /// and a whole-buffer convoy of a few seconds (see the module docs).

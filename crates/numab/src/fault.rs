@@ -46,7 +46,8 @@ impl Machine {
         // The memory traffic, on the other hand, is shared: a line is read
         // from memory and written back once per pass for the whole convoy
         // (the other threads take it cache to cache), so each thread pays
-        // 1/n of a plain write to the page's node (see `convoy_share`).
+        // 1/n of a plain write to the page's node (the division by
+        // `convoy_n` below).
         let convoy_n = if convoy {
             self.mms[mm].convoy.max(1)
         } else {

@@ -1,4 +1,4 @@
-//! NUMA-balancing VMA scanner simulator (seed 004).
+//! NUMA-balancing VMA scanner simulator (source 004).
 //!
 //! A deterministic discrete-event model of automatic NUMA balancing as the
 //! Linux scheduler runs it: `task_tick_numa()` on CPU time,
@@ -10,8 +10,7 @@
 //! [`ScannerVersion`]: v6.3 (no access-PID filter: the reference point
 //! of T1/T2), v6.5, RFC V1 1/6 and 1/6+2/6, v6.7, v6.8, v6.12 and mmlab's own.
 //!
-//! Model choices (see `research/numa-workingset.md`, "Simulator
-//! specification"):
+//! Model choices:
 //! * **Time** is integer virtual nanoseconds; each thread owns one logical
 //!   CPU and advances in steps of one page-table unit; all events sit in one
 //!   [`simcore::EventQueue`] ordered by (time, sequence number). One seeded
@@ -39,7 +38,7 @@
 //!
 //! # Scaling of the built-in scenarios
 //!
-//! * `numa01-thread-alloc` is the seed's machine at full size: 2 nodes ×
+//! * `numa01-thread-alloc` is the source thread's machine at full size: 2 nodes ×
 //!   128 CPUs, two processes × 128 threads, 3 GiB each, 24 MiB slices, 1000
 //!   passes (about 0.5 s of host time in release, 3 s in debug).
 //! * `numa02` runs on 64 CPUs (2 × 32, the size of Mel Gorman's 2-socket
@@ -64,7 +63,7 @@
 //!
 //! # Calibration and what the model reproduces
 //!
-//! Costs are calibrated on the seed's base run (82.8 s elapsed, 58.5 s
+//! Costs are calibrated on the source thread's base run (82.8 s elapsed, 58.5 s
 //! user per thread): the slowest thread is one whose slice stayed remote,
 //! a saturated remote write costs 2.5× a local one, and the first
 //! whole-buffer `bzero()` by all threads of a process (the convoy) lasts a
@@ -112,7 +111,7 @@
 //!
 //! # The v6.5 collapse, derived (seed: 6,985 PTE updates)
 //!
-//! The modelled rules contain the seed's starvation as an absorbing
+//! The modelled rules contain the source thread's starvation as an absorbing
 //! state: a VMA with empty PID windows is skipped by v6.5's filter once
 //! `numa_scan_seq >= 2`; a skipped VMA is never marked PROT_NONE, so it
 //! takes no hint fault, so no PID is recorded, and (v6.5 rotates the
@@ -160,7 +159,7 @@
 //! 182.0 s (best kernel 180.1 / 182.5 s). v6.7 forces one PID-inactive VMA
 //! per call and crawls through the 32 stacks at about one per two seconds
 //! before it reaches the buffer: in time within 1000 passes, too late in
-//! the 256-CPU run's 80 s (flat, as T9 saw on the seed's box).
+//! the 256-CPU run's 80 s (flat, as T9 saw on the source thread's box).
 //!
 //! numa01 (64 CPUs, 50 whole-buffer passes), seed 4 / seeds 1–3: v6.3
 //! 317.4 / 391.9 s, v6.5 480.7 / 490.1 s (T1: elapsed flat, 152 M → 50 k

@@ -84,8 +84,10 @@ mod tests {
 
     #[test]
     fn consecutive_tids_spread_like_the_research_table() {
-        // research/numa-workingset.md A.5: 8→8, 16→16, 32→32, 48→45–47,
-        // 64→55, ≥96→64, for consecutive TIDs.
+        // The distinct bits of `hash_32(tid, 6)` over consecutive TIDs, as
+        // the kernel's `vma_is_accessed()` PID hash gives them: 8→8, 16→16,
+        // 32→32, 48→45–47, 64→55, ≥96→64 (computed from the kernel's
+        // hash_32 and golden ratio).
         for first in [1000u32, 4242, 123_456] {
             assert_eq!(distinct_bits(first, 8), 8);
             assert_eq!(distinct_bits(first, 16), 16);

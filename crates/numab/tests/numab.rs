@@ -1,6 +1,6 @@
 //! Integration checks of the NUMA-balancing scanner simulator.
 //!
-//! The heavy side-by-side run of the seed's scenario at full size (256
+//! The heavy side-by-side run of the source thread's scenario at full size (256
 //! CPUs, 3 GiB per process) is release-only; every check it makes on the
 //! model's direction is repeated on a scaled-down scenario that runs in
 //! debug builds.
@@ -94,7 +94,7 @@ fn numab_builtin_scenarios_parse_and_name_every_version() {
             .iter()
             .map(|p| p.parse().expect("version"))
             .collect();
-        // v6.5, the seed's base, comes first: it is every table's baseline.
+        // v6.5, the source thread's base, comes first: it is every table's baseline.
         assert_eq!(versions[0], ScannerVersion::V6_5, "{name}");
         versions.sort();
         assert_eq!(versions, ALL.to_vec(), "{name} compares every version");
@@ -221,7 +221,7 @@ fn numab_metrics_carry_the_required_names_and_counters_agree() {
     assert!(c.numa_pages_migrated > 0);
 }
 
-/// The seed's comparison on the 64-CPU twin of numa01_THREAD_ALLOC
+/// The source thread's comparison on the 64-CPU twin of numa01_THREAD_ALLOC
 /// (`numa01-thread-alloc-64`: the benchmark's 1000 passes over 96 MiB
 /// slices, about 3 minutes of virtual time; runs in debug builds). No first-visit
 /// parameter: every thread zeroes the buffer under `MPOL_BIND`, and every
@@ -272,7 +272,7 @@ fn numab_scaled_thread_alloc_collapses_under_v6_5_and_later_versions_restore_it(
         assert!(cb.numa_hint_faults >= 100_000, "rfc-2of6 {cb:?}");
         assert!(cb.numa_pages_migrated > ca.numa_pages_migrated);
         // Every remote hint fault on these private slices migrates its
-        // page, as in the seed's RFC run (632,990 = 1,022,623 − 389,633):
+        // page, as in the source thread's RFC run (632,990 = 1,022,623 − 389,633):
         // the two-stage filter lets an unset or own `last_cpupid` through.
         // The exceptions are faults taken by a thread still bound to one
         // node while others already scan: `mpol_misplaced()` of an
@@ -389,7 +389,7 @@ fn numab_numa02_rfc_2of6_spends_the_window_on_stacks_after_locality_converged() 
     assert!(two.window_share_stacks_steady() > 0.3);
 }
 
-/// The seed's scenario at full size, every version side by side on the
+/// The source thread's scenario at full size, every version side by side on the
 /// same seeds (release builds; ~1 s of host time per run).
 #[test]
 #[cfg_attr(debug_assertions, ignore = "full-size run; release only")]

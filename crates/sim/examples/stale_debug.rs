@@ -1,26 +1,44 @@
-//! Prints the first stale reads of a scenario under a policy (diagnosis).
-//! `cargo run -p sim --release --example stale_debug -- stale-read hierstat`
+//! Prints the first stale reads of a readers scenario under a policy
+//! (diagnosis).
+//! `cargo run -p sim --release --example stale_debug -- stat-readers hierstat`
+use sim::kinds::stats::{StatsScenario, Workload};
 use sim::report::Mode;
-use sim::scenarios::{schema_items, AnyBackend, PolicyChoice};
+use sim::select::{AnyBackend, PolicyChoice};
 use sim::workload::TreeShape;
-use sim::Scenario;
+use sim::Catalog;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let file = Scenario::builtin(&args[1])
+    let file = Catalog::simulated()
+        .builtin(&args[1])
         .expect("builtin")
         .expect("parses");
-    let sc = file.as_stats().expect("a stats scenario");
+    let sc: &StatsScenario = file.spec_as().expect("a stats scenario");
+    let Workload::StatReaders(w) = &sc.workload else {
+        panic!("not a stat-readers scenario")
+    };
     let choice = PolicyChoice::parse(&args[2]).expect("policy");
-    let shape = TreeShape::from_spec(sc.tree.as_ref().expect("tree"));
-    let items = schema_items(sc);
-    match sc.mode {
+    let shape = TreeShape::from_spec(&w.tree);
+    let items = sc.schema_items();
+    let seed = file.seed();
+    match file.mode() {
         Mode::Sim => {
             let b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
                 .expect("backend");
-            let setup =
-                sim::scenarios::stat_readers::sim_setup(sc, &Default::default(), items, sc.seed)
-                    .expect("a validated stale-read scenario has writers");
+            let setup = sim::runner::sim::SimSetup {
+                cpus: sc.cpus.unwrap_or(1) as usize,
+                duration: sc.duration_ms * simcore::time::MILLIS,
+                seed,
+                costs: Default::default(),
+                items,
+                writers: w.writers.clone(),
+                readers: Some(w.readers.clone()),
+                flush_period: w
+                    .flusher
+                    .as_ref()
+                    .map(|f| f.period_ms * simcore::time::MILLIS),
+                spikes: None,
+            };
             let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
             println!(
                 "stale {} of {} reads",
@@ -31,16 +49,15 @@ fn main() {
                 println!("{e:?} path {}", shape.path(e.group));
             }
         }
-        Mode::Real => {
-            let threads = sc.threads.unwrap_or(2) as usize;
-            let w = sc.writers.clone().expect("writers");
+        Mode::Real | Mode::Kernel => {
+            let threads = sc.threads() as usize;
             let setup = sim::runner::real::ReadersSetup {
-                writers: w.cpus.map(|c| c as usize).unwrap_or(1),
-                writer_spec: w,
-                readers: sc.readers.clone().expect("readers"),
+                writers: w.writers.cpus.map(|c| c as usize).unwrap_or(1),
+                writer_spec: w.writers.clone(),
+                readers: w.readers.clone(),
                 items,
                 duration: std::time::Duration::from_millis(sc.duration_ms),
-                seed: sc.seed,
+                seed,
             };
             let reps: u64 = std::env::args()
                 .nth(3)
@@ -48,17 +65,17 @@ fn main() {
                 .unwrap_or(5);
             for rep in 0..reps {
                 let setup = sim::runner::real::ReadersSetup {
-                    seed: sc.seed + rep,
+                    seed: seed + rep,
                     ..setup.clone()
                 };
                 let b = AnyBackend::build(choice, &shape, items, threads).expect("backend");
-                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup)).expect("threads start");
+                let o = sim::with_backend!(&b, be => sim::runner::real::run_readers(be, &shape, &setup))
+                    .expect("threads start");
                 println!("stale {} of {} reads", o.stale_reads, o.latencies.len());
                 for e in &o.stale_examples {
                     println!("{e:?} path {}", shape.path(e.0));
                 }
             }
         }
-        Mode::Kernel => unreachable!("a stats scenario is sim or real"),
     }
 }

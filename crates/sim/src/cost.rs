@@ -8,10 +8,34 @@
 //! Contended shared cache lines are not a per-call constant: the simulator
 //! models each shared line as a resource (see `runner::sim`), and charges
 //! [`CostModel::line_transfer_ns`] when a line moves between CPUs.
+//!
+//! The `[kernel]` table ([`KernelCosts`]) prices what the kernel does around
+//! the statistics: the rest of a page fault or a send, one level of a
+//! page-counter charge, a stat update and one level of its threshold walk,
+//! the `memory.stat` syscall and the formatting of each of its lines, and
+//! how many stat updates a fault makes. `mmlab calibrate` measures them on
+//! the host (kernel mode) and writes the file's `host` line, the machine
+//! the figures came from; see [`crate::priced`] for how they are used.
 
-use crate::error::SimError;
+use crate::error::ScenarioError;
+use crate::scenario::ranges::Range;
+use crate::scenario::source::Source;
 use hierstat::WorkCounters;
 use serde::{Deserialize, Serialize};
+
+/// The cost file's ranges: every cost in ns. An engine call costs at least
+/// 0.1 ns, so virtual time always advances (a zero-cost call would let a
+/// back-to-back writer loop forever at one instant).
+pub const RANGES: &[Range] = &[
+    Range::real("call_ns", 0.1, 1e6),
+    Range::real("kernel.updates_per_fault_anon", 0.0, 1e3),
+    Range::real("kernel.updates_per_fault_cow", 0.0, 1e3),
+    Range::real("kernel.updates_per_fault_shared", 0.0, 1e3),
+    Range::real("kernel.sock_pages_per_send", 0.0, 1e3),
+    Range::int("kernel.stat_items", 1, 10_000),
+    Range::real("kernel.*", 0.0, 1e7),
+    Range::real("*", 0.0, 1e6),
+];
 
 /// The default costs shipped with the crate (TOML).
 pub const DEFAULT_COSTS_TOML: &str = include_str!("cost_defaults.toml");
@@ -66,9 +90,13 @@ impl Work {
 }
 
 /// Per-unit costs in nanoseconds (fractions allowed), as stored in TOML.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostModel {
+    /// The machine the costs were measured on (CPU, kernel, cgroup
+    /// version, date), as `mmlab calibrate` wrote it; empty when unknown.
+    #[serde(default)]
+    pub host: String,
     /// Fixed cost of entering an engine call.
     pub call_ns: f64,
     /// One uncontended atomic RMW.
@@ -85,6 +113,67 @@ pub struct CostModel {
     pub item_read_ns: f64,
     /// Moving a contended cache line from one CPU to another.
     pub line_transfer_ns: f64,
+    /// What the kernel does around the statistics (the `[kernel]` table;
+    /// the shipped values when a file has none).
+    #[serde(default = "KernelCosts::shipped")]
+    pub kernel: KernelCosts,
+}
+
+/// The kernel's work around the statistics, for the priced workloads
+/// ([`crate::priced`]): the `[kernel]` table of a cost file. Costs in ns;
+/// counts per operation are averages (fractions allowed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCosts {
+    /// An anonymous write fault (will-it-scale `page_fault1`) less its
+    /// memcg charge and stat updates: the trap, page allocation and
+    /// zeroing, page tables, LRU insertion, and its share of the `munmap`.
+    pub fault_anon_ns: f64,
+    /// A write fault on a private file mapping (`page_fault2`: a page
+    /// allocated and copied) less its memcg charge and stat updates.
+    pub fault_cow_ns: f64,
+    /// A write fault on a shared file mapping (`page_fault3`: the page is
+    /// in the page cache, nothing allocated) less its stat updates.
+    pub fault_shared_ns: f64,
+    /// One 10 KiB `TCP_SENDFILE` send over loopback, its receive included,
+    /// less its memcg socket charges and their stat updates.
+    pub send_ns: f64,
+    /// One level of a page-counter charge or uncharge, uncontended (an
+    /// atomic RMW on the level's counter, the limit and watermark checks).
+    pub charge_level_ns: f64,
+    /// A stat update's own per-CPU adds (the memcg's and the lruvec's
+    /// counters), without its threshold walk.
+    pub stat_update_ns: f64,
+    /// One level of the threshold walk (`memcg_rstat_updated`): the
+    /// dependent loads of the level and its per-CPU add.
+    pub rstat_level_ns: f64,
+    /// `open` + `read` + `close` of a cgroup file, nothing formatted.
+    pub read_syscall_ns: f64,
+    /// Formatting one line of `memory.stat` (its counter read and print).
+    pub read_item_ns: f64,
+    /// One visit of a kernel flush: the memcg flush callback of one group
+    /// on one CPU (every counter aggregated, the CPU's per-CPU lines read
+    /// from the flusher's), from a flushing read minus a plain one.
+    pub flush_visit_ns: f64,
+    /// Stat updates an anonymous fault makes, its unmap included
+    /// (counted with the memcg tracepoints).
+    pub updates_per_fault_anon: f64,
+    /// Stat updates a private-file (copy-on-write) fault makes.
+    pub updates_per_fault_cow: f64,
+    /// Stat updates a shared-file write fault makes.
+    pub updates_per_fault_shared: f64,
+    /// Pages of socket memory one 10 KiB send charges (and uncharges) on
+    /// each side (its skb's true size, in pages).
+    pub sock_pages_per_send: f64,
+    /// Lines of `memory.stat` a read formats.
+    pub stat_items: u32,
+}
+
+impl KernelCosts {
+    /// The `[kernel]` table of [`DEFAULT_COSTS_TOML`].
+    pub fn shipped() -> KernelCosts {
+        CostModel::defaults().kernel
+    }
 }
 
 fn to_ps(ns: f64) -> u64 {
@@ -94,27 +183,37 @@ fn to_ps(ns: f64) -> u64 {
 impl CostModel {
     /// The costs shipped in [`DEFAULT_COSTS_TOML`].
     pub fn defaults() -> Self {
-        Self::from_toml(DEFAULT_COSTS_TOML).expect("shipped cost defaults parse")
+        static SHIPPED: std::sync::OnceLock<CostModel> = std::sync::OnceLock::new();
+        SHIPPED
+            .get_or_init(|| {
+                let src = Source::new("<costs>", DEFAULT_COSTS_TOML);
+                crate::scenario::ranges::check(&src, &[RANGES])
+                    .and_then(|()| src.deserialize::<ShippedCosts>())
+                    .map(CostModel::from)
+                    .expect("shipped cost defaults parse")
+            })
+            .clone()
     }
 
-    /// Parses a cost file.
+    /// Parses the text of a cost file (errors name it `<costs>`).
     ///
     /// # Errors
-    /// [`SimError::Cost`] with the line and field of the first problem.
-    pub fn from_toml(text: &str) -> Result<Self, SimError> {
-        Self::parse("<costs>", text).map_err(|e| SimError::Cost(e.to_string()))
+    /// As [`CostModel::parse`].
+    pub fn from_toml(text: &str) -> Result<Self, ScenarioError> {
+        Self::parse("<costs>", text)
     }
 
     /// Parses a cost file; `file` names it in errors. Every field has the
-    /// range documented in [`crate::spec::ranges::COSTS`] (in particular
-    /// `call_ns >= 0.1`, so virtual time always advances).
+    /// range in [`RANGES`] (in particular `call_ns >= 0.1`, so virtual
+    /// time always advances).
     ///
     /// # Errors
-    /// A [`crate::error::ScenarioError`] with the file, line and field of
-    /// the first problem (syntax, unknown key, missing key, range).
-    pub fn parse(file: &str, text: &str) -> Result<Self, crate::error::ScenarioError> {
-        crate::spec::ranges::check(file, text, crate::spec::ranges::COSTS)?;
-        crate::spec::deserialize(file, text)
+    /// A [`ScenarioError`] with the file, line and field of the first
+    /// problem (syntax, unknown key, missing key, range).
+    pub fn parse(file: &str, text: &str) -> Result<Self, ScenarioError> {
+        let src = Source::new(file, text);
+        crate::scenario::ranges::check(&src, &[RANGES])?;
+        src.deserialize()
     }
 
     /// Serializes to TOML.
@@ -183,6 +282,40 @@ impl CostTable {
     }
 }
 
+/// The shipped file, whose `[kernel]` table is required (a file a user
+/// writes may leave it out and get the shipped one).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShippedCosts {
+    host: String,
+    call_ns: f64,
+    atomic_ns: f64,
+    shard_scanned_ns: f64,
+    group_visited_ns: f64,
+    counter_aggregated_ns: f64,
+    lock_ns: f64,
+    item_read_ns: f64,
+    line_transfer_ns: f64,
+    kernel: KernelCosts,
+}
+
+impl From<ShippedCosts> for CostModel {
+    fn from(s: ShippedCosts) -> Self {
+        CostModel {
+            host: s.host,
+            call_ns: s.call_ns,
+            atomic_ns: s.atomic_ns,
+            shard_scanned_ns: s.shard_scanned_ns,
+            group_visited_ns: s.group_visited_ns,
+            counter_aggregated_ns: s.counter_aggregated_ns,
+            lock_ns: s.lock_ns,
+            item_read_ns: s.item_read_ns,
+            line_transfer_ns: s.line_transfer_ns,
+            kernel: s.kernel,
+        }
+    }
+}
+
 impl Default for CostModel {
     fn default() -> Self {
         Self::defaults()
@@ -219,6 +352,20 @@ mod tests {
         // 3 + 6 + 12 + 20 + 1.5 + 10 + 7 = 59.5 -> 60
         assert_eq!(m.cost_ps(&w), 59_500);
         assert_eq!(m.cost_ns(&w), 60);
+    }
+
+    #[test]
+    fn every_default_cost_has_a_range() {
+        let t: toml::Table = DEFAULT_COSTS_TOML.parse().unwrap();
+        for k in t.keys() {
+            assert!(crate::scenario::ranges::find(&[RANGES], k).is_some(), "{k}");
+        }
+        assert_eq!(
+            crate::scenario::ranges::find(&[RANGES], "call_ns")
+                .unwrap()
+                .min,
+            0.1
+        );
     }
 
     #[test]

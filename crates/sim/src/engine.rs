@@ -108,7 +108,7 @@ impl EngineBackend {
 }
 
 fn engine_err(e: hierstat::Error) -> SimError {
-    SimError::Engine(e.to_string())
+    SimError::Engine(e)
 }
 
 impl StatsBackend for EngineBackend {

@@ -1,8 +1,10 @@
-//! The crate's error type.
+//! The crate's errors: [`ScenarioError`] for a bad file, [`SimError`] for
+//! everything a run can meet.
 
 use thiserror::Error;
 
-/// A problem in a scenario file: which file, where, which field, and what.
+/// A problem in a scenario (or cost, policy, sweep) file: which file,
+/// where, which field, and what.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{file}{}: {}{message}", line.map(|l| format!(":{l}")).unwrap_or_default(), if field.is_empty() { String::new() } else { format!("field `{field}`: ") })]
 pub struct ScenarioError {
@@ -16,33 +18,25 @@ pub struct ScenarioError {
     pub message: String,
 }
 
-impl ScenarioError {
-    /// A semantic problem with `field` of the scenario `text` read from
-    /// `file`: the line is that of the field's key (or of its table header,
-    /// see [`crate::spec::locate`]).
-    pub fn at(file: &str, text: &str, field: &str, message: String) -> ScenarioError {
-        ScenarioError {
-            file: file.to_string(),
-            line: crate::spec::locate(text, field),
-            field: field.to_string(),
-            message: crate::spec::elide(&crate::spec::escape(&message), crate::spec::MESSAGE_MAX),
-        }
-    }
-}
-
 /// Errors of the simulator.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SimError {
-    /// A scenario file is malformed or inconsistent.
+    /// A scenario (or cost) file is malformed or inconsistent.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
-    /// A cost-model file is malformed.
-    #[error("cost model: {0}")]
-    Cost(String),
     /// The engine refused an operation (a bug in the workload or the engine).
     #[error("engine: {0}")]
-    Engine(String),
+    Engine(#[from] hierstat::Error),
+    /// The memcg model refused an operation.
+    #[error("memcg model: {0}")]
+    Memcg(#[from] models::memcg::MemcgError),
+    /// The workingset model refused an operation.
+    #[error("workingset model: {0}")]
+    Workingset(#[from] models::workingset::WorkingsetError),
+    /// The NUMA-balancing model refused its input.
+    #[error("NUMA-balancing model: {0}")]
+    Numab(#[from] numab::NumabError),
     /// A policy name that no runner knows.
     #[error("unknown policy `{name}` for scenario `{scenario}` (known: {known})")]
     UnknownPolicy {
@@ -53,15 +47,21 @@ pub enum SimError {
         /// The names that are accepted.
         known: String,
     },
-    /// A configuration that the runner cannot execute.
-    #[error("{0}")]
-    Config(String),
-    /// Kernel mode (`hostkernel`): the host cannot run it
-    /// ([`hostkernel::Error::is_host_unsupported`]), the run was
-    /// interrupted, or a cgroup or process operation failed.
-    #[error(transparent)]
-    Kernel(#[from] hostkernel::Error),
-    /// The run was cancelled through its progress callback.
-    #[error("cancelled")]
+    /// A runner thread could not be started (a thread or address-space
+    /// limit).
+    #[error("{0}; lower `threads` or `writers.cpus`")]
+    Thread(#[from] simcore::thread::SpawnError),
+    /// The failure of a scenario kind registered from another crate (kernel
+    /// mode: a cgroup or process operation).
+    #[error("{kind}")]
+    Kind {
+        /// The kind's name.
+        kind: &'static str,
+        /// What failed.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The run was cancelled ([`crate::RunOptions::cancel`], or the
+    /// process's SIGINT/SIGTERM handler); a kernel run has cleaned up.
+    #[error("interrupted")]
     Cancelled,
 }

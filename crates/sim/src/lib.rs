@@ -1,7 +1,16 @@
-//! sim: deterministic virtual-time and real-thread runners for hierstat
-//! workloads.
+//! sim: the scenario kinds of the lab and the runners they share.
 //!
-//! Two ways to run the same workload:
+//! A scenario is a TOML file whose `kind` picks a **scenario kind** ([`scenario::Kind`]):
+//! its schema and numeric ranges, its pre-run estimate, its runner and the
+//! claims of the source thread it reproduces. This crate has the simulated
+//! kinds ([`kinds`]: `stats`, `numab`, `refault`); kernel mode registers
+//! its `kernel` kind from its own crate. [`Catalog`] holds the kinds a
+//! program knows and parses any file through them into one
+//! [`Scenario`]; [`Scenario::run`] gives the shared results model
+//! ([`report::RunReport`]) and [`Scenario::claims`] the source thread's
+//! claims on it.
+//!
+//! The runners run a workload two ways:
 //!
 //! * **Simulated mode** ([`runner::sim`]): N logical CPUs (1–1024) in
 //!   deterministic virtual time. Every engine call runs for real against a
@@ -16,43 +25,41 @@
 //! * **Real mode** ([`runner::real`]): real threads on real cores,
 //!   wall-clock timing, hdrhistogram latencies.
 //!
-//! Following a scenario from its file to its report:
-//!
-//! 1. [`spec`]: the TOML file is parsed and validated once into one typed
-//!    [`spec::Scenario`] (stats | numab | refault); errors carry the file,
-//!    line and field.
-//! 2. [`run()`]: runs it with its runner in [`scenarios`] (the stats
-//!    workloads on the engine through [`runner`], the `numab` crate's
-//!    scanner model, the refault storm on `models`) and assembles the
-//!    shared results model ([`report::RunReport`]).
-//! 3. [`claims()`]: the seed's claims on the run, each defined in its
-//!    scenario's module next to the metric names it reads
-//!    ([`report::Claim`]).
+//! Module map: [`scenario`] (the kind interface, file parsing with
+//! positions, ranges, estimates, user policies, sweeps) · [`kinds`] (one
+//! folder per kind) · [`progress`] (run options and progress, a leaf) ·
+//! [`report`] (results model and claims) · [`interleave`] (the loop over
+//! runs and policies every runner shares) · [`runner`], [`select`],
+//! [`backend`], [`engine`], [`baselines`], [`workload`], [`cost`],
+//! [`lock`], [`cpu`], [`event`] (what the runners are built from).
 
 #![warn(missing_docs)]
-// One unsafe block (the per-thread CPU clock in `runner::real`): allowed
-// there, documented by a `SAFETY:` comment, denied everywhere else.
-#![deny(
-    unsafe_code,
-    unsafe_op_in_unsafe_fn,
-    clippy::undocumented_unsafe_blocks
-)]
 
 pub mod backend;
 pub mod baselines;
+pub mod catalog;
 pub mod cost;
 pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod event;
+pub mod interleave;
+pub mod kinds;
 pub mod lock;
+pub mod priced;
+pub mod progress;
 pub mod report;
-pub mod run;
 pub mod runner;
-pub mod scenarios;
-pub mod spec;
+pub mod scenario;
+pub mod select;
 pub mod workload;
 
+pub use catalog::Catalog;
 pub use error::{ScenarioError, SimError};
-pub use run::{claims, run, Progress, RunOptions};
-pub use spec::Scenario;
+pub use progress::{Progress, RunOptions, Steps};
+pub use scenario::Scenario;
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

@@ -33,53 +33,9 @@ impl Mode {
     }
 }
 
-/// Log2 latency histogram: `buckets[i]` counts samples `v` with
-/// `2^i <= v < 2^(i+1)` (bucket 0 also holds `v == 0`), as bcc's funclatency prints.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Log2Histogram {
-    /// Sample counts per power-of-two bucket.
-    pub buckets: Vec<u64>,
-}
-
-impl Log2Histogram {
-    /// Index of the bucket holding `v`.
-    pub fn bucket_of(v: u64) -> usize {
-        if v == 0 {
-            0
-        } else {
-            63 - v.leading_zeros() as usize
-        }
-    }
-
-    /// Records one sample.
-    pub fn record(&mut self, v: u64) {
-        self.record_n(v, 1);
-    }
-
-    /// Records `n` samples of value `v`.
-    pub fn record_n(&mut self, v: u64, n: u64) {
-        let b = Self::bucket_of(v);
-        if self.buckets.len() <= b {
-            self.buckets.resize(b + 1, 0);
-        }
-        self.buckets[b] += n;
-    }
-
-    /// Adds every bucket of `other` into `self`.
-    pub fn merge(&mut self, other: &Log2Histogram) {
-        if self.buckets.len() < other.buckets.len() {
-            self.buckets.resize(other.buckets.len(), 0);
-        }
-        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
-            *a += b;
-        }
-    }
-
-    /// Total number of samples.
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-}
+/// The log2 latency histogram (funclatency's buckets) of a latency
+/// metric: the workspace's one definition, [`simcore::stats::Log2Histogram`].
+pub use simcore::stats::Log2Histogram;
 
 /// One metric of one policy: its unit, its value in every run, optional
 /// percentiles (per run, keyed `p50`, `p99`, `p999`, `max`) and histogram.
@@ -122,6 +78,64 @@ pub struct PolicyResult {
     pub series: BTreeMap<String, Series>,
 }
 
+impl PolicyResult {
+    fn metric(&mut self, name: &str, unit: &str, higher_is_better: bool) -> &mut MetricSamples {
+        self.metrics
+            .entry(name.to_string())
+            .or_insert_with(|| MetricSamples {
+                unit: unit.to_string(),
+                higher_is_better,
+                ..MetricSamples::default()
+            })
+    }
+
+    /// Appends one run's value of a metric.
+    pub fn push(&mut self, name: &str, unit: &str, value: f64, higher_is_better: bool) {
+        self.metric(name, unit, higher_is_better).values.push(value);
+    }
+
+    /// Appends one run's latency distribution: mean as the value, p50/p99/
+    /// p999/max as percentiles, and the samples into the merged histogram.
+    pub fn push_latency(&mut self, name: &str, samples: &[u64]) {
+        self.push_distribution(name, "ns", samples);
+        let m = self.metric(name, "ns", false);
+        let h = m.histogram.get_or_insert_with(Log2Histogram::default);
+        for &v in samples {
+            h.record(v);
+        }
+    }
+
+    /// Appends one run's distribution summary (mean as the value, p50/p99/
+    /// p999/max as nearest-rank percentiles) without a histogram.
+    pub fn push_distribution(&mut self, name: &str, unit: &str, samples: &[u64]) {
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let mean = if sorted.is_empty() {
+            0.0
+        } else {
+            sorted.iter().map(|&v| v as f64).sum::<f64>() / sorted.len() as f64
+        };
+        let q = |q: f64| simcore::stats::quantile(&sorted, q) as f64;
+        let pcts = [
+            ("p50", q(0.50)),
+            ("p99", q(0.99)),
+            ("p999", q(0.999)),
+            ("max", q(1.0)),
+        ];
+        self.push_summary(name, unit, mean, pcts);
+    }
+
+    /// Appends one run's distribution given as its summary figures: `value`
+    /// (the mean) and the `p50`/`p99`/`p999`/`max` percentiles.
+    pub fn push_summary(&mut self, name: &str, unit: &str, value: f64, pcts: [(&str, f64); 4]) {
+        let m = self.metric(name, unit, false);
+        m.values.push(value);
+        for (k, v) in pcts {
+            m.percentiles.entry(k.to_string()).or_default().push(v);
+        }
+    }
+}
+
 /// The result of running one scenario under several policies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -148,42 +162,78 @@ pub struct RunReport {
     pub facts: BTreeMap<String, String>,
 }
 
-impl RunReport {
-    /// The report of scenario `sc` with its per-policy results: the one
-    /// place a report is assembled ([`crate::run()`]).
-    pub fn new(sc: &crate::spec::Scenario, policies: BTreeMap<String, PolicyResult>) -> RunReport {
-        RunReport {
-            scenario: sc.name().to_string(),
-            mode: sc.mode(),
-            runs: sc.runs(),
-            seed: sc.seed(),
-            scenario_toml: sc.source(),
-            policy_order: sc.policies().to_vec(),
-            policies,
-            facts: BTreeMap::new(),
-        }
-    }
-}
-
-/// One claim of a seed thread checked against a run: the claim, the figure
-/// measured side by side, the seed's figure, and whether the measurement
-/// shows the same direction. Each scenario defines its claims next to its
-/// runner (`claims` in [`crate::scenarios`]' modules and in
-/// [`crate::scenarios::refault`]); [`crate::claims`] picks those of a scenario.
-#[derive(Debug, Clone, PartialEq)]
+/// One claim of a source thread checked against a run: the claim, the
+/// figure measured side by side, the figure the thread published, and
+/// whether the measurement shows it. Each scenario kind states its claims
+/// next to its runner ([`crate::scenario::Spec::claims`]).
+///
+/// A claim whose source gives a figure is checked *in size*
+/// ([`Claim::size`]): the source's relative change and ours, which must
+/// have the same sign and be within 2× of it ([`InSize::holds`]). A claim
+/// whose source gives no figure checks a direction. A claim that misses,
+/// or a reference shown instead of a claim, says why in [`Claim::why`]:
+/// the mechanism the model lacks and the evidence, or the reason the
+/// figure is not comparable.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Claim {
     /// Scenario name.
     pub scenario: String,
-    /// What the seed says should happen.
+    /// What the source thread says should happen.
     pub claim: String,
     /// What this run measured.
     pub measured: String,
-    /// The seed's figure.
-    pub seed: String,
+    /// The figure the source thread published.
+    pub published: String,
     /// Whether the measurement shows the claim.
     pub pass: bool,
     /// A reference figure shown for comparison, not a claim to meet.
     pub info: bool,
+    /// The source's figure and ours, for a claim in size.
+    pub size: Option<InSize>,
+    /// Why the claim misses, or why it is only a reference; empty when
+    /// there is nothing to add.
+    pub why: String,
+}
+
+/// A claim in size: the source's figure and the measured one, in the same
+/// unit: a relative change in percent, or a ratio (`×`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InSize {
+    /// The source's figure.
+    pub published: f64,
+    /// Ours.
+    pub measured: f64,
+    /// `%` (a relative change) or `×` (a ratio).
+    pub unit: &'static str,
+}
+
+impl InSize {
+    /// The band every claim in size states: the same sign as the source's
+    /// figure, and within 2× of it (`published / 2 ..= 2 × published`).
+    pub fn holds(&self) -> bool {
+        let k = self.ratio();
+        k.is_finite() && (0.5..=2.0).contains(&k)
+    }
+
+    /// Ours ÷ the source's (negative: opposite signs).
+    pub fn ratio(&self) -> f64 {
+        self.measured / self.published
+    }
+
+    /// The measured figure as printed: ours, and the ratio to the source's.
+    pub fn describe(&self) -> String {
+        let ours = if self.unit == "%" {
+            format!("{:+.2}%", self.measured)
+        } else {
+            format!("{:.1}{}", self.measured, self.unit)
+        };
+        let k = self.ratio();
+        if k.is_finite() {
+            format!("{ours} ({k:.2}× the source's)")
+        } else {
+            ours
+        }
+    }
 }
 
 impl Claim {
@@ -216,17 +266,74 @@ impl Claims {
         }
     }
 
-    /// Adds a claim; one whose text ends in "(reference)" is shown for
+    /// Adds a claim of direction (its source gives no figure to meet in
+    /// size); one whose text ends in "(reference)" is shown for
     /// information and not counted.
-    pub fn add(&mut self, claim: &str, measured: String, seed: &str, pass: bool) {
+    pub fn add(&mut self, claim: &str, measured: String, published: &str, pass: bool) {
         self.out.push(Claim {
             scenario: self.scenario.clone(),
             claim: claim.into(),
             measured,
-            seed: seed.into(),
+            published: published.into(),
             pass,
             info: claim.ends_with("(reference)"),
+            size: None,
+            why: String::new(),
         });
+    }
+
+    /// Adds a claim in size: `size` holds ([`InSize::holds`]) or the claim
+    /// misses; `published` is the source's figure as the source wrote it,
+    /// `context` what else the run measured (may be empty) and `why` the
+    /// missing mechanism with its evidence, printed when it misses.
+    pub fn add_in_size(
+        &mut self,
+        claim: &str,
+        size: InSize,
+        context: &str,
+        published: &str,
+        why: &str,
+    ) {
+        let pass = size.holds();
+        let mut measured = size.describe();
+        if !context.is_empty() {
+            measured.push_str("; ");
+            measured.push_str(context);
+        }
+        self.out.push(Claim {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            published: published.into(),
+            pass,
+            info: false,
+            size: Some(size),
+            why: if pass { String::new() } else { why.into() },
+        });
+    }
+
+    /// Adds a reference figure (not counted) with the reason it is not a
+    /// claim.
+    pub fn add_info(&mut self, claim: &str, measured: String, published: &str, why: &str) {
+        self.out.push(Claim {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            published: published.into(),
+            pass: true,
+            info: true,
+            size: None,
+            why: why.into(),
+        });
+    }
+
+    /// Sets the reason of the last claim added when it misses.
+    pub fn why_if_missed(&mut self, why: &str) {
+        if let Some(c) = self.out.last_mut() {
+            if !c.pass && !c.info {
+                c.why = why.into();
+            }
+        }
     }
 
     /// The claims added.
@@ -281,38 +388,7 @@ impl RunReport {
     }
 }
 
-/// Arithmetic mean; NaN if empty.
-pub fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-/// Median (mean of the two middle values for an even count, NaNs left
-/// out); NaN if empty.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Percent change from `base` to `new`; `None` when `base` is 0 or either
-/// is not finite.
-pub fn pct_change(base: f64, new: f64) -> Option<f64> {
-    if base == 0.0 || !base.is_finite() || !new.is_finite() {
-        return None;
-    }
-    Some(100.0 * (new - base) / base.abs())
-}
+pub use simcore::stats::{mean, median, pct_change};
 
 /// Nanoseconds as microseconds, or milliseconds from 1 ms on (claims'
 /// measured figures).
@@ -328,6 +404,20 @@ pub fn format_us(ns: f64) -> String {
 pub(crate) mod test_support {
     //! Reports built by hand, for the claims' unit tests.
     use super::*;
+
+    #[test]
+    fn in_size_is_same_sign_within_twice() {
+        let c = |p: f64, m: f64| InSize {
+            published: p,
+            measured: m,
+            unit: "%",
+        };
+        assert!(c(-6.0, -3.0).holds() && c(-6.0, -12.0).holds());
+        assert!(!c(-6.0, -2.9).holds() && !c(-6.0, -12.1).holds());
+        assert!(!c(-6.0, 6.0).holds(), "opposite sign");
+        assert!(!c(0.0, 0.0).holds(), "no figure to be within 2x of");
+        assert_eq!(c(-4.0, -2.0).describe(), "-2.00% (0.50× the source's)");
+    }
 
     /// A one-run report of `scenario` with `(policy, metric, value)` rows.
     pub(crate) fn report(scenario: &str, rows: &[(&str, &str, f64)]) -> RunReport {

@@ -1,4 +1,5 @@
-//! simcore: the discrete-event core every simulator in the workspace shares.
+//! simcore: what every simulator and measurement of the workspace shares,
+//! defined once.
 //!
 //! * [`rng::Rng`]: the one random number generator (PCG-XSH-RR 64/32 seeded
 //!   through SplitMix64) with the distributions the models draw. Its streams
@@ -8,17 +9,26 @@
 //! * [`queue::EventQueue`]: a priority queue of events of any type in
 //!   `(time, emission order)` order, so events scheduled for the same
 //!   instant are delivered in the order they were scheduled.
+//! * [`stats`]: mean, median, standard deviation, nearest-rank quantiles,
+//!   the funclatency-style log2 histogram, a least-squares slope.
+//! * [`clock`]: the calling thread's CPU clock.
+//! * [`thread`]: the one spawn helper and a start line for measured threads.
+//! * [`cancel::Cancel`]: the cancellation token long runs poll.
 //!
-//! Nothing here reads OS entropy or the clock, and nothing is global: each
-//! run owns its generator and its queue.
+//! Nothing here reads OS entropy or the wall clock inside a model, and
+//! nothing is global: each run owns its generator, its queue and its token.
 
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
 
+pub mod cancel;
+pub mod clock;
 pub mod queue;
 pub mod rng;
+pub mod stats;
+pub mod thread;
 pub mod time;
 
+pub use cancel::Cancel;
 pub use queue::{EventQueue, Scheduled};
 pub use rng::Rng;
 pub use time::SimTime;

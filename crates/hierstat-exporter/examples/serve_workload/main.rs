@@ -1,6 +1,5 @@
-//! `mmlab serve`, as an example: a systemd-like memory-cgroup tree updated
-//! by real writer threads, exposed live on `/metrics` for Prometheus and
-//! Grafana.
+//! `serve_workload`: a systemd-like memory-cgroup tree updated by real
+//! writer threads, exposed live on `/metrics` for Prometheus and Grafana.
 //!
 //! ```sh
 //! cargo run --release -p hierstat-exporter --example serve_workload -- \
@@ -57,6 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?;
     let exporter = Exporter::builder(work.stats.clone())
         .prefix("memcg_")
+        // promtool reads `sec` in `memcg_sec_pagetables_pages` as seconds.
+        .rename("sec_pagetables", "secondary_pagetables")
         .local(true)
         .bounds(true)
         .policy(policy)

@@ -6,6 +6,7 @@
 
 use hierstat::{Config, Group, HierStats, Preset};
 use models::memcg::{MemcgSchema, Slot, Stat};
+use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -69,22 +70,6 @@ pub struct Workload {
     writers: Vec<JoinHandle<()>>,
 }
 
-/// Per-thread xorshift64*: reproducible, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 impl Workload {
     /// Builds the tree and starts `threads` writers; each pauses 1 ms
     /// after every `burst` updates (0: never), which keeps a 2-core host
@@ -107,7 +92,7 @@ impl Workload {
                     .name(format!("writer-{t}"))
                     .spawn(move || {
                         let mut rng =
-                            Rng(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                            Rng::new(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                         writer(&stats, &ms, &targets, &mut rng, burst, &stop, &updates)
                     })
                     .expect("spawn writer")

@@ -50,3 +50,48 @@ pub fn fanout_tree(stats: &HierStats, fanout: &[usize]) -> Vec<Group> {
     }
     all
 }
+
+/// Gives every group of `stats` (a tree of the `models::memcg` schema with
+/// `ms`'s handles) its own value of every item on every node, drawn from a
+/// fixed xorshift stream: pages below 10^5, bytes below 10^8, counts below
+/// 10^6, so that the hierarchical sums have realistic digit counts.
+pub fn fill_memcg(stats: &HierStats, ms: &models::memcg::MemcgSchema) {
+    use hierstat::Unit;
+    use models::memcg::{Slot, Stat};
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |unit: Unit| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let below = match unit {
+            Unit::Pages => 100_000,
+            Unit::Bytes => 100_000_000,
+            Unit::Count => 1_000_000,
+        };
+        (x % below) as i64
+    };
+    let nodes = stats.schema().nodes();
+    for g in stats.groups() {
+        for &stat in Stat::ALL {
+            match ms.slot(stat) {
+                Slot::Node(item) => {
+                    for node in 0..nodes {
+                        stats.add_node(&g, item, node, next(stat.unit())).unwrap();
+                    }
+                }
+                Slot::Plain(item) => stats.add(&g, item, next(stat.unit())).unwrap(),
+            }
+        }
+    }
+}
+
+/// The `# TYPE` lines of an exposition: metric name → type.
+pub fn declared_types(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| {
+            let (name, kind) = l.split_once(' ').expect("# TYPE name type");
+            (name.to_string(), kind.to_string())
+        })
+        .collect()
+}

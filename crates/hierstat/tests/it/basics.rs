@@ -1,6 +1,8 @@
 use crate::{tree, Items};
 use hierstat::sim::{ManualClock, Shard, Simulator, WorkCounters};
-use hierstat::{Config, Error, FlushKind, FlushOutcome, HierStats, Preset, Schema, Unit};
+use hierstat::{
+    Config, ConfigError, Error, FlushKind, FlushOutcome, HierStats, Preset, Schema, Unit, MAX_SHARDS,
+};
 
 #[test]
 fn exact_after_forced_flush_for_every_preset() {
@@ -102,16 +104,23 @@ fn user_mistakes_are_errors() {
         t.add(&a, pgfault, -1),
         Err(Error::NegativeEvent(..))
     ));
-    let bad = HierStats::new(
+    for shards in [0, MAX_SHARDS + 1] {
+        let bad = HierStats::new(
+            Schema::builder().build().unwrap(),
+            Config::default().shards(shards),
+        );
+        assert!(
+            matches!(bad, Err(Error::InvalidConfig(ConfigError::Shards(n))) if n == shards),
+            "{shards} shards: {:?}",
+            bad.err()
+        );
+    }
+    // The most shards are accepted.
+    assert!(HierStats::new(
         Schema::builder().build().unwrap(),
-        Config::default().shards(0),
-    );
-    assert!(matches!(bad, Err(Error::InvalidConfig(_))));
-    let bad = HierStats::new(
-        Schema::builder().build().unwrap(),
-        Config::default().shards(1025),
-    );
-    assert!(matches!(bad, Err(Error::InvalidConfig(_))));
+        Config::default().shards(MAX_SHARDS)
+    )
+    .is_ok());
 }
 
 #[test]

@@ -1,11 +1,11 @@
-//! `hostkernel-run EXPERIMENT [--small]`: runs one kernel-mode experiment and
+//! `hostkernel-run EXPERIMENT [--small] [--trap]`: runs one kernel-mode experiment and
 //! prints its result as JSON. SIGINT/SIGTERM stop it cleanly (exit status
 //! 130). Used by the interrupt test; handy for scripting.
 
 use std::process::ExitCode;
 
 use hostkernel::{
-    run_stale_read, run_stat_readers, run_update_path, Cancel, Error, Host, StaleReadConfig,
+    run_stale_read, run_stat_readers, run_update_path, Error, Host, StaleReadConfig,
     StatReadersConfig, UpdatePathConfig,
 };
 
@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let small = args.iter().any(|a| a == "--small");
     let Some(which) = args.iter().find(|a| !a.starts_with("--")) else {
-        eprintln!("usage: hostkernel-run update-path|stat-readers|stale-read [--small]");
+        eprintln!("usage: hostkernel-run update-path|stat-readers|stale-read [--small] [--trap]");
         return ExitCode::from(2);
     };
     let host = match Host::detect() {
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let cancel = match Cancel::with_signals() {
+    let cancel = match hostkernel::signals::install(None) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -58,6 +58,13 @@ fn main() -> ExitCode {
             if small {
                 c.spikes_kib = vec![256, 1024];
                 c.repetitions = 30;
+            }
+            if args.iter().any(|a| a == "--trap") {
+                // A concurrent reader and the follow phase (the trap).
+                c.concurrent_reader = true;
+                c.follow_ms = 4000.0;
+                c.spikes_kib = vec![1024, 16 * 1024];
+                c.repetitions = 3;
             }
             run_stale_read(&host, &c, &cancel).map(|r| serde_json::to_string_pretty(&r))
         }

@@ -1,6 +1,7 @@
-//! The three experiments: typed configurations in, typed plain-data results
-//! out (serde-serialisable), no printing.
+//! The three experiments and the calibration: typed configurations in,
+//! typed plain-data results out (serde-serialisable), no printing.
 
+pub mod calibrate;
 pub mod stale_read;
 pub mod stat_readers;
 pub mod update_path;

@@ -33,6 +33,26 @@
 //! The kernel selftests bound |gap| by `PAGE_SIZE × 64 × nprocs`
 //! (`MAX_VMSTAT_ERROR`, test_kmem.c); the result counts the repetitions
 //! beyond the threshold and beyond twice it (both mechanisms at their bound).
+//!
+//! # The trap (6.17+: the bound does not hold)
+//!
+//! With [`StaleReadConfig::concurrent_reader`], a thread on another CPU
+//! reads the parent's `memory.stat` in a loop while the spike is charged,
+//! as a monitoring agent would. Each of its reads that finds the parent
+//! over `T` flushes the parent's subtree, visiting the leaf, then the
+//! parent, and zeroing each one's pending count; a fold of the charging
+//! CPU between the two visits is kept by the leaf and wiped from the
+//! parent, so the leaf's count runs ahead of its parent's. Once the leaf
+//! is over `T`, the 2025 early break in `memcg_rstat_updated` stops every
+//! update at the leaf: the parent's count stays at or below `T` (at
+//! exactly `T` in the traces of the `memcg:memcg_flush_stats` tracepoint)
+//! and no read of the parent flushes it until the periodic flush (every
+//! 2 s). The parent then misses the whole spike. [`StaleReadConfig::follow_ms`]
+//! re-reads the parent after such a charge until it shows the spike: how
+//! long the trap lasts. The worker and the reader are pinned to different
+//! CPUs (when the host has two), which makes the sequence happen on
+//! nearly every charge; without the reader, only a periodic flush that
+//! lands during a charge sets the trap (a run now and then).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -40,14 +60,16 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cancel::Cancel;
 use crate::cgroup::{read_u64, CgroupTree};
 use crate::detect::{CgroupVersion, Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::stat::{parse_memory_stat, stat_total_bytes, stat_total_keys, Percentiles};
+use crate::stat::{parse_memory_stat, stat_total_bytes, stat_total_keys};
 use crate::sys::{Job, ACK, CHARGE, FREE};
 use crate::worker::Worker;
+use simcore::stats::Summary;
+use simcore::Cancel;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +84,22 @@ pub struct StaleReadConfig {
     /// as `pause_ms`).
     #[serde(with = "crate::serde_ms", rename = "pause_ms")]
     pub pause: Duration,
+    /// A thread reads the parent's `memory.stat` in a loop while each
+    /// spike is charged (see the module docs, "The trap").
+    #[serde(default)]
+    pub concurrent_reader: bool,
+    /// After a charge the parent's stat lags by more than the threshold,
+    /// re-read it every `follow_poll_ms` until it does not, for at most
+    /// this long (0: do not follow).
+    #[serde(default)]
+    pub follow_ms: f64,
+    /// The follow phase's period.
+    #[serde(default = "default_follow_poll_ms")]
+    pub follow_poll_ms: f64,
+}
+
+fn default_follow_poll_ms() -> f64 {
+    5.0
 }
 
 impl Default for StaleReadConfig {
@@ -73,6 +111,9 @@ impl Default for StaleReadConfig {
             spikes_kib: vec![64, 256, 1024, 16 * 1024],
             repetitions: 200,
             pause: Duration::from_millis(2),
+            concurrent_reader: false,
+            follow_ms: 0.0,
+            follow_poll_ms: default_follow_poll_ms(),
         }
     }
 }
@@ -92,6 +133,13 @@ impl StaleReadConfig {
         }
         if self.repetitions == 0 {
             return Err(Error::Config("stale-read: repetitions must be > 0".into()));
+        }
+        if !(0.0..=60_000.0).contains(&self.follow_ms)
+            || !(0.1..=10_000.0).contains(&self.follow_poll_ms)
+        {
+            return Err(Error::Config(
+                "stale-read: follow_ms must be 0..=60000 and follow_poll_ms 0.1..=10000".into(),
+            ));
         }
         Ok(())
     }
@@ -119,6 +167,17 @@ pub struct StaleReadSample {
     /// Stat total right after the free minus before the spike: freed pages
     /// the stat still showed (0 when the read flushed).
     pub stat_lag_after_free: i64,
+    /// When followed (see [`StaleReadConfig::follow_ms`]): ms from the
+    /// after-charge read until a read of the parent lagged by no more
+    /// than the threshold (the follow's limit when it never did).
+    #[serde(default)]
+    pub stale_for_ms: Option<f64>,
+    /// The follow ran out before the parent caught up.
+    #[serde(default)]
+    pub follow_timed_out: bool,
+    /// Reads of the parent the concurrent reader made during the charge.
+    #[serde(default)]
+    pub reader_reads: u64,
 }
 
 /// Distribution of one gap over the repetitions, in pages.
@@ -131,7 +190,7 @@ pub struct GapSummary {
     /// Mean gap.
     pub mean: f64,
     /// Percentiles of |gap|.
-    pub abs: Percentiles,
+    pub abs: Summary,
     /// Repetitions with |gap| > threshold.
     pub over_threshold: usize,
     /// Repetitions with |gap| > 2 × threshold.
@@ -145,7 +204,7 @@ impl GapSummary {
             min: *gaps.iter().min()?,
             max: *gaps.iter().max()?,
             mean: gaps.iter().sum::<i64>() as f64 / gaps.len() as f64,
-            abs: Percentiles::of(&abs)?,
+            abs: Summary::of(&abs)?,
             over_threshold: gaps.iter().filter(|g| g.unsigned_abs() > threshold).count(),
             over_twice_threshold: gaps
                 .iter()
@@ -182,6 +241,13 @@ pub struct StaleReadCase {
     /// threshold (the stocks' reach): the spike was not charged to the
     /// parent, a broken setup. Only meaningful for spikes above 2 × threshold.
     pub undercharged: usize,
+    /// Repetitions whose parent missed more than the threshold right after
+    /// the charge.
+    #[serde(default)]
+    pub over_threshold: usize,
+    /// [`StaleReadSample::stale_for_ms`] over the followed repetitions.
+    #[serde(default)]
+    pub stale_for_ms: Option<Summary>,
 }
 
 /// Consecutive repetitions whose parent `memory.stat` missed more than the
@@ -304,6 +370,35 @@ impl ParentReader {
     }
 }
 
+/// Reads `stat` (open, read, close) in a loop while `active` is set, until
+/// `stop`; pinned to `cpu` when given. Returns the reads made.
+fn concurrent_reader(
+    stat: &Path,
+    cpu: Option<usize>,
+    active: &AtomicBool,
+    stop: &AtomicBool,
+    reads: &AtomicU64,
+) {
+    if let Some(c) = cpu {
+        // Best effort: unpinned, the sequence still happens, less often.
+        let _ = crate::sys::pin_to_cpu(0, c);
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    // ORDERING: Relaxed on both flags; they carry no data, only when to
+    // read, and the reads' effect is the kernel's.
+    while !stop.load(Ordering::Relaxed) {
+        if !active.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        if let Ok(mut f) = std::fs::File::open(stat) {
+            while matches!(f.read(&mut buf), Ok(k) if k > 0) {}
+            // ORDERING: Relaxed; a statistic read once the thread is joined.
+            reads.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The page counter files: v2 `memory.current`; v1 `memory.usage_in_bytes`
 /// minus `memory.kmem.usage_in_bytes` (see [`stat_total_keys`]).
 pub fn counter_files(version: CgroupVersion) -> &'static [&'static str] {
@@ -344,37 +439,91 @@ fn one_case(
     let mut samples = Vec::with_capacity(cfg.repetitions);
     let case_start = Instant::now();
     let mut ack = [0u8; 1];
-    for rep in 0..cfg.repetitions {
-        cancel.check()?;
-        let (s0, c0) = reader.read()?;
-        w.send(CHARGE)?;
-        w.recv(&mut ack, timeout, cancel)?;
-        let t_ms = case_start.elapsed().as_secs_f64() * 1e3;
-        let (s1, c1) = reader.read()?;
-        w.send(FREE)?;
-        w.recv(&mut ack, timeout, cancel)?;
-        let (s2, c2) = reader.read()?;
-        if ack[0] != ACK {
-            return Err(Error::Worker(format!("spike worker answered {:?}", ack[0])));
-        }
-        samples.push(StaleReadSample {
-            t_ms,
-            gap_before: c0 - s0,
-            gap_after_charge: c1 - s1,
-            gap_after_free: c2 - s2,
-            counter_delta: c1 - c0,
-            stat_delta: s1 - s0,
-            stat_lag_after_charge: spike_pages as i64 - (s1 - s0),
-            stat_lag_after_free: s2 - s0,
-        });
-        obs(Event::Step {
-            done: index * cfg.repetitions + rep + 1,
-            total: cfg.spikes_kib.len() * cfg.repetitions,
-        });
-        if !cfg.pause.is_zero() {
-            std::thread::sleep(cfg.pause);
-        }
+    // Two CPUs or more: the worker on CPU 0, the reader on CPU 1.
+    let two = host.facts().online_cpus >= 2;
+    if cfg.concurrent_reader && two {
+        w.pin(0)?;
     }
+    let (active, stop, reads) = (
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+        AtomicU64::new(0),
+    );
+    let stat_path = parent.join("memory.stat");
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let _stopper = StopOnDrop(&stop);
+        if cfg.concurrent_reader {
+            let (a, st, r, path) = (&active, &stop, &reads, stat_path.as_path());
+            simcore::thread::spawn_scoped(scope, "stale-read-reader", move || {
+                concurrent_reader(path, two.then_some(1), a, st, r)
+            })
+            .map_err(|e| Error::Worker(format!("concurrent reader: {e}")))?;
+        }
+        for rep in 0..cfg.repetitions {
+            crate::signals::check(cancel)?;
+            let (s0, c0) = reader.read()?;
+            // ORDERING: Relaxed (see `concurrent_reader`).
+            let reads0 = reads.load(Ordering::Relaxed);
+            active.store(true, Ordering::Relaxed);
+            w.send(CHARGE)?;
+            let charged = w.recv(&mut ack, timeout, cancel);
+            active.store(false, Ordering::Relaxed);
+            charged?;
+            // Let a read under way finish before the after-charge read.
+            if cfg.concurrent_reader {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            let reader_reads = reads.load(Ordering::Relaxed) - reads0;
+            let after = Instant::now();
+            let t_ms = case_start.elapsed().as_secs_f64() * 1e3;
+            let (s1, c1) = reader.read()?;
+            let lag = spike_pages as i64 - (s1 - s0);
+            let (mut stale_for_ms, mut follow_timed_out) = (None, false);
+            if cfg.follow_ms > 0.0 && lag > threshold as i64 {
+                let limit = Duration::from_secs_f64(cfg.follow_ms / 1e3);
+                let poll = Duration::from_secs_f64(cfg.follow_poll_ms / 1e3);
+                loop {
+                    crate::signals::check(cancel)?;
+                    std::thread::sleep(poll);
+                    let (s, _) = reader.read()?;
+                    let waited = after.elapsed();
+                    if spike_pages as i64 - (s - s0) <= threshold as i64 || waited >= limit {
+                        follow_timed_out =
+                            waited >= limit && spike_pages as i64 - (s - s0) > threshold as i64;
+                        stale_for_ms = Some(waited.as_secs_f64() * 1e3);
+                        break;
+                    }
+                }
+            }
+            w.send(FREE)?;
+            w.recv(&mut ack, timeout, cancel)?;
+            let (s2, c2) = reader.read()?;
+            if ack[0] != ACK {
+                return Err(Error::Worker(format!("spike worker answered {:?}", ack[0])));
+            }
+            samples.push(StaleReadSample {
+                t_ms,
+                gap_before: c0 - s0,
+                gap_after_charge: c1 - s1,
+                gap_after_free: c2 - s2,
+                counter_delta: c1 - c0,
+                stat_delta: s1 - s0,
+                stat_lag_after_charge: lag,
+                stat_lag_after_free: s2 - s0,
+                stale_for_ms,
+                follow_timed_out,
+                reader_reads,
+            });
+            obs(Event::Step {
+                done: index * cfg.repetitions + rep + 1,
+                total: cfg.spikes_kib.len() * cfg.repetitions,
+            });
+            if !cfg.pause.is_zero() {
+                std::thread::sleep(cfg.pause);
+            }
+        }
+        Ok(())
+    })?;
     w.finish()?;
     tree.close()?;
     let pick = |f: fn(&StaleReadSample) -> i64| samples.iter().map(f).collect::<Vec<i64>>();
@@ -388,6 +537,16 @@ fn one_case(
         stat_lag_after_charge: GapSummary::of(&pick(|s| s.stat_lag_after_charge), threshold)
             .ok_or_else(none)?,
         longest_stale_window: longest_stale_window(&samples, threshold),
+        over_threshold: samples
+            .iter()
+            .filter(|s| s.stat_lag_after_charge > threshold as i64)
+            .count(),
+        stale_for_ms: Summary::of(
+            &samples
+                .iter()
+                .filter_map(|s| s.stale_for_ms)
+                .collect::<Vec<f64>>(),
+        ),
         stat_lag_after_free: GapSummary::of(&pick(|s| s.stat_lag_after_free), threshold)
             .ok_or_else(none)?,
         // The counter moves by the spike plus the change of the per-CPU
@@ -402,6 +561,17 @@ fn one_case(
             .count(),
         samples,
     })
+}
+
+/// Sets its flag when dropped: stops the concurrent reader on every exit
+/// path of the scope that owns it.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        // ORDERING: Relaxed (see `concurrent_reader`).
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Runs the stale-read experiment. Everything it creates is removed before
@@ -469,6 +639,9 @@ mod tests {
             stat_delta: 0,
             stat_lag_after_charge: lag,
             stat_lag_after_free: 0,
+            stale_for_ms: None,
+            follow_timed_out: false,
+            reader_reads: 0,
         };
         let s = [
             mk(0.0, 200),

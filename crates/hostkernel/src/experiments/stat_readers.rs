@@ -11,14 +11,17 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cancel::Cancel;
 use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::stat::{log2_histogram, Log2Bucket, Percentiles};
-use crate::sys::{self, Job};
+use crate::sys::Job;
 use crate::worker::Worker;
+use simcore::clock::thread_cpu_ns;
+use simcore::stats::{Log2Bucket, Log2Histogram, Summary};
+use simcore::thread::spawn_scoped;
+use simcore::Cancel;
+use simcore::Rng;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,11 +104,11 @@ pub struct StatReadersCase {
     /// Reader threads.
     pub readers: usize,
     /// Read latency summary (wall clock), ns.
-    pub latency_ns: Percentiles,
+    pub latency_ns: Summary,
     /// The reader thread's CPU time per read, ns: the read's own kernel
     /// work without the time the reader waited for a CPU (on a loaded host
     /// the difference to `latency_ns` is scheduling delay).
-    pub cpu_ns: Percentiles,
+    pub cpu_ns: Summary,
     /// funclatency-style log2 histogram of the latencies, ns.
     pub histogram_ns: Vec<Log2Bucket>,
     /// Every read's latency in ns, readers concatenated in order.
@@ -142,22 +145,6 @@ impl StatReadersResult {
     }
 }
 
-/// xorshift64*: a tiny deterministic generator for the group choice.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        ((self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % n as u64) as usize
-    }
-}
-
 /// A reader's (wall ns, CPU ns) per read, and the size of its first read.
 type ReaderOutput = (Vec<(u64, u64)>, usize);
 
@@ -177,9 +164,9 @@ fn reader(
     let mut out = Vec::with_capacity(n);
     let mut first_len = 0;
     for i in 0..n {
-        cancel.check()?;
-        let path = &files[rng.below(files.len())];
-        let c0 = sys::thread_cpu_ns();
+        crate::signals::check(cancel)?;
+        let path = &files[rng.below(files.len() as u64) as usize];
+        let c0 = thread_cpu_ns().unwrap_or(0);
         let t0 = Instant::now();
         let mut f = std::fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
         let mut len = 0;
@@ -196,7 +183,7 @@ fn reader(
         }
         drop(f);
         let dt = t0.elapsed();
-        let cpu = sys::thread_cpu_ns().saturating_sub(c0);
+        let cpu = thread_cpu_ns().unwrap_or(0).saturating_sub(c0);
         if len == 0 {
             return Err(Error::Parse {
                 what: path.display().to_string(),
@@ -244,7 +231,7 @@ pub fn run_stat_readers_observed(
         let files: Vec<PathBuf> = groups.iter().map(|d| d.join("memory.stat")).collect();
         setup_s.push(t.elapsed().as_secs_f64());
         for (wi, &w) in cfg.writers.iter().enumerate() {
-            cancel.check()?;
+            crate::signals::check(cancel)?;
             let mut workers = Vec::with_capacity(w);
             for k in 0..w {
                 let dir = &groups[k * g / w.max(1)];
@@ -263,23 +250,28 @@ pub fn run_stat_readers_observed(
             }
             let t0 = Instant::now();
             while t0.elapsed() < cfg.warmup {
-                cancel.check()?;
+                crate::signals::check(cancel)?;
                 std::thread::sleep(Duration::from_millis(10).min(cfg.warmup));
             }
             let t1 = Instant::now();
             let results: Vec<Result<ReaderOutput, Error>> = std::thread::scope(|s| {
+                // A reader that cannot be started is an error once the
+                // started ones (bounded reads) are done.
                 let handles: Vec<_> = (0..cfg.readers)
                     .map(|r| {
                         let files = &files;
                         let seed = cfg.seed ^ ((gi as u64) << 48) ^ ((wi as u64) << 32) ^ r as u64;
-                        s.spawn(move || {
+                        spawn_scoped(s, "hostkernel-reader", move || {
                             reader(files, cfg.reads_per_reader, cfg.period, seed, cancel)
                         })
                     })
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .map(|h| match h {
+                        Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                        Err(e) => Err(Error::Thread(e)),
+                    })
                     .collect()
             });
             let wall = t1.elapsed().as_secs_f64();
@@ -295,18 +287,17 @@ pub fn run_stat_readers_observed(
                 cpu_samples.extend(s.iter().map(|x| x.1 as f64));
                 stat_bytes = stat_bytes.max(len);
             }
-            let cpu_ns = Percentiles::of(&cpu_samples)
+            let cpu_ns = Summary::of(&cpu_samples)
                 .ok_or_else(|| Error::Config("stat-readers: no samples".into()))?;
-            let latency_ns =
-                Percentiles::of(&samples.iter().map(|&s| s as f64).collect::<Vec<_>>())
-                    .ok_or_else(|| Error::Config("stat-readers: no samples".into()))?;
+            let latency_ns = Summary::of(&samples.iter().map(|&s| s as f64).collect::<Vec<_>>())
+                .ok_or_else(|| Error::Config("stat-readers: no samples".into()))?;
             cases.push(StatReadersCase {
                 groups: g,
                 writers: w,
                 readers: cfg.readers,
                 latency_ns,
                 cpu_ns,
-                histogram_ns: log2_histogram(&samples),
+                histogram_ns: Log2Histogram::of(&samples).nonempty_range(),
                 over_1ms: samples.iter().filter(|&&s| s > 1_000_000).count(),
                 samples_ns: samples,
                 stat_bytes,
@@ -331,20 +322,6 @@ pub fn run_stat_readers_observed(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rng_is_deterministic_and_in_range() {
-        let mut a = Rng::new(7);
-        let mut b = Rng::new(7);
-        let mut seen = [0usize; 10];
-        for _ in 0..10_000 {
-            let x = a.below(10);
-            assert_eq!(x, b.below(10));
-            seen[x] += 1;
-        }
-        // Roughly uniform: every bucket within 20% of 1000.
-        assert!(seen.iter().all(|&c| (800..1200).contains(&c)), "{seen:?}");
-    }
 
     #[test]
     fn config_from_a_partial_scenario() {

@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cancel::Cancel;
 use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::stat::{mean_stddev, slope};
-use crate::sys::Job;
+use crate::sys::{Job, Mapping};
 use crate::worker::Worker;
+use simcore::stats::{self, slope};
+use simcore::Cancel;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,7 +144,7 @@ pub struct UpdatePathResult {
     pub cpu_ratio_depth4_to_depth2: Option<f64>,
     /// The slope relative to the depth-1 mean, in percent per level.
     pub slope_pct_per_level: Option<f64>,
-    /// faults/s at depth 4 ÷ faults/s at depth 2 (seed 001's ratio), when
+    /// faults/s at depth 4 ÷ faults/s at depth 2 (source 001's ratio), when
     /// both depths were measured.
     pub ratio_depth4_to_depth2: Option<f64>,
     /// Wall time of the whole experiment.
@@ -158,15 +158,9 @@ impl UpdatePathResult {
     }
 }
 
-fn median(v: &[u64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2] as f64
-    } else {
-        (s[n / 2 - 1] as f64 + s[n / 2] as f64) / 2.0
-    }
+/// The median of `v` (mean of the middle two for an even count).
+fn median_u64(v: &[u64]) -> f64 {
+    stats::median(&v.iter().map(|&x| x as f64).collect::<Vec<_>>())
 }
 
 /// One run at `depth`: a fresh chain, a worker in its leaf, the rounds.
@@ -192,6 +186,7 @@ fn one_run(
         Job::FaultRounds {
             pages: cfg.pages,
             rounds: total,
+            mapping: Mapping::Anon,
         },
     )?;
     obs(Event::WorkerStarted {
@@ -223,13 +218,13 @@ fn one_run(
     w.finish()?;
     tree.close()?;
     let pages = cfg.pages as f64;
-    let ns_per_fault = median(&cycle) / pages;
+    let ns_per_fault = median_u64(&cycle) / pages;
     Ok(UpdatePathRun {
         run,
         ns_per_fault,
-        ns_per_fault_touch: median(&touch) / pages,
-        cpu_ns_per_fault: median(&cycle_cpu) / pages,
-        cpu_ns_per_fault_touch: median(&touch_cpu) / pages,
+        ns_per_fault_touch: median_u64(&touch) / pages,
+        cpu_ns_per_fault: median_u64(&cycle_cpu) / pages,
+        cpu_ns_per_fault_touch: median_u64(&touch_cpu) / pages,
         faults_per_sec: 1e9 / ns_per_fault,
         round_cycle_ns: cycle,
         round_touch_ns: touch,
@@ -261,7 +256,7 @@ pub fn run_update_path_observed(
     for run in 0..cfg.runs {
         for k in 0..cfg.depths.len() {
             let i = (k + run) % cfg.depths.len();
-            cancel.check()?;
+            crate::signals::check(cancel)?;
             per_depth[i].push(one_run(host, cfg, cfg.depths[i], run, cancel, obs)?);
             obs(Event::Step {
                 done: run * cfg.depths.len() + k + 1,
@@ -275,23 +270,23 @@ pub fn run_update_path_observed(
         .zip(per_depth)
         .map(|(&depth, runs)| {
             let ns: Vec<f64> = runs.iter().map(|r| r.ns_per_fault).collect();
-            let (mean, sd) = mean_stddev(&ns);
+            let (mean, sd) = (stats::mean(&ns), stats::stddev(&ns));
             let touch: Vec<f64> = runs.iter().map(|r| r.ns_per_fault_touch).collect();
             let fps: Vec<f64> = runs.iter().map(|r| r.faults_per_sec).collect();
             let cpu: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_fault).collect();
-            let (cpu_mean, cpu_sd) = mean_stddev(&cpu);
+            let (cpu_mean, cpu_sd) = (stats::mean(&cpu), stats::stddev(&cpu));
             let cpu_touch: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_fault_touch).collect();
             DepthResult {
                 cpu_ns_per_fault_mean: cpu_mean,
                 cpu_ns_per_fault_stddev: cpu_sd,
                 cpu_ns_per_fault_min: cpu.iter().cloned().fold(f64::INFINITY, f64::min),
-                cpu_ns_per_fault_touch_mean: mean_stddev(&cpu_touch).0,
+                cpu_ns_per_fault_touch_mean: stats::mean(&cpu_touch),
                 depth,
                 ns_per_fault_mean: mean,
                 ns_per_fault_stddev: sd,
                 ns_per_fault_min: ns.iter().cloned().fold(f64::INFINITY, f64::min),
-                ns_per_fault_touch_mean: mean_stddev(&touch).0,
-                faults_per_sec_mean: mean_stddev(&fps).0,
+                ns_per_fault_touch_mean: stats::mean(&touch),
+                faults_per_sec_mean: stats::mean(&fps),
                 runs,
             }
         })
@@ -344,7 +339,7 @@ mod tests {
 
     #[test]
     fn median_even_and_odd() {
-        assert_eq!(median(&[3, 1, 2]), 2.0);
-        assert_eq!(median(&[4, 1, 2, 3]), 2.5);
+        assert_eq!(median_u64(&[3, 1, 2]), 2.0);
+        assert_eq!(median_u64(&[4, 1, 2, 3]), 2.5);
     }
 }

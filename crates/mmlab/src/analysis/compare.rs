@@ -20,10 +20,8 @@
 //! [`crate::analysis::stats::significance`]).
 
 use crate::analysis::table::{report_columns, ComparisonTable};
-use crate::render::text;
-use crate::store::{format_utc, RunId, RunSummary, Store, StoreError};
+use runstore::{RunId, RunSummary, Store, StoreError};
 use sim::report::{PolicyResult, RunReport};
-use std::fmt::Write as _;
 
 /// Errors of `compare`.
 #[derive(Debug, thiserror::Error)]
@@ -184,56 +182,4 @@ pub fn compare_runs(runs: Vec<ComparedRun>) -> Result<Comparison, CompareError> 
         tables,
         notes,
     })
-}
-
-/// The comparison as text: the runs compared (robot's `commit:` block),
-/// then one robot table per policy, then the notes.
-pub fn render_comparison(c: &Comparison) -> String {
-    let mut out = String::new();
-    for n in c.notes.iter().filter(|n| n.starts_with(MIXED_SCENARIOS)) {
-        let _ = writeln!(
-            out,
-            "warning: {n}; their figures are not comparable (%change across scenarios means nothing)"
-        );
-    }
-    let _ = writeln!(out, "{}", "=".repeat(89));
-    let _ = writeln!(out, "run/scenario/mode/runs/seed:");
-    let width = c.runs.iter().map(|r| r.label.len()).max().unwrap_or(0);
-    for r in &c.runs {
-        let rep = &r.report;
-        let mode = match rep.mode {
-            sim::report::Mode::Sim => "sim",
-            sim::report::Mode::Real => "real",
-            sim::report::Mode::Kernel => "kernel",
-        };
-        let mut line = format!(
-            "  {}  {}/{mode}/{}/{}",
-            crate::render::pad(
-                &crate::render::display_name(&r.label, 40),
-                width.min(40),
-                false
-            ),
-            crate::render::display_name(&rep.scenario, 60),
-            rep.runs,
-            rep.seed
-        );
-        if let Some(s) = &r.summary {
-            let _ = write!(line, "  {} UTC", format_utc(s.started));
-            if let Some(commit) = &s.host.git_commit {
-                let _ = write!(line, "  {commit}");
-            }
-        }
-        let _ = writeln!(out, "{line}");
-    }
-    for t in &c.tables {
-        let _ = writeln!(out, "\npolicy: {}\n", t.policy);
-        out.push_str(&text::render_table(&t.table));
-    }
-    if c.notes.iter().any(|n| !n.starts_with(MIXED_SCENARIOS)) {
-        out.push('\n');
-        for n in c.notes.iter().filter(|n| !n.starts_with(MIXED_SCENARIOS)) {
-            let _ = writeln!(out, "note: {n}");
-        }
-    }
-    out
 }

@@ -28,23 +28,8 @@ pub const ALPHA: f64 = 0.05;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// The mean, median and %change of the results model, defined once in
-/// `sim::report` (the seed claims use them too).
-pub use sim::report::{mean, median, pct_change};
-
-/// Sample variance (divides by `n - 1`); `0` for fewer than two values.
-pub fn variance(xs: &[f64]) -> f64 {
-    if xs.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(xs);
-    xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64
-}
-
-/// Sample standard deviation (divides by `n - 1`); `0` for fewer than two values.
-pub fn stddev(xs: &[f64]) -> f64 {
-    variance(xs).sqrt()
-}
+/// The shared statistics ([`simcore::stats`]): the one definition of each.
+pub use simcore::stats::{mean, median, pct_change, stddev, variance};
 
 /// Standard deviation as a percentage of the mean's magnitude, as the
 /// kernel test robot prints it (`± 5%`). `0` when the mean is zero or there

@@ -226,6 +226,25 @@ pub fn robot_number(v: f64) -> String {
     }
 }
 
+/// The values of one row (one metric across policies or runs) formatted
+/// alike: as [`robot_number`], except that when one of them needs the
+/// exponent form (1e8 and above), every one from 1000 up takes it too, so
+/// a row never mixes `1.596e+08` with `83323557`.
+pub fn robot_numbers(values: &[Option<f64>]) -> Vec<String> {
+    let big = values
+        .iter()
+        .flatten()
+        .any(|v| v.abs() >= 1e8 && v.is_finite());
+    values
+        .iter()
+        .map(|v| match v {
+            None => String::new(),
+            Some(v) if big && v.is_finite() && v.abs() >= 1000.0 => exp_form(*v),
+            Some(v) => robot_number(*v),
+        })
+        .collect()
+}
+
 /// Four significant digits in C's `%g` exponent style: `1.142e+09`.
 fn exp_form(v: f64) -> String {
     let s = format!("{v:.3e}"); // e.g. 1.142e9
@@ -243,6 +262,18 @@ fn exp_form(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_is_formatted_alike() {
+        assert_eq!(
+            super::robot_numbers(&[Some(1.596e8), Some(83_323_557.0), None, Some(12.5)]),
+            ["1.596e+08", "8.332e+07", "", "12.50"]
+        );
+        assert_eq!(
+            super::robot_numbers(&[Some(5000.0), Some(2.0)]),
+            ["5000", "2.00"]
+        );
+    }
 
     #[test]
     fn robot_numbers() {

@@ -34,7 +34,7 @@
 //! | `shared_atomic_vs_hierstat_2threads` | ≥ 3 |
 //! | `hierstat_vs_sharded_2threads` | ≤ 1.25 |
 //! | `pre-rstat_vs_hierstat_depth4` | > 1 (pre-rstat slower) |
-//! | `linux-6.8_vs_linux-5.15_depth4` | the seed's per-group threshold cost |
+//! | `linux-6.8_vs_linux-5.15_depth4` | the source thread's per-group threshold cost |
 //! | `flush_100k_vs_10k` | ≤ 1.5 |
 //!
 //! `rates`: `sim_engine_updates_per_sec` (target ≥ 5 M/s) and
@@ -42,7 +42,7 @@
 //! processes per second of host time, on `numa02` with the `mmlab` scanner).
 
 use crate::cli::BenchArgs;
-use crate::cmd::run::write_json;
+use crate::render::json::write_json;
 use anyhow::{Context, Result};
 use hierstat::sim::{Shard, Simulator};
 use hierstat::{Config, HierStats, Preset, Schema, Unit};
@@ -50,10 +50,12 @@ use serde_json::json;
 use sim::backend::StatsBackend;
 use sim::baselines::EagerTree;
 use sim::engine::EngineBackend;
-use sim::report::median;
-use sim::runner::{real, sim as simrun, spawn_scoped, Gate};
-use sim::spec::{Targets, WritersSpec};
+use sim::runner::sim as simrun;
 use sim::workload::TreeShape;
+use sim::workload::{Targets, WritersSpec};
+use simcore::clock::CpuTimer;
+use simcore::stats::median;
+use simcore::thread::{spawn_scoped, Gate};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Write;
@@ -65,33 +67,6 @@ pub fn median_of(reps: usize, mut f: impl FnMut() -> f64) -> f64 {
     let mut v: Vec<f64> = (0..reps.max(1)).map(|_| f()).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
-}
-
-/// A stopwatch on the calling thread's CPU time (wall clock where the
-/// platform has no thread CPU clock): on a shared host, time slices taken
-/// by other processes do not count.
-#[derive(Debug)]
-pub struct CpuTimer {
-    cpu0: Option<u64>,
-    wall0: Instant,
-}
-
-impl CpuTimer {
-    /// Starts the stopwatch.
-    pub fn start() -> Self {
-        CpuTimer {
-            cpu0: real::thread_cpu_ns(),
-            wall0: Instant::now(),
-        }
-    }
-
-    /// Nanoseconds since [`CpuTimer::start`].
-    pub fn elapsed_ns(&self) -> f64 {
-        match (self.cpu0, real::thread_cpu_ns()) {
-            (Some(a), Some(b)) => b.saturating_sub(a) as f64,
-            _ => self.wall0.elapsed().as_nanos() as f64,
-        }
-    }
 }
 
 /// ns per `AtomicU64::fetch_add` over `n` iterations.
@@ -193,13 +168,10 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let shards = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let pb = crate::cmd::run::progress_bar("bench");
-    pb.set_length(reps as u64 + 5);
+    let mut pb = crate::pipeline::progress::Reporter::new("bench");
+    pb.total(reps as u64 + 5);
     let mut ns: BTreeMap<String, f64> = BTreeMap::new();
-    let step = |name: &str| {
-        pb.set_message(name.to_string());
-        pb.inc(1);
-    };
+    let mut step = |name: &str| pb.step(name);
 
     // The single-thread figures, interleaved: every repetition times each
     // variant once, in turn, so a burst of load from other processes (or a
@@ -307,7 +279,7 @@ pub fn cmd_bench(args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     ns.insert("sim_engine_update".into(), sim_ns);
     step("sim");
     step("numab");
-    pb.finish_and_clear();
+    pb.finish();
 
     let g = |k: &str| ns.get(k).copied().unwrap_or(f64::NAN);
     // (ratio name, numerator, denominator), all from `ns` above.
@@ -446,11 +418,15 @@ fn time_barrier(shards: usize, dur: Duration) -> f64 {
         let mut times = Vec::new();
         std::thread::scope(|s| {
             // ORDERING: Relaxed; a stop flag.
-            s.spawn(|| {
+            if spawn_scoped(s, "mmlab-bench-spin", || {
                 while !stop.load(Ordering::Relaxed) {
                     std::hint::spin_loop();
                 }
-            });
+            })
+            .is_err()
+            {
+                return;
+            }
             let t0 = Instant::now();
             while t0.elapsed() < dur {
                 let _ = stats.add(&g, it, 1);
@@ -557,8 +533,7 @@ fn time_read(
 
 /// Per-thread ns per operation, 2 threads each running `op(thread, i)` in
 /// the same tight loop (chunks of 256 between stop checks), timed on each
-/// thread's own CPU time. They start together through the real runner's
-/// [`Gate`], so a thread that cannot be spawned is an error, not a hang.
+/// thread's own CPU time. They start together through a [`Gate`], so a thread that cannot be spawned is an error, not a hang.
 ///
 /// # Errors
 /// A thread that cannot be spawned.

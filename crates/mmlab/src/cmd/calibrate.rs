@@ -11,13 +11,30 @@
 //! * `item_read_ns`: one `read_bounded`;
 //! * `line_transfer_ns`: half a ping-pong round trip between two threads
 //!   (kept at the default on a single-CPU host).
+//!
+//! The `[kernel]` table ([`sim::cost::KernelCosts`]):
+//!
+//! * `rstat_level_ns`, `charge_level_ns`, `stat_update_ns`: replicas of one
+//!   level of `memcg_rstat_updated`'s walk (dependent loads and a per-CPU
+//!   add, each walk waiting for the one before, as the fault's own work
+//!   separates them), of one page-counter level (an atomic add, the limit
+//!   and watermark checks) and of a stat update's two per-CPU adds;
+//! * with kernel mode (root, a writable memory controller;
+//!   `hostkernel::run_calibration`): the host's faults per mapping less
+//!   their modelled memcg work (charge and stat updates under the host
+//!   era's preset, at the measured depth), the `memory.stat` syscalls and
+//!   lines, a flush visit, a loopback send, and with `--count-updates` the
+//!   stat updates per fault; the file's `host` line names the machine.
 
 use crate::cli::CalibrateArgs;
-use crate::cmd::bench::{time_atomic, CpuTimer};
+use crate::cmd::bench::time_atomic;
 use anyhow::Result;
 use hierstat::sim::Simulator as _;
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
 use sim::cost::CostModel;
+use sim::priced::{machine, Op, PricedSetup};
+use sim::select::PolicyChoice;
+use simcore::clock::CpuTimer;
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -107,9 +124,9 @@ fn line_transfer_ns(rounds: u64) -> Option<f64> {
     // loads of the ping-pong word (each side waits for the other's value).
     let word = AtomicU64::new(0);
     let start = Instant::now();
-    std::thread::scope(|s| {
+    let ran = std::thread::scope(|s| {
         let w = &word;
-        s.spawn(move || {
+        let other = simcore::thread::spawn_scoped(s, "mmlab-calibrate", move || {
             for i in 0..rounds {
                 while w.load(Ordering::Acquire) != 2 * i + 1 {
                     std::hint::spin_loop();
@@ -117,14 +134,18 @@ fn line_transfer_ns(rounds: u64) -> Option<f64> {
                 w.store(2 * i + 2, Ordering::Release);
             }
         });
+        if other.is_err() {
+            return false;
+        }
         for i in 0..rounds {
             w.store(2 * i + 1, Ordering::Release);
             while w.load(Ordering::Acquire) != 2 * i + 2 {
                 std::hint::spin_loop();
             }
         }
+        true
     });
-    Some(start.elapsed().as_nanos() as f64 / (2 * rounds) as f64)
+    ran.then(|| start.elapsed().as_nanos() as f64 / (2 * rounds) as f64)
 }
 
 /// One flush sample: its work counters and wall time.
@@ -183,8 +204,204 @@ fn flush_samples(quick: bool) -> Result<Vec<FlushSample>> {
     Ok(out)
 }
 
-/// Measures the costs on this host.
+/// One level of the rstat walk, replicated: per level a dependent load of
+/// the parent pointer and of the per-CPU counter, an add and a compare;
+/// each walk starts from the previous one's result (latency, not
+/// throughput). Depth 8 minus depth 0, per level.
+fn rstat_level_ns(n: u64) -> f64 {
+    #[repr(align(64))]
+    struct Level {
+        parent: usize,
+        residue: std::cell::Cell<u64>,
+        _pad: [u64; 6],
+    }
+    let levels: Vec<Level> = (0..9usize)
+        .map(|i| Level {
+            parent: i.saturating_sub(1),
+            residue: std::cell::Cell::new(0),
+            _pad: [0; 6],
+        })
+        .collect();
+    let walk = |start: usize| -> u64 {
+        let mut at = start;
+        let mut acc = 0u64;
+        loop {
+            let l = &levels[black_box(at)];
+            let x = l.residue.get() + 1;
+            l.residue.set(if x >= 64 { 0 } else { x });
+            acc = acc.wrapping_add(x);
+            if at == 0 {
+                return acc;
+            }
+            at = l.parent;
+        }
+    };
+    let time = |depth: usize| {
+        let t = CpuTimer::start();
+        let mut acc = 0u64;
+        for _ in 0..n {
+            // The next walk's start depends on this one's result (its top
+            // bit, always 0, which the compiler cannot know).
+            acc = walk(depth + (acc >> 63) as usize);
+        }
+        black_box(acc);
+        t.elapsed_ns() / n as f64
+    };
+    let mut diffs: Vec<f64> = (0..9).map(|_| time(8) - time(0)).collect();
+    diffs.sort_by(f64::total_cmp);
+    (diffs[diffs.len() / 2] / 8.0).max(0.1)
+}
+
+/// One page-counter level, replicated: an atomic add to `usage`, loads of
+/// `max` and `watermark` and their compares.
+fn charge_level_ns(n: u64) -> f64 {
+    #[repr(align(64))]
+    struct Counter {
+        usage: AtomicU64,
+        max: u64,
+        watermark: AtomicU64,
+    }
+    let c = Counter {
+        usage: AtomicU64::new(0),
+        max: u64::MAX,
+        watermark: AtomicU64::new(0),
+    };
+    let t = CpuTimer::start();
+    for _ in 0..n {
+        // ORDERING: Relaxed; a single thread, timing only.
+        let new = black_box(&c).usage.fetch_add(1, Ordering::Relaxed) + 1;
+        if new > black_box(c.max) {
+            break;
+        }
+        if new > c.watermark.load(Ordering::Relaxed) {
+            c.watermark.store(new, Ordering::Relaxed);
+        }
+    }
+    t.elapsed_ns() / n as f64
+}
+
+/// A stat update's own per-CPU adds, replicated: the memcg's and the
+/// lruvec's counters of an item, each at an index looked up in a table.
+fn stat_update_ns(n: u64) -> f64 {
+    let index: Vec<u8> = (0..64).map(|i| (i * 7 % 64) as u8).collect();
+    let mut memcg = vec![0i64; 64];
+    let mut lruvec = vec![0i64; 64];
+    let t = CpuTimer::start();
+    for i in 0..n {
+        let item = index[black_box(i as usize) & 63] as usize;
+        memcg[item] += 1;
+        lruvec[item] += 1;
+    }
+    black_box((&memcg, &lruvec));
+    t.elapsed_ns() / n as f64
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The memcg work the model puts in one fault of `op` at `depth` under the
+/// host era's preset: what a measured fault is reduced by to give the
+/// rest of the fault.
+fn modelled_memcg_ns(m: &CostModel, op: Op, depth: u32, cpus: usize, era: Preset) -> f64 {
+    let mut costs = m.clone();
+    costs.kernel.fault_anon_ns = 0.0;
+    costs.kernel.fault_cow_ns = 0.0;
+    costs.kernel.fault_shared_ns = 0.0;
+    let o = machine::run(&PricedSetup {
+        op,
+        tasks: 1,
+        cpus,
+        depth,
+        region_pages: 1024,
+        shared_mm: false,
+        warmup: 50_000,
+        duration: 500_000,
+        policy: PolicyChoice::Engine(era),
+        flush_period: Some(2_000_000_000),
+        costs,
+    });
+    1e9 / o.ops_per_sec_per_task().max(1.0)
+}
+
+/// The `[kernel]` table from the host (kernel mode), on top of `m`'s
+/// replicas; the `host` line names the machine.
+fn calibrate_kernel(m: &mut CostModel, quick: bool, count_updates: bool) -> Result<()> {
+    let host = kernelmode::host().map_err(|why| anyhow::anyhow!("kernel mode: {why}"))?;
+    let cancel = hostkernel::signals::install(None)?;
+    let cfg = hostkernel::CalibrateConfig {
+        pages: if quick { 512 } else { 1024 },
+        rounds: if quick { 4 } else { 8 },
+        reads: if quick { 100 } else { 400 },
+        sends: if quick { 5_000 } else { 20_000 },
+        count_updates,
+    };
+    let r = hostkernel::run_calibration(host, &cfg, &cancel)?;
+    let f = &r.facts;
+    let era = kernelmode::era_preset(&f.kernel_release);
+    let k = &mut m.kernel;
+    for fc in &r.faults {
+        if let Some(u) = fc.updates_per_fault {
+            match fc.mapping.as_str() {
+                "anon" => k.updates_per_fault_anon = u,
+                "file-private" => k.updates_per_fault_cow = u,
+                _ => k.updates_per_fault_shared = u,
+            }
+        }
+    }
+    k.read_syscall_ns = r.read_syscall_ns;
+    k.stat_items = r.stat_items.max(1);
+    k.read_item_ns = ((r.read_stat_ns - r.read_syscall_ns) / f64::from(k.stat_items)).max(0.0);
+    k.flush_visit_ns = r.flush_visit_ns;
+    k.send_ns = r.send_ns;
+    let snapshot = m.clone();
+    for fc in &r.faults {
+        let op = match fc.mapping.as_str() {
+            "anon" => Op::FaultAnon,
+            "file-private" => Op::FaultCow,
+            _ => Op::FaultShared,
+        };
+        let memcg = modelled_memcg_ns(&snapshot, op, r.depth as u32, f.online_cpus, era);
+        let rest = (fc.cpu_ns_per_fault - memcg).max(1.0);
+        match op {
+            Op::FaultAnon => m.kernel.fault_anon_ns = rest,
+            Op::FaultCow => m.kernel.fault_cow_ns = rest,
+            _ => m.kernel.fault_shared_ns = rest,
+        }
+    }
+    m.host = format!(
+        "{} ({} CPUs), Linux {}, cgroup {} (mmlab calibrate, {})",
+        r.cpu_model,
+        f.online_cpus,
+        f.kernel_release,
+        f.cgroup_version,
+        today()
+    );
+    Ok(())
+}
+
+/// Measures the costs on this host (`kernel`: the `[kernel]` table from
+/// kernel mode too).
 pub fn calibrate(quick: bool) -> Result<CostModel> {
+    calibrate_with(quick, false, false)
+}
+
+/// [`calibrate`], choosing the kernel part.
+pub fn calibrate_with(quick: bool, kernel: bool, count_updates: bool) -> Result<CostModel> {
     let n: u64 = if quick { 200_000 } else { 2_000_000 };
     let mut m = CostModel::defaults();
     m.atomic_ns = min_of(5, || time_atomic(n));
@@ -277,7 +494,20 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
     if transfer <= MAX_PLAUSIBLE_TRANSFER_NS {
         m.line_transfer_ns = transfer;
     }
+    m.kernel.rstat_level_ns = rstat_level_ns(n / 8);
+    m.kernel.charge_level_ns = min_of(5, || charge_level_ns(n / 4));
+    m.kernel.stat_update_ns = min_of(5, || stat_update_ns(n / 4));
+    m.host = format!(
+        "engine and replica costs: this host ({} CPUs, mmlab calibrate, {}); the rest of [kernel]: {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        today(),
+        CostModel::defaults().host
+    );
+    if kernel {
+        calibrate_kernel(&mut m, quick, count_updates)?;
+    }
     // Round to 0.01 ns for a readable file.
+    let k = &mut m.kernel;
     for v in [
         &mut m.call_ns,
         &mut m.atomic_ns,
@@ -287,6 +517,19 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
         &mut m.lock_ns,
         &mut m.item_read_ns,
         &mut m.line_transfer_ns,
+        &mut k.fault_anon_ns,
+        &mut k.fault_cow_ns,
+        &mut k.fault_shared_ns,
+        &mut k.send_ns,
+        &mut k.charge_level_ns,
+        &mut k.stat_update_ns,
+        &mut k.rstat_level_ns,
+        &mut k.read_syscall_ns,
+        &mut k.read_item_ns,
+        &mut k.flush_visit_ns,
+        &mut k.updates_per_fault_anon,
+        &mut k.updates_per_fault_cow,
+        &mut k.updates_per_fault_shared,
     ] {
         *v = (*v * 100.0).round() / 100.0;
     }
@@ -295,19 +538,29 @@ pub fn calibrate(quick: bool) -> Result<CostModel> {
 
 /// `mmlab calibrate`.
 pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
-    let pb = crate::cmd::run::progress_bar("calibrate");
-    pb.set_message("measuring");
-    let m = calibrate(args.quick)?;
-    pb.finish_and_clear();
+    let mut pb = crate::pipeline::progress::Reporter::new("calibrate");
+    pb.total(1);
+    let kernel = !args.no_kernel;
+    if kernel {
+        if let Err(why) = kernelmode::host() {
+            anyhow::bail!(
+                "the [kernel] costs are measured in kernel mode, which this host cannot run ({why}); \
+                 `--no-kernel` keeps the shipped ones"
+            );
+        }
+    }
+    let m = calibrate_with(args.quick, kernel, args.count_updates)?;
+    pb.step("measured");
+    pb.finish();
     let text = format!(
-        "# Per-unit simulator costs measured by `mmlab calibrate` on this host.\n{}",
+        "# Per-unit simulator costs measured by `mmlab calibrate` on the host below.\n{}",
         m.to_toml()
     );
     crate::render::write_atomic(&args.out, text.as_bytes())?;
     let d = CostModel::defaults();
     writeln!(
         out,
-        "{:<24} {:>10} {:>10}",
+        "{:<30} {:>10} {:>10}",
         "cost (ns)", "measured", "default"
     )?;
     for (k, a, b) in [
@@ -323,9 +576,66 @@ pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
         ("lock_ns", m.lock_ns, d.lock_ns),
         ("item_read_ns", m.item_read_ns, d.item_read_ns),
         ("line_transfer_ns", m.line_transfer_ns, d.line_transfer_ns),
+        (
+            "kernel.fault_anon_ns",
+            m.kernel.fault_anon_ns,
+            d.kernel.fault_anon_ns,
+        ),
+        (
+            "kernel.fault_cow_ns",
+            m.kernel.fault_cow_ns,
+            d.kernel.fault_cow_ns,
+        ),
+        (
+            "kernel.fault_shared_ns",
+            m.kernel.fault_shared_ns,
+            d.kernel.fault_shared_ns,
+        ),
+        ("kernel.send_ns", m.kernel.send_ns, d.kernel.send_ns),
+        (
+            "kernel.charge_level_ns",
+            m.kernel.charge_level_ns,
+            d.kernel.charge_level_ns,
+        ),
+        (
+            "kernel.stat_update_ns",
+            m.kernel.stat_update_ns,
+            d.kernel.stat_update_ns,
+        ),
+        (
+            "kernel.rstat_level_ns",
+            m.kernel.rstat_level_ns,
+            d.kernel.rstat_level_ns,
+        ),
+        (
+            "kernel.read_syscall_ns",
+            m.kernel.read_syscall_ns,
+            d.kernel.read_syscall_ns,
+        ),
+        (
+            "kernel.read_item_ns",
+            m.kernel.read_item_ns,
+            d.kernel.read_item_ns,
+        ),
+        (
+            "kernel.flush_visit_ns",
+            m.kernel.flush_visit_ns,
+            d.kernel.flush_visit_ns,
+        ),
+        (
+            "kernel.updates_per_fault_anon",
+            m.kernel.updates_per_fault_anon,
+            d.kernel.updates_per_fault_anon,
+        ),
+        (
+            "kernel.stat_items",
+            f64::from(m.kernel.stat_items),
+            f64::from(d.kernel.stat_items),
+        ),
     ] {
-        writeln!(out, "{k:<24} {a:>10.2} {b:>10.2}")?;
+        writeln!(out, "{k:<30} {a:>10.2} {b:>10.2}")?;
     }
+    writeln!(out, "host: {}", m.host)?;
     writeln!(
         out,
         "\nsaved to {} (use it with --costs {})",

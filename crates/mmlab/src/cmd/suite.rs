@@ -1,24 +1,49 @@
 //! The default suite: every scenario with the policies that tell its
-//! story, then every seed direction in one summary.
+//! story, the kernel ones included where this host can run them, each
+//! through the one pipeline and stored as it finishes; then every claim in
+//! one summary.
 
 use crate::cli::SuiteArgs;
-use crate::cmd::run::{execute, load, load_costs, preflight, print_report, write_json};
-use crate::cmd::store::{open_for_runs, save_one};
-use crate::render::json;
-use crate::render::text::render_claims;
-use crate::render::{display_name, pad};
+use crate::cmd::Session;
+use crate::pipeline::{input, Outcome, StoreAs};
+use crate::render::{self, display_name, json, suite};
 use anyhow::Result;
-use serde_json::{json, Value};
-use sim::report::Claim;
+use kernelmode::KernelScenario;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Where the suite writes its HTML report when `--html` is not given.
 pub const DEFAULT_HTML_DIR: &str = "out";
 
-/// The suite's scenarios, in order.
-pub const SUITE: [&str; 12] = [
+/// The file an HTML report goes to when no `--html` is given:
+/// `out/NAME`, the folder created if needed. When `out` exists and is not
+/// a folder (a user's `mmlab > out` creates that file before mmlab
+/// starts), the report goes to `NAME` in the working directory instead,
+/// and the second value says so.
+///
+/// # Errors
+/// The folder cannot be created.
+pub fn default_report_path(name: &str) -> Result<(PathBuf, Option<String>)> {
+    let dir = Path::new(DEFAULT_HTML_DIR);
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            let note = format!(
+                "{DEFAULT_HTML_DIR} is a file, not a folder (a redirect of the output?): the \
+                 HTML report goes to {name} instead"
+            );
+            return Ok((PathBuf::from(name), Some(note)));
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?,
+    }
+    Ok((dir.join(name), None))
+}
+
+/// The suite's scenarios, in order (the kernel ones last: they run where
+/// the host allows kernel mode and are skipped, with the reason, elsewhere).
+pub const SUITE: [&str; 19] = [
     "update-path",
     "update-path-sim",
     "stat-readers",
@@ -31,251 +56,161 @@ pub const SUITE: [&str; 12] = [
     "numa01-thread-alloc-64",
     "numa02",
     "refault-storm",
+    "page-fault1",
+    "page-fault2",
+    "page-fault3",
+    "netperf",
+    "update-path-kernel",
+    "stat-readers-kernel",
+    "stale-read-kernel",
 ];
 
-/// The widest line the compact suite output prints.
-pub const COMPACT_WIDTH: usize = 100;
-
-/// The seed claims in at most [`COMPACT_WIDTH`] columns, two lines each:
-/// the verdict and the claim, then the measured figure beside the seed's
-/// (each elided with `…` past the width).
-pub fn render_claims_compact(claims: &[Claim]) -> String {
-    let mut out = String::new();
-    for c in claims {
-        let mark = c.mark();
-        let first = format!(
-            "{} {}",
-            pad(mark, 6, false),
-            display_name(&c.claim, COMPACT_WIDTH - 7)
-        );
-        let second = display_name(
-            &format!("measured {}   seed {}", c.measured, c.seed),
-            COMPACT_WIDTH - 7,
-        );
-        out.push_str(first.trim_end());
-        out.push_str("\n       ");
-        out.push_str(&second);
-        out.push('\n');
-    }
-    out
-}
-
-/// `mmlab` / `mmlab suite`: every scenario in [`SUITE`], each stored as
-/// soon as it finishes (an interrupt keeps the ones that completed), one
-/// line each (`-v`: the full tables), then every seed claim.
+/// `mmlab` / `mmlab suite`: every scenario in [`SUITE`] (or `--only`),
+/// each estimated before any runs, run with progress and stored as soon as
+/// it finishes (an interrupt keeps the ones that completed), one line each
+/// (`-v`: the full tables), then every claim. A scenario this host cannot
+/// run is skipped with the reason; one that fails is reported and the
+/// suite goes on (and ends with an error).
 pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
-    let costs = load_costs(&args.common)?;
     let started = Instant::now();
-    let mut reports = Vec::new();
-    let mut all_claims: Vec<Claim> = Vec::new();
-    let json_to_stdout = args.common.json.as_deref() == Some(Path::new("-"));
-    let kernel = crate::cmd::kernel::KERNEL_SUITE;
     for name in &args.only {
-        if !SUITE.contains(&name.as_str()) && !kernel.contains(&name.as_str()) {
+        if !SUITE.contains(&name.as_str()) {
             anyhow::bail!(
-                "--only: `{}` is not a suite scenario (suite: {}, {})",
+                "--only: `{}` is not a suite scenario (suite: {})",
                 display_name(name, 60),
-                SUITE.join(", "),
-                kernel.join(", ")
+                SUITE.join(", ")
             );
         }
     }
     let chosen = |n: &&str| args.only.is_empty() || args.only.iter().any(|o| o == n);
-    let kernel_names: Vec<&str> = kernel.into_iter().filter(chosen).collect();
+    // The suite always leaves an HTML report (default
+    // `out/mmlab-report.html`; a quick run's has its own name, so it never
+    // replaces the full suite's).
+    let mut common = args.common.clone();
+    if common.html.is_none() {
+        let name = if args.quick {
+            "mmlab-report-quick.html"
+        } else {
+            "mmlab-report.html"
+        };
+        let (path, note) = default_report_path(name)?;
+        if let Some(n) = note {
+            eprintln!("mmlab: note: {n}");
+        }
+        common.html = Some(path);
+    }
+    let mut session = Session::open(&common, db)?;
+    // Every scenario read and estimated before the first one runs.
     let mut scenarios = Vec::new();
     for name in SUITE.into_iter().filter(chosen) {
-        let mut sc = load(name)?;
+        let mut sc = input::load(name)?;
         if args.quick {
             sc.shrink_for_smoke_test();
         }
-        preflight(&sc, &costs, &args.common)?;
-        scenarios.push(sc);
+        let available = sc.availability();
+        if available.is_ok() {
+            session.pipeline.check(&sc)?;
+        }
+        scenarios.push((sc, available));
     }
-    // The suite always leaves an HTML report (default `out/mmlab-report.html`).
-    let mut common = args.common.clone();
-    if common.html.is_none() {
-        let dir = Path::new(DEFAULT_HTML_DIR);
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
-        common.html = Some(dir.join("mmlab-report.html"));
-    }
-    if let Some(p) = &common.html {
-        crate::render::output_target(p)?;
-    }
-    let mut store = open_for_runs(&args.common, db)?;
-    if !json_to_stdout && !args.verbose {
-        writeln!(
-            out,
-            "mmlab suite: {} scenarios{}\n(-v prints every table; so does the HTML report)\n",
-            scenarios.len() + kernel_names.len(),
-            match &store {
-                Some(s) => format!(
-                    ", each stored in {} as it finishes",
-                    display_name(&s.path().display().to_string(), 40)
-                ),
-                None => String::new(),
-            }
-        )?;
-        writeln!(
-            out,
-            "  {:<24} {:>7}  {:<9} stored",
-            "scenario", "took", "claims"
-        )?;
+    session.open_store(&common, db)?;
+    let json_to_stdout = crate::cmd::output_on_stdout(&common);
+    let show = !json_to_stdout;
+    if show && !args.verbose {
+        let store = session.pipeline.store.as_ref().map(|s| s.path());
+        write!(out, "{}", suite::heading(scenarios.len(), store))?;
         out.flush()?;
     }
-    let mut ids = Vec::new();
-    for sc in &scenarios {
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut not_run: Vec<(String, String)> = Vec::new();
+    let mut failed = 0;
+    for (sc, available) in &scenarios {
         let name = sc.name();
-        let t = Instant::now();
-        let run_started = std::time::SystemTime::now();
-        let report = execute(sc, &costs)?;
-        let id = match store.as_mut() {
-            Some(st) => Some(save_one(st, &report, run_started)?),
-            None => None,
+        if let Err(reason) = available {
+            if show {
+                write!(out, "{}", suite::not_run_line(name, "skipped", reason))?;
+            }
+            not_run.push((name.to_string(), reason.clone()));
+            continue;
+        }
+        let o = match session.pipeline.run(sc, StoreAs::Run) {
+            Ok(o) => o,
+            Err(e) if crate::cmd::is_interrupted(&e) => return Err(e),
+            Err(e) => {
+                let reason = format!("{e:#}");
+                if show {
+                    write!(out, "{}", suite::not_run_line(name, "failed", &reason))?;
+                }
+                not_run.push((name.to_string(), reason));
+                failed += 1;
+                continue;
+            }
         };
-        ids.extend(id);
-        let claims = sim::claims(&report, sc);
-        if json_to_stdout {
+        if !show {
         } else if args.verbose {
-            verbose_heading(name, sc, out)?;
-            print_report(&report, sc, out)?;
-            verbose_footer(name, t.elapsed(), id, out)?;
+            write!(
+                out,
+                "{}",
+                suite::verbose_heading(name, sc.description(), sc.reproduces())
+            )?;
+            writeln!(out, "{}", render::text::render_report(&o.report))?;
+            crate::cmd::warn_truncated(&o.report);
+            write!(out, "{}", render::claims::render_run_claims(&o.claims))?;
+            if let (Some(k), Ok(host)) = (sc.spec_as::<KernelScenario>(), kernelmode::host()) {
+                let sbs = kernelmode::side_by_side(
+                    k,
+                    sc.seed(),
+                    &o.report,
+                    host.facts(),
+                    &session.run_options(),
+                )?;
+                writeln!(out, "{}", render::side_by_side::render_side_by_side(&sbs))?;
+            }
+            write!(out, "{}", suite::verbose_footer(name, o.took, o.id))?;
         } else {
-            summary_line(name, t.elapsed(), &claims, id, out)?;
+            write!(
+                out,
+                "{}",
+                suite::summary_line(name, o.took, &o.claims, o.id)
+            )?;
         }
         out.flush()?;
-        all_claims.extend(claims);
-        reports.push(report);
+        outcomes.push(o);
     }
-    let skipped = crate::cmd::kernel::suite_section(
-        &kernel_names,
-        sim::scenarios::kernel::host_support(),
-        args.quick,
-        args.verbose,
-        &costs,
-        json_to_stdout,
-        store.as_mut(),
-        &mut ids,
-        &mut reports,
-        &mut all_claims,
-        out,
-    )?;
-    if !json_to_stdout {
-        writeln!(out)?;
-        writeln!(
+    let all_claims: Vec<_> = outcomes.iter().flat_map(|o| o.claims.clone()).collect();
+    if show {
+        write!(
             out,
-            "summary: {} of {} seed claims hold ([info] lines are references), {:.1} s\n",
-            all_claims.iter().filter(|c| c.pass && !c.info).count(),
-            all_claims.iter().filter(|c| !c.info).count(),
-            started.elapsed().as_secs_f64()
+            "{}",
+            suite::summary(&all_claims, started.elapsed(), args.verbose)
         )?;
-        let mut by_scenario: Vec<&str> = Vec::new();
-        for c in &all_claims {
-            if !by_scenario.contains(&c.scenario.as_str()) {
-                by_scenario.push(&c.scenario);
-            }
-        }
-        for s in by_scenario {
-            let cs: Vec<Claim> = all_claims
-                .iter()
-                .filter(|c| c.scenario == s)
-                .cloned()
-                .collect();
-            writeln!(out, "{s}:")?;
-            if args.verbose {
-                writeln!(out, "{}", render_claims(&cs))?;
-            } else {
-                writeln!(out, "{}", render_claims_compact(&cs))?;
-            }
-        }
     }
     if let Some(p) = &args.common.json {
-        let v = json!({
-            "suite": reports.iter().map(json::report_json).collect::<Vec<Value>>(),
-            "checks": all_claims.iter().map(|c| json!({
-                "scenario": c.scenario, "claim": c.claim, "measured": c.measured,
-                "seed": c.seed, "pass": c.pass, "info": c.info,
-            })).collect::<Vec<Value>>(),
-            "skipped": skipped.iter().map(|(s, r)| json!({"scenario": s, "reason": r}))
-                .collect::<Vec<Value>>(),
-        });
-        write_json(p, &v, out)?;
+        let runs: Vec<_> = outcomes
+            .iter()
+            .map(|o| (&o.report, o.claims.as_slice()))
+            .collect();
+        json::write_json(p, &json::suite_json(&runs, &not_run), out)?;
     }
     // Already stored scenario by scenario: only the HTML report is left.
-    crate::cmd::store::after_run(
-        &common,
-        None,
-        &reports,
-        &all_claims,
-        started_at(),
-        out,
-        json_to_stdout,
-    )?;
-    if !json_to_stdout && !ids.is_empty() {
-        let first = ids.first().map(|i| i.to_string()).unwrap_or_default();
-        let last = ids.last().map(|i| i.to_string()).unwrap_or_default();
+    session.finish(&outcomes, "mmlab suite", out, true)?;
+    if let Some(p) = session
+        .html
+        .as_ref()
+        .filter(|p| show && !render::output::is_stdout(p))
+    {
+        writeln!(out, "HTML report written to {}", p.display())?;
+    }
+    let ids: Vec<_> = outcomes.iter().filter_map(|o| o.id).collect();
+    if let (true, Some(first), Some(last)) = (show, ids.first(), ids.last()) {
         writeln!(
             out,
             "stored as runs #{first}..#{last} in {} (mmlab history / show / compare)",
             db.display()
         )?;
     }
-    Ok(())
-}
-
-/// The verbose suite's heading of one scenario: its name, description and
-/// what it reproduces.
-pub fn verbose_heading(name: &str, sc: &sim::Scenario, out: &mut dyn Write) -> Result<()> {
-    writeln!(out, "### {name}: {}", sc.description())?;
-    if !sc.reproduces().is_empty() {
-        writeln!(out, "### reproduces {}", sc.reproduces())?;
+    if failed > 0 {
+        anyhow::bail!("{failed} scenario(s) of the suite failed (see above)");
     }
     Ok(())
-}
-
-/// The verbose suite's closing line of one scenario: time and stored run.
-pub fn verbose_footer(
-    name: &str,
-    took: std::time::Duration,
-    id: Option<crate::store::RunId>,
-    out: &mut dyn Write,
-) -> Result<()> {
-    writeln!(
-        out,
-        "({name} took {:.1} s{})\n",
-        took.as_secs_f64(),
-        id.map(|i| format!(", stored as run #{i}"))
-            .unwrap_or_default()
-    )?;
-    Ok(())
-}
-
-/// The compact suite's line for one finished scenario: name, time, claims
-/// held of those counted, stored run.
-pub fn summary_line(
-    name: &str,
-    took: std::time::Duration,
-    claims: &[Claim],
-    id: Option<crate::store::RunId>,
-    out: &mut dyn Write,
-) -> Result<()> {
-    let counted: Vec<&Claim> = claims.iter().filter(|c| !c.info).collect();
-    let ok = counted.iter().filter(|c| c.pass).count();
-    writeln!(
-        out,
-        "  {:<24} {:>6.1}s  {:<9} {}",
-        name,
-        took.as_secs_f64(),
-        if counted.is_empty() {
-            "-".to_string()
-        } else {
-            format!("{ok}/{} ok", counted.len())
-        },
-        id.map(|i| format!("#{i}")).unwrap_or_else(|| "-".into())
-    )?;
-    Ok(())
-}
-
-fn started_at() -> std::time::SystemTime {
-    std::time::SystemTime::now()
 }

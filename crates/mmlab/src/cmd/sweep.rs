@@ -1,12 +1,13 @@
 //! `mmlab sweep FILE`: runs the grid of a `[sweep]` file (every policy
-//! point under every seed, [`sim::spec::sweep`]), stores each job as it
-//! finishes, prints the trade-off table and writes the HTML plot; and
-//! `mmlab store merge`.
+//! point under every seed, [`sim::scenario::sweep`]) through the pipeline,
+//! stores each job as it finishes, prints the trade-off table and writes
+//! the HTML plot.
 //!
 //! * A job is one scenario run: the sweep's scenario with the point's
 //!   `[[policy]]` table added (its full definition is in the stored text),
-//!   `runs = 1` and the job's seed.
-//! * Jobs already stored under their key ([`crate::store::sweep`]) are not
+//!   `runs = 1` and the job's seed. Every job is estimated before the
+//!   first one runs.
+//! * Jobs already stored under their key ([`runstore::sweep`]) are not
 //!   run again: an interrupted sweep (Ctrl-C, a killed job) keeps what
 //!   finished and continues where it stopped when run again; `--shard I/N`
 //!   slices merged with `mmlab store merge` hold the same jobs as one full
@@ -14,20 +15,21 @@
 //! * `--plan` prints one independent command per job for an external
 //!   scheduler (see `docs/sweeps.md`).
 
-use crate::cli::{MergeArgs, SweepArgs};
-use crate::render::html::sweep::{pareto_front, render_sweep_html, SweepRow};
-use crate::render::write_atomic;
-use crate::store::sweep::{job_key, PointMeta};
-use crate::store::{HostFacts, Store};
+use crate::cli::SweepArgs;
+use crate::pipeline::progress::Reporter;
+use crate::pipeline::{input, Pipeline, StoreAs};
+use crate::render::html::sweep::{render_sweep_html, SweepRow};
+use crate::render::sweep::render_sweep_table;
 use anyhow::{bail, Context, Result};
-use sim::cost::CostModel;
+use runstore::sweep::{job_key, PointMeta};
+use runstore::Store;
 use sim::report::{mean, RunReport};
-use sim::spec::sweep::{Job, Sweep};
-use sim::spec::{Kind, Overrides, Scenario, Workload};
-use sim::RunOptions;
-use std::io::{IsTerminal, Write};
+use sim::scenario::sweep::{Job, Sweep};
+use sim::scenario::Overrides;
+use sim::Scenario;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 /// A loaded sweep: the parsed file and its scenario with the sweep's
 /// duration overrides applied.
@@ -37,19 +39,24 @@ pub struct LoadedSweep {
     pub sweep: Sweep,
     /// The scenario every job starts from.
     pub scenario: Scenario,
+    /// The plot's axes: the file's `x` / `y`, or the scenario's defaults.
+    pub axes: (String, String),
 }
 
 /// Reads and validates a sweep file and its scenario (a built-in name, or
-/// a file relative to the sweep file).
+/// a file relative to the sweep file), both with bounded reads.
 ///
 /// # Errors
-/// Unreadable files, parse errors (with file, line and field).
+/// Unreadable files, parse errors (with file, line and field), a scenario
+/// that runs no flush policies.
 pub fn load_sweep(path: &Path) -> Result<LoadedSweep> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading sweep file {}", path.display()))?;
+    let text = input::read_input(path, "sweep file")?;
+    if let Some(e) = input::wrong_file_kind(path, &text, input::FileKind::Sweep) {
+        return Err(e);
+    }
     let sweep = Sweep::parse(&path.display().to_string(), &text)?;
     let name = &sweep.spec.scenario;
-    let mut scenario = match Scenario::builtin(name) {
+    let mut scenario = match input::catalog().builtin(name) {
         Some(sc) => sc?,
         None => {
             let rel = path.parent().unwrap_or(Path::new(".")).join(name);
@@ -58,45 +65,28 @@ pub fn load_sweep(path: &Path) -> Result<LoadedSweep> {
             } else {
                 PathBuf::from(name)
             };
-            crate::cmd::run::load(&file.display().to_string())
+            input::load(&file.display().to_string())
                 .with_context(|| format!("the scenario of sweep {}", path.display()))?
         }
     };
-    if matches!(scenario.kind(), Kind::Numab | Kind::Kernel) {
+    let Some((dx, dy)) = scenario.sweep_axes() else {
         bail!(
-            "sweep {}: scenario `{}` runs {}, not flush policies",
+            "sweep {}: scenario `{}` ({} kind) runs no flush policies",
             path.display(),
             scenario.name(),
-            if scenario.kind() == Kind::Numab {
-                "scanner versions"
-            } else {
-                "on the host's kernel"
-            }
+            scenario.kind()
         );
-    }
-    let (d, w) = (sweep.spec.duration_ms, sweep.spec.warmup_ms);
-    match &mut scenario {
-        Scenario::Stats(s) => {
-            if let Some(d) = d {
-                s.duration_ms = d;
-            }
-        }
-        Scenario::Refault { file, source } => {
-            if d.is_some() || w.is_some() {
-                if let Some(d) = d {
-                    file.refault.duration_ms = d;
-                }
-                if let Some(w) = w {
-                    file.refault.warmup_ms = w;
-                }
-                // The stored text must say what ran: write the adjusted
-                // file back out.
-                *source = toml::to_string(file.as_ref()).context("writing the scenario back")?;
-            }
-        }
-        Scenario::Numab { .. } | Scenario::Kernel { .. } => {}
-    }
-    Ok(LoadedSweep { sweep, scenario })
+    };
+    scenario.set_sweep_durations(sweep.spec.duration_ms, sweep.spec.warmup_ms);
+    let axes = (
+        sweep.spec.x.clone().unwrap_or_else(|| dx.into()),
+        sweep.spec.y.clone().unwrap_or_else(|| dy.into()),
+    );
+    Ok(LoadedSweep {
+        sweep,
+        scenario,
+        axes,
+    })
 }
 
 impl LoadedSweep {
@@ -130,24 +120,6 @@ impl LoadedSweep {
             &sc.source(),
         ])
     }
-
-    /// The plot's axes: the file's `x` / `y`, or the scenario's defaults
-    /// (refault: mean refault latency against decision mismatches; stats:
-    /// read latency p99.9 against stale reads, or missed events for
-    /// stale-read).
-    pub fn axes(&self) -> (String, String) {
-        let (dx, dy) = match &self.scenario {
-            Scenario::Refault { .. } => ("refault_latency_ns", "decision_mismatch_rate"),
-            Scenario::Stats(s) if s.workload == Some(Workload::StaleRead) => {
-                ("read_latency_ns.p999", "missed_event_rate")
-            }
-            _ => ("read_latency_ns.p999", "stale_reads"),
-        };
-        (
-            self.sweep.spec.x.clone().unwrap_or_else(|| dx.into()),
-            self.sweep.spec.y.clone().unwrap_or_else(|| dy.into()),
-        )
-    }
 }
 
 /// Parses `I/N` (1 ≤ I ≤ N).
@@ -173,52 +145,47 @@ pub struct JobTally {
     pub skipped: usize,
 }
 
-/// Progress of [`run_jobs`], after each job.
-#[derive(Debug, Clone, Copy)]
-pub struct JobProgress<'a> {
-    /// Jobs finished in this call.
-    pub done: usize,
-    /// Jobs to run in this call (those not stored before).
-    pub total: usize,
-    /// The job just finished (`point seed S`).
-    pub label: &'a str,
-    /// Estimated time left: the mean job time so far × jobs left.
-    pub eta: Duration,
-}
-
-/// Runs `jobs` of `ls` (those not stored yet), storing each as it
-/// finishes; `progress` after each.
+/// Runs `jobs` of `ls` (those not stored yet in the pipeline's store)
+/// through `pipeline`, each stored as a sweep point as it finishes;
+/// `progress` shows the jobs (`point seed S`, estimated seconds left).
 ///
 /// # Errors
-/// Scenario or store errors; what finished before stays stored.
+/// A job over the limits (checked before the first runs), scenario or
+/// store errors; what finished before stays stored.
 pub fn run_jobs(
     ls: &LoadedSweep,
     jobs: &[Job],
-    costs: &CostModel,
-    store: &mut Store,
-    progress: &mut dyn FnMut(&JobProgress<'_>),
+    pipeline: &mut Pipeline,
+    mut progress: Option<&mut Reporter>,
 ) -> Result<JobTally> {
-    let host = HostFacts::detect(env!("CARGO_PKG_VERSION"), None);
-    let opts = RunOptions { costs: *costs };
     let mut tally = JobTally::default();
     let mut todo = Vec::new();
     for job in jobs {
         let sc = ls.job_scenario(job)?;
         let key = ls.key(job, &sc);
-        if store.sweep_job(&ls.sweep.spec.name, &key)?.is_some() {
+        let stored = match pipeline.store.as_ref() {
+            Some(st) => st.sweep_job(&ls.sweep.spec.name, &key)?.is_some(),
+            None => false,
+        };
+        if stored {
             tally.skipped += 1;
         } else {
+            pipeline.check(&sc)?;
             todo.push((job, sc, key));
         }
     }
+    pipeline.check_total(
+        &format!("sweep {}", ls.sweep.spec.name),
+        todo.iter().map(|(_, sc, _)| sc),
+    )?;
     let total = todo.len();
+    if let Some(r) = progress.as_deref_mut() {
+        r.total(total as u64);
+    }
     let t0 = Instant::now();
     for (done, (job, sc, key)) in todo.into_iter().enumerate() {
         let point = &ls.sweep.points[job.point];
         let label = format!("{} seed {}", point.label, job.seed);
-        let started = SystemTime::now();
-        let report = sim::run(&sc, &opts, &mut |_| {})
-            .with_context(|| format!("sweep job {} ({label})", job.index + 1))?;
         let meta = PointMeta {
             sweep: ls.sweep.spec.name.clone(),
             point: point.label.clone(),
@@ -227,16 +194,15 @@ pub fn run_jobs(
             seed: job.seed,
             job_key: key,
         };
-        store.save_sweep_point(&report, &host, started, SystemTime::now(), &meta)?;
+        pipeline
+            .run(&sc, StoreAs::SweepPoint(meta))
+            .with_context(|| format!("sweep job {} ({label})", job.index + 1))?;
         tally.ran += 1;
         let per = t0.elapsed() / (done as u32 + 1);
         let eta = per * (total - done - 1) as u32;
-        progress(&JobProgress {
-            done: done + 1,
-            total,
-            label: &label,
-            eta,
-        });
+        if let Some(r) = progress.as_deref_mut() {
+            r.step(&format!("{label}, ETA {}s", eta.as_secs()));
+        }
     }
     Ok(tally)
 }
@@ -266,7 +232,7 @@ pub fn axis_value(report: &RunReport, policy: &str, axis: &str) -> f64 {
 /// # Errors
 /// Store errors.
 pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
-    let (ax, ay) = ls.axes();
+    let (ax, ay) = &ls.axes;
     let stored = store.sweep_points(&ls.sweep.spec.name)?;
     let mut rows = Vec::new();
     for (pi, point) in ls.sweep.points.iter().enumerate() {
@@ -280,8 +246,8 @@ pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
                 continue;
             };
             let run = store.load(sp.run)?;
-            xs.push(axis_value(&run.report, &point.label, &ax));
-            ys.push(axis_value(&run.report, &point.label, &ay));
+            xs.push(axis_value(&run.report, &point.label, ax));
+            ys.push(axis_value(&run.report, &point.label, ay));
             seeds.push(job.seed);
         }
         if seeds.is_empty() {
@@ -301,63 +267,119 @@ pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
     Ok(rows)
 }
 
-/// Prints the sweep table: point, seeds, both axes, front membership.
-pub fn print_table(rows: &[SweepRow], ax: &str, ay: &str, out: &mut dyn Write) -> Result<()> {
-    let front = pareto_front(rows);
-    let w = rows.iter().map(|r| r.label.len()).max().unwrap_or(5).max(5);
-    writeln!(
-        out,
-        "{:<w$}  {:>5}  {:>22}  {:>22}  front",
-        "point", "seeds", ax, ay
-    )?;
-    for (i, r) in rows.iter().enumerate() {
-        let mark = match (front.contains(&i), r.preset) {
-            (true, true) => "* (preset)",
-            (true, false) => "*",
-            (false, true) => "  (preset)",
-            (false, false) => "",
+/// The plan of a sweep: one command per job, each running that job alone
+/// into its own database, as printed by `--plan` (see `docs/sweeps.md`):
+/// the program as it can be run ([`crate::cmd::program_name`]), every
+/// path shell-quoted, every option of the sweep carried (`--costs`, the
+/// limits); then how to merge the databases.
+pub fn plan(a: &SweepArgs, ls: &LoadedSweep, db: &Path) -> Vec<String> {
+    use crate::cmd::{path_word, program_name};
+    let jobs = ls.sweep.jobs();
+    let n = jobs.len();
+    let prog = program_name();
+    let stem = db.with_extension("").display().to_string();
+    let mut common = vec![path_word(&a.file)];
+    if let Some(c) = &a.costs {
+        common.push("--costs".into());
+        common.push(path_word(c));
+    }
+    common.extend(a.limits.to_args());
+    let mut lines: Vec<String> = jobs
+        .iter()
+        .map(|j| {
+            let p = &ls.sweep.points[j.point];
+            format!(
+                "{prog} sweep {} --shard {}/{n} --db {}  # {} seed {}",
+                common.join(" "),
+                j.index + 1,
+                path_word(Path::new(&format!("{stem}-{}.db", j.index + 1))),
+                p.label,
+                j.seed
+            )
+        })
+        .collect();
+    lines.push(format!(
+        "# then: {prog} store merge {} --into {}",
+        path_word(Path::new(&format!("{stem}-*.db"))).replace('*', "'*'"),
+        path_word(db)
+    ));
+    lines
+}
+
+/// Checks that the plot's axes name metrics the sweep's scenario reports,
+/// by running its first job for a moment (a few milliseconds of simulated
+/// time, nothing stored): an unknown metric or percentile is refused
+/// before the sweep runs, with the names it could use.
+///
+/// # Errors
+/// The probe fails, or an axis names no metric of the run.
+pub fn check_axes(ls: &LoadedSweep, pipeline: &Pipeline) -> Result<()> {
+    let Some(first) = ls.sweep.jobs().into_iter().next() else {
+        return Ok(());
+    };
+    let mut sc = ls.job_scenario(&first)?;
+    sc.set_sweep_durations(Some(AXIS_PROBE_MS), Some(0));
+    let opts = sim::RunOptions {
+        costs: pipeline.costs.clone(),
+        cancel: pipeline.cancel.clone(),
+    };
+    let report = sc
+        .run(&opts, &mut |_| {})
+        .with_context(|| format!("checking the axes of sweep {}", ls.sweep.spec.name))?;
+    let label = &ls.sweep.points[first.point].label;
+    let Some(result) = report.policies.get(label) else {
+        return Ok(());
+    };
+    for (key, axis) in [("x", &ls.axes.0), ("y", &ls.axes.1)] {
+        let (metric, pct) = match axis.split_once('.') {
+            Some((m, p)) => (m, Some(p)),
+            None => (axis.as_str(), None),
         };
-        writeln!(
-            out,
-            "{:<w$}  {:>5}  {:>22}  {:>22}  {mark}",
-            r.label,
-            r.seeds.len(),
-            fmt(r.x),
-            fmt(r.y),
-        )?;
+        let names: Vec<&str> = result.metrics.keys().map(String::as_str).collect();
+        let Some(m) = result.metrics.get(metric) else {
+            bail!(
+                "sweep {}: axis {key} = `{}`: scenario `{}` reports no metric `{}` (its metrics: \
+                 {})",
+                ls.sweep.spec.name,
+                crate::render::display_name(axis, 80),
+                ls.scenario.name(),
+                crate::render::display_name(metric, 80),
+                names.join(", ")
+            );
+        };
+        if let Some(p) = pct {
+            if !m.percentiles.contains_key(p) {
+                let with: Vec<&str> = result
+                    .metrics
+                    .iter()
+                    .filter(|(_, m)| m.percentiles.contains_key(p))
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                bail!(
+                    "sweep {}: axis {key} = `{axis}`: metric `{metric}` has no percentiles \
+                     (metrics with a {p}: {})",
+                    ls.sweep.spec.name,
+                    if with.is_empty() {
+                        "none".to_string()
+                    } else {
+                        with.join(", ")
+                    }
+                );
+            }
+        }
     }
     Ok(())
 }
 
-fn fmt(v: f64) -> String {
-    if v.is_nan() {
-        "-".into()
-    } else if v != 0.0 && v.abs() < 0.01 {
-        format!("{v:.3e}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+/// Simulated milliseconds the axis probe runs ([`check_axes`]).
+pub const AXIS_PROBE_MS: u64 = 5;
 
 /// `mmlab sweep`.
 pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let ls = load_sweep(&a.file)?;
-    let jobs = ls.sweep.jobs();
     if a.plan {
-        let n = jobs.len();
-        let stem = db.with_extension("");
-        for j in &jobs {
-            let p = &ls.sweep.points[j.point];
-            writeln!(
-                out,
-                "mmlab sweep {} --shard {}/{n} --db {}-{}.db  # {} seed {}",
-                a.file.display(),
-                j.index + 1,
-                stem.display(),
-                j.index + 1,
-                p.label,
-                j.seed
-            )?;
+        for line in plan(a, &ls, db) {
+            writeln!(out, "{line}")?;
         }
         return Ok(());
     }
@@ -366,38 +388,25 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
             let (i, n) = parse_shard(s)?;
             ls.sweep.shard(i, n)
         }
-        None => jobs,
+        None => ls.sweep.jobs(),
     };
-    let costs = match &a.costs {
-        None => CostModel::defaults(),
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading cost file {}", p.display()))?;
-            CostModel::from_toml(&text).with_context(|| format!("cost file {}", p.display()))?
-        }
-    };
-    let mut store =
-        Store::open(db).with_context(|| format!("opening results database {}", db.display()))?;
-    let tty = std::io::stderr().is_terminal();
-    let name = ls.sweep.spec.name.clone();
-    let mut progress = |p: &JobProgress<'_>| {
-        let line = format!(
-            "sweep {name}: {}/{} done, ETA {}s (last: {})",
-            p.done,
-            p.total,
-            p.eta.as_secs(),
-            p.label
-        );
-        if tty {
-            eprint!("\r\x1b[2K{line}");
-            if p.done == p.total {
-                eprintln!();
-            }
-        } else {
-            eprintln!("{line}");
-        }
-    };
-    let tally = run_jobs(&ls, &jobs, &costs, &mut store, &mut progress)?;
+    if let Some(p) = &a.html {
+        crate::render::output::check_outputs(&[("--html", p)], Some(db))?;
+    }
+    let mut pipeline = Pipeline::new(input::load_costs(a.costs.as_deref())?);
+    pipeline.costs_path = a.costs.clone();
+    pipeline.limits = a.limits.limits();
+    pipeline.force = a.limits.force;
+    pipeline.cancel = crate::cmd::interrupts()?;
+    pipeline.show_progress = false;
+    check_axes(&ls, &pipeline)?;
+    pipeline.store = Some(
+        Store::open(db).with_context(|| format!("opening results database {}", db.display()))?,
+    );
+    let mut reporter = Reporter::new(&format!("sweep {}", ls.sweep.spec.name));
+    let tally = run_jobs(&ls, &jobs, &mut pipeline, Some(&mut reporter))?;
+    reporter.finish();
+    let store = pipeline.store.as_ref().expect("opened above");
     writeln!(
         out,
         "sweep {}: {} jobs ran, {} already stored in {} ({} points x {} seeds in the grid)",
@@ -408,43 +417,15 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
         ls.sweep.points.len(),
         ls.sweep.seeds.len()
     )?;
-    let rows = collect_rows(&ls, &store)?;
-    let (ax, ay) = ls.axes();
-    print_table(&rows, &ax, &ay, out)?;
+    let rows = collect_rows(&ls, store)?;
+    let (ax, ay) = &ls.axes;
+    write!(out, "{}", render_sweep_table(&rows, ax, ay))?;
     if let Some(p) = &a.html {
-        let html = render_sweep_html(&ls.sweep.spec, ls.scenario.name(), &rows, &ax, &ay);
-        write_atomic(p, html.as_bytes())?;
-        writeln!(out, "HTML report written to {}", p.display())?;
-    }
-    Ok(())
-}
-
-/// `mmlab store merge`.
-pub fn cmd_store_merge(a: &MergeArgs, out: &mut dyn Write) -> Result<()> {
-    let mut store = Store::open(&a.into)
-        .with_context(|| format!("opening results database {}", a.into.display()))?;
-    let sum = store.merge_from(&a.sources)?;
-    writeln!(
-        out,
-        "merged {} database(s) into {}: {} runs copied, {} already present",
-        a.sources.len(),
-        a.into.display(),
-        sum.copied,
-        sum.present
-    )?;
-    if !sum.tags_skipped.is_empty() {
-        writeln!(
-            out,
-            "tags not copied (name taken in the target): {}",
-            sum.tags_skipped.join(", ")
-        )?;
-    }
-    if sum.points_skipped > 0 {
-        writeln!(
-            out,
-            "{} sweep points not linked (the target holds those jobs already)",
-            sum.points_skipped
-        )?;
+        let html = render_sweep_html(&ls.sweep.spec, ls.scenario.name(), &rows, ax, ay);
+        crate::render::output::write_output(p, html.as_bytes(), out)?;
+        if !crate::render::output::is_stdout(p) {
+            writeln!(out, "HTML report written to {}", p.display())?;
+        }
     }
     Ok(())
 }

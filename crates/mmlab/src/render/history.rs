@@ -6,7 +6,7 @@ use crate::render::{display_name, text};
 /// The most characters of a name (scenario, policies, tags) a history row
 /// shows; `mmlab show` shows them whole.
 pub const NAME_MAX: usize = 40;
-use crate::store::{format_utc, RunSummary, StoredRun};
+use runstore::{format_utc, RunSummary, StoredRun};
 use std::fmt::Write as _;
 
 /// The table of stored runs, one line each, oldest first, with column
@@ -102,7 +102,11 @@ pub fn render_show(run: &StoredRun) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "run:      {}", s.id);
     if !s.tags.is_empty() {
-        let tags: Vec<String> = s.tags.iter().map(|t| sim::spec::escape(t)).collect();
+        let tags: Vec<String> = s
+            .tags
+            .iter()
+            .map(|t| sim::scenario::source::escape(t))
+            .collect();
         let _ = writeln!(out, "tags:     {}", tags.join(", "));
     }
     let _ = writeln!(
@@ -121,8 +125,7 @@ pub fn render_show(run: &StoredRun) -> String {
         "mmlab:    {}{}",
         s.host.mmlab_version,
         s.host
-            .git_commit
-            .as_deref()
+            .commit_label()
             .map(|c| format!(" ({c})"))
             .unwrap_or_default()
     );

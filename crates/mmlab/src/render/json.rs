@@ -1,4 +1,6 @@
-//! The `--json` view of a run (documented in `docs/json.md`).
+//! The `--json` views (documented in `docs/json.md`): a run with its
+//! claims ([`run_json`]), the suite ([`suite_json`]), and [`write_json`],
+//! which writes any of them.
 //!
 //! ```json
 //! {"scenario": "stat-readers", "mode": "sim", "runs": 2, "seed": 1,
@@ -12,8 +14,11 @@
 //! ```
 
 use crate::analysis::stats;
+use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
-use sim::report::{MetricSamples, Mode, RunReport};
+use sim::report::{Claim, MetricSamples, Mode, RunReport};
+use std::io::Write;
+use std::path::Path;
 
 /// JSON of one metric: mean, stddev (sample), unit, per-run values and,
 /// for latencies, p50/p99/p999 (means over runs), max (over all runs), the
@@ -85,6 +90,47 @@ pub fn report_json(r: &RunReport) -> Value {
         v["facts"] = json!(r.facts);
     }
     v
+}
+
+/// JSON of one claim.
+pub fn claim_json(c: &Claim) -> Value {
+    json!({
+        "scenario": c.scenario, "claim": c.claim, "measured": c.measured,
+        "published": c.published, "pass": c.pass, "info": c.info,
+    })
+}
+
+/// JSON of a run with the source threads' claims on it: [`report_json`]
+/// plus `claims`.
+pub fn run_json(r: &RunReport, claims: &[Claim]) -> Value {
+    let mut v = report_json(r);
+    v["claims"] = Value::Array(claims.iter().map(claim_json).collect());
+    v
+}
+
+/// JSON of a suite: every run with its claims (`suite`), every claim in
+/// one list (`checks`), and the scenarios that did not run with why
+/// (`skipped`: unavailable on this host, or failed).
+pub fn suite_json(runs: &[(&RunReport, &[Claim])], skipped: &[(String, String)]) -> Value {
+    json!({
+        "suite": runs.iter().map(|(r, c)| run_json(r, c)).collect::<Vec<Value>>(),
+        "checks": runs.iter().flat_map(|(_, c)| c.iter().map(claim_json)).collect::<Vec<Value>>(),
+        "skipped": skipped.iter().map(|(s, r)| json!({"scenario": s, "reason": r}))
+            .collect::<Vec<Value>>(),
+    })
+}
+
+/// Writes `value` as pretty JSON, one line feed after it, to `path`:
+/// standard output (`-`, `/dev/stdout`) through `out`, or a file written
+/// atomically (a temporary file renamed into place, so a failure leaves
+/// nothing half written); see [`super::output`].
+///
+/// # Errors
+/// Serializing, or writing the file.
+pub fn write_json(path: &Path, value: &Value, out: &mut dyn Write) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).context("serializing JSON")?;
+    text.push('\n');
+    super::output::write_output(path, text.as_bytes(), out)
 }
 
 #[cfg(test)]

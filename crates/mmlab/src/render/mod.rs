@@ -1,10 +1,26 @@
-//! Output: text in the seeds' formats, JSON, the self-contained HTML
-//! report, the store's history listings, and [`write_atomic`], the one way
-//! a file is written.
+//! Everything mmlab shows, and nothing else: text in the formats of the
+//! source threads ([`text`], [`claims`], [`compare`], [`side_by_side`],
+//! [`kernel`]'s pivoted kernel-mode tables),
+//! the command outputs ([`suite`], [`sweep`], [`list`], [`history`]), JSON
+//! ([`json`]), the generated results tables ([`results`]), the
+//! self-contained HTML report ([`html`], charts from the
+//! `svgplot` crate), where outputs go ([`output`]: standard output or a
+//! file, checked before any work) and [`write_atomic`], the one way a
+//! file is written.
+//! Every function returns text (or writes a file); the commands print it.
 
+pub mod claims;
+pub mod compare;
 pub mod history;
 pub mod html;
 pub mod json;
+pub mod kernel;
+pub mod list;
+pub mod output;
+pub mod results;
+pub mod side_by_side;
+pub mod suite;
+pub mod sweep;
 pub mod text;
 
 use anyhow::{bail, Context, Result};
@@ -109,7 +125,7 @@ pub fn pad(s: &str, width: usize, right: bool) -> String {
 /// recolour the terminal) and at most `max` characters, the rest elided
 /// with `…`.
 pub fn display_name(s: &str, max: usize) -> String {
-    let escaped = sim::spec::escape(s);
+    let escaped = sim::scenario::source::escape(s);
     if escaped.chars().count() <= max {
         return escaped;
     }
@@ -118,9 +134,110 @@ pub fn display_name(s: &str, max: usize) -> String {
     t
 }
 
+/// `text` (control characters escaped) in lines of at most `width`
+/// characters, broken at spaces; a word longer than `width` is cut into
+/// pieces of `width`. Nothing is left out.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in sim::scenario::source::escape(text).split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+                len = 0;
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        if len > 0 && len + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+        }
+        if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        len += word.len();
+        line.extend(word);
+    }
+    if len > 0 || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `s` as one word of a POSIX shell command: unchanged when it holds only
+/// characters no shell treats specially, else in single quotes (a single
+/// quote inside written `'\''`). Control characters stay as they are
+/// inside the quotes: the caller escapes what it prints to a terminal.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// `s` safe to print on a terminal: every control character but the line
+/// feed escaped (`\u{1b}`), so text from a user's file or name cannot move
+/// the cursor or recolour the terminal. Error messages and warnings go
+/// through it.
+pub fn escape_controls(s: &str) -> String {
+    s.split('\n')
+        .map(sim::scenario::source::escape)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_quoting_round_trips_through_sh() {
+        for s in [
+            "plain.toml",
+            "dir with space/it's $x.toml",
+            "",
+            "a\"b`c`\\d",
+            "-p",
+        ] {
+            let q = shell_quote(s);
+            let o = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {q}"))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&o.stdout), s, "{q}");
+        }
+        assert_eq!(shell_quote("a/b.toml"), "a/b.toml");
+    }
+
+    #[test]
+    fn wrapping_keeps_every_character() {
+        let text =
+            "measured 1.596e+08 ops/s   published 83323557 with a-very-long-word-that-goes-on";
+        for w in [1, 7, 20, 100] {
+            let lines = wrap(text, w);
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= w),
+                "{w}: {lines:?}"
+            );
+            let joined: String = lines.concat();
+            let squeezed: String = text.chars().filter(|c| *c != ' ').collect();
+            assert_eq!(joined.replace(' ', ""), squeezed, "{w}");
+        }
+    }
+
+    #[test]
+    fn controls_are_escaped_but_lines_kept() {
+        assert_eq!(escape_controls("a\u{1b}[31m\nb\r"), "a\\u{1b}[31m\nb\\r");
+    }
 
     #[test]
     fn atomic_write_leaves_only_the_file() {

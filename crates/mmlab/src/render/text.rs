@@ -1,4 +1,4 @@
-//! Text output in the seeds' formats:
+//! Text output in the formats of the source threads:
 //!
 //! * bcc `funclatency`-style log2 histograms ([`render_histogram`]):
 //!   `     nsecs               : count     distribution` and one
@@ -18,8 +18,7 @@
 //! Everything returns a `String`; nothing here prints.
 
 use crate::analysis::stats::{self, Significance};
-use crate::analysis::table::{self, robot_number, Cell, ComparisonTable};
-use sim::report::Claim;
+use crate::analysis::table::{self, Cell, ComparisonTable};
 use sim::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
 use std::fmt::Write as _;
 
@@ -193,13 +192,15 @@ pub fn render_table(t: &ComparisonTable) -> String {
     let (mut noise, mut untested) = (false, false);
     for row in &t.rows {
         let mut line = String::new();
+        let means: Vec<Option<f64>> = row.cells.iter().map(|c| c.mean).collect();
+        let shown = table::robot_numbers(&means);
         for (i, cell) in row.cells.iter().enumerate() {
             if i > 0 {
                 line.push(' ');
                 let ch = change_field(cell, &mut noise, &mut untested);
                 let _ = write!(line, "{ch:>10}");
             }
-            let v = cell.mean.map(robot_number).unwrap_or_default();
+            let v = &shown[i];
             // The robot's value field is 10 wide in the first column, 11 after.
             let w = if i == 0 { 10 } else { 11 };
             let _ = write!(line, "{v:>w$}{}", stddev_field(cell));
@@ -355,7 +356,7 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        sim::spec::escape(&report.scenario),
+        sim::scenario::source::escape(&report.scenario),
         report.runs,
         report.seed
     );
@@ -378,43 +379,17 @@ pub fn render_report_header(report: &RunReport) -> String {
 /// policies and each policy's latency histograms and percentiles.
 pub fn render_report(report: &RunReport) -> String {
     let mut out = render_report_header(report);
-    out.push_str(&report_table(report));
+    // Kernel mode: pivoted tables instead of one row per metric.
+    match super::kernel::render_pivots(report) {
+        t if t.is_empty() => out.push_str(&report_table(report)),
+        t => out.push_str(&t),
+    }
     for (p, r) in table::report_columns(report) {
         let h = render_policy_histograms(p, r);
         if !h.is_empty() {
             out.push('\n');
             out.push_str(&h);
         }
-    }
-    out
-}
-
-/// Renders the seed claims checked on a run as a table: `[ok]`, `[MISS]`
-/// or `[info]`, the claim, the measured figure and the seed's.
-pub fn render_claims(checks: &[Claim]) -> String {
-    let mut out = String::new();
-    if checks.is_empty() {
-        return out;
-    }
-    let w = checks
-        .iter()
-        .map(|c| c.claim.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(80);
-    let wm = checks
-        .iter()
-        .map(|c| c.measured.chars().count())
-        .max()
-        .unwrap_or(0);
-    let _ = writeln!(out, "{:<6} {:<w$}  {:<wm$}  seed", "", "claim", "measured");
-    for c in checks {
-        let mark = c.mark();
-        let _ = writeln!(
-            out,
-            "{mark:<6} {:<w$}  {:<wm$}  {}",
-            c.claim, c.measured, c.seed
-        );
     }
     out
 }

@@ -2,7 +2,7 @@
 //! output (latency histograms, percentiles, several runs per policy,
 //! plot series), for the store, compare and HTML tests and for the report
 //! screenshot in `docs/`: a test fixture, outside the library.
-//! Deterministic: the same seed gives the same reports. The numbers follow the seeds' orders of magnitude; they are
+//! Deterministic: the same seed gives the same reports. The numbers follow the source threads' orders of magnitude; they are
 //! not measurements.
 
 use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
@@ -120,7 +120,7 @@ fn report(scenario: &str, mode: Mode, runs: u32, seed: u64, order: &[&str]) -> R
     }
 }
 
-/// `refault-storm` (seed 003): refault latency and decision mismatch.
+/// `refault-storm` (source 003): refault latency and decision mismatch.
 pub fn refault_storm(seed: u64) -> RunReport {
     let mut rng = SampleRng::new(seed);
     let order = [
@@ -153,7 +153,7 @@ pub fn refault_storm(seed: u64) -> RunReport {
     r
 }
 
-/// `stat-readers` (seed 000 patch 5): read latency and stale reads.
+/// `stat-readers` (source 000 patch 5): read latency and stale reads.
 pub fn stat_readers(seed: u64) -> RunReport {
     let mut rng = SampleRng::new(seed ^ 0x5eed);
     let order = ["linux-5.15", "linux-6.8", "hierstat"];
@@ -177,7 +177,7 @@ pub fn stat_readers(seed: u64) -> RunReport {
     r
 }
 
-/// `update-path` (seeds 000 patch 3, 001): throughput at depth 2 and 4
+/// `update-path` (sources 000 patch 3, 001): throughput at depth 2 and 4
 /// and a throughput-vs-depth series.
 pub fn update_path(seed: u64) -> RunReport {
     let mut rng = SampleRng::new(seed ^ 0xdead);
@@ -214,7 +214,7 @@ pub fn update_path(seed: u64) -> RunReport {
     r
 }
 
-/// `numa01-thread-alloc` (seed 004): scanner versions, PTE updates, local
+/// `numa01-thread-alloc` (source 004): scanner versions, PTE updates, local
 /// access fraction over time and per-VMA coverage.
 pub fn numa01(seed: u64) -> RunReport {
     let mut rng = SampleRng::new(seed ^ 0x0404);

@@ -1,56 +1,49 @@
 //! Hierarchical charging.
 //!
-//! [`MemcgTree::try_charge`] serves a small charge from the CPU's stock;
+//! [`MemcgTree::try_charge_in`] serves a small charge from the CPU's stock;
 //! otherwise it charges `max(nr, BATCH)` pages to the page counter of the
 //! group and every ancestor, undoing the levels already charged when one
 //! refuses. On a refusal it first retries with exactly `nr` pages, then
-//! counts a `max` event on the group whose limit was hit, reclaims from that
-//! group's subtree (through [`Reclaim`]), drains the subtree's stocks once,
-//! and retries while reclaim makes progress. When nothing more can be
-//! reclaimed the charge fails with [`MemcgError::Oom`] after counting an
-//! `oom` event: never silently. After a successful charge every ancestor
-//! above `memory.high` counts a `high` event and is reclaimed back under it.
+//! counts a `max` event on the group whose limit was hit, reclaims `nr`
+//! pages from that group's subtree ([`super::reclaim`]), and retries if the
+//! margin is there; otherwise it drains the subtree's stocks once, retries
+//! while reclaim makes progress for a small charge, and up to
+//! [`MAX_RECLAIM_RETRIES`] times without. When that fails the charge fails
+//! with [`MemcgError::Oom`]; for a charge of up to 8 pages
+//! (`PAGE_ALLOC_COSTLY_ORDER`) an `oom` event is counted first, as the
+//! kernel invokes the OOM killer only for those (a THP charge fails and
+//! the fault falls back to small pages). Killing is the caller's business
+//! ([`crate::machine`] has the OOM killer); it retries the charge after a
+//! kill, as the kernel does.
 //!
-//! Reclaim walks the subtree in preorder and skips groups at or below
-//! `memory.low` unless nothing else was reclaimable; reclaiming a protected
-//! group counts a `low` event on it.
+//! A successful charge that leaves the group or an ancestor above
+//! `memory.high` (or its swap above `memory.swap.high`) adds the charged
+//! batch to the task's debt ([`ChargeContext`]), paid on its return to
+//! user space ([`super::high`]), or at once when the debt exceeds a batch
+//! (a large allocation inside one system call).
+//!
+//! User pages (anon, file, shmem) are uncharged straight from the
+//! counters; kernel memory and socket pages go back through the CPU's
+//! stock (`refill_stock`), as the kernel's kmem and skmem uncharges do.
 
-use super::{MemcgError, MemcgId, MemcgTree, MemoryEvent, Stat};
+use super::reclaim::{ScanControl, MAX_RECLAIM_RETRIES};
+use super::{MemcgError, MemcgId, MemcgTree, MemoryEvent, Reclaim, Stat};
 
-/// Frees pages of a group when a charge needs room.
-pub trait Reclaim {
-    /// Reclaims up to `nr` pages charged to `group` itself (not its
-    /// children), on behalf of a charge that hit `target`'s limit, running on
-    /// `cpu`. Freed pages must be uncharged through
-    /// [`MemcgTree::uncharge`] (and their statistics updated). Returns the
-    /// number of pages freed.
-    fn reclaim(
-        &mut self,
-        tree: &mut MemcgTree,
-        cpu: usize,
-        group: MemcgId,
-        target: MemcgId,
-        nr: u64,
-    ) -> u64;
+/// The largest charge, in pages, for which a failure invokes the OOM
+/// killer (`1 << PAGE_ALLOC_COSTLY_ORDER`).
+pub const OOM_MAX_PAGES: u64 = 8;
+
+/// What the charging task carries from a charge to its return to user
+/// space (`current->memcg_nr_pages_over_high` and the throttling it got).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChargeContext {
+    /// Pages charged while the group or an ancestor was above its high
+    /// limit, not yet paid for.
+    pub pages_over_high: u64,
+    /// Throttling sleep the task owes, in ns: the caller sleeps it (and
+    /// sets it back to 0).
+    pub sleep_ns: u64,
 }
-
-/// A [`Reclaim`] that can free nothing: every charge over a limit fails
-/// with an OOM once the stocks are drained.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoReclaim;
-
-impl Reclaim for NoReclaim {
-    fn reclaim(&mut self, _: &mut MemcgTree, _: usize, _: MemcgId, _: MemcgId, _: u64) -> u64 {
-        0
-    }
-}
-
-/// Reclaim rounds without progress before a charge gives up
-/// (`MAX_RECLAIM_RETRIES`).
-pub const MAX_RECLAIM_RETRIES: u32 = 16;
-
-/// Least pages a reclaim round asks for (`SWAP_CLUSTER_MAX`).
-pub const RECLAIM_MIN: u64 = 32;
 
 /// What a page charged through [`MemcgTree::charge`] is, which decides the
 /// statistics it updates.
@@ -66,11 +59,11 @@ pub enum Charge {
     KernelStack,
     /// Page tables (`kernel`, `pagetables`).
     Pagetables,
-    /// Reclaimable slab (`kernel`, `slab_reclaimable`).
+    /// Reclaimable slab (`kernel`, `slab_reclaimable`), whole pages.
     SlabReclaimable,
-    /// Unreclaimable slab (`kernel`, `slab_unreclaimable`).
+    /// Unreclaimable slab (`kernel`, `slab_unreclaimable`), whole pages.
     SlabUnreclaimable,
-    /// Per-CPU memory (`kernel`, `percpu`).
+    /// Per-CPU memory (`kernel`, `percpu`), whole pages.
     Percpu,
     /// Socket buffers (`sock`, not kernel memory in memcg's accounting).
     Sock,
@@ -102,6 +95,13 @@ impl Charge {
             Charge::Sock => vec![(Stat::Sock, pages)],
             Charge::Vmalloc => vec![(Stat::Kernel, pages), (Stat::Vmalloc, pages)],
         }
+    }
+
+    /// Whether an uncharge goes back through the CPU's charge stock (kernel
+    /// memory and sockets) rather than straight to the counters (user
+    /// pages).
+    pub fn uncharges_to_stock(self) -> bool {
+        !matches!(self, Charge::Anon | Charge::File | Charge::Shmem)
     }
 }
 
@@ -148,7 +148,24 @@ impl MemcgTree {
         Ok(())
     }
 
-    /// Charges `nr` pages to `id` on `cpu` (see the module docs).
+    /// Puts `nr` charged pages of `id` in `cpu`'s stock (`refill_stock`),
+    /// uncharging what the stock gives back.
+    pub(crate) fn refill_stock(
+        &mut self,
+        cpu: usize,
+        id: MemcgId,
+        nr: u64,
+    ) -> Result<(), MemcgError> {
+        for d in self.stocks.refill(cpu, id, nr) {
+            self.counters_uncharge(d.memcg, d.nr_pages)?;
+        }
+        Ok(())
+    }
+
+    /// Charges `nr` pages to `id` on `cpu` as one kernel entry: the charge
+    /// ([`try_charge_in`](Self::try_charge_in)) and, on the way back to
+    /// user space, the `memory.high` debt (whose throttling sleep is
+    /// dropped: use `try_charge_in` to see it).
     ///
     /// # Errors
     /// [`MemcgError::Oom`] when a limit cannot be met by reclaim;
@@ -160,14 +177,35 @@ impl MemcgTree {
         nr: u64,
         reclaim: &mut dyn Reclaim,
     ) -> Result<(), MemcgError> {
+        let mut ctx = ChargeContext::default();
+        self.try_charge_in(cpu, id, nr, reclaim, &mut ctx)?;
+        self.return_to_user(cpu, id, reclaim, &mut ctx)
+    }
+
+    /// Charges `nr` pages to `id` on `cpu` for a task whose debt is `ctx`
+    /// (see the module docs).
+    ///
+    /// # Errors
+    /// [`MemcgError::Oom`] when a limit cannot be met by reclaim;
+    /// unknown group or CPU.
+    pub fn try_charge_in(
+        &mut self,
+        cpu: usize,
+        id: MemcgId,
+        nr: u64,
+        reclaim: &mut dyn Reclaim,
+        ctx: &mut ChargeContext,
+    ) -> Result<(), MemcgError> {
         self.check_cpu(cpu)?;
         self.node(id)?;
         if nr == 0 || self.stocks.consume(cpu, id, nr) {
             return Ok(());
         }
-        let mut batch = nr.max(self.stocks.batch());
+        let batch_pages = self.stocks.batch();
+        let mut batch = nr.max(batch_pages);
         let mut drained = false;
         let mut retries = MAX_RECLAIM_RETRIES;
+        let sc = ScanControl::default();
         loop {
             let over = match self.counters_try_charge(id, batch) {
                 Ok(()) => break,
@@ -178,11 +216,7 @@ impl MemcgTree {
                 continue;
             }
             self.record_event(over, MemoryEvent::Max);
-            // Reclaim what the charge needs (at least a cluster), plus any
-            // excess left by a lowered `memory.max`.
-            let m = &self.node(over)?.memory;
-            let need = (m.usage() + nr).saturating_sub(m.max()).max(RECLAIM_MIN);
-            let reclaimed = self.reclaim_subtree(cpu, over, need, reclaim);
+            let reclaimed = self.try_to_free_pages(cpu, over, nr, &sc, reclaim);
             if self.node(over)?.memory.margin() >= nr {
                 continue;
             }
@@ -191,11 +225,16 @@ impl MemcgTree {
                 self.drain_subtree_stocks(over)?;
                 continue;
             }
-            if reclaimed > 0 && retries > 0 {
+            if reclaimed > 0 && nr <= OOM_MAX_PAGES {
+                continue;
+            }
+            if retries > 0 {
                 retries -= 1;
                 continue;
             }
-            self.record_event(over, MemoryEvent::Oom);
+            if nr <= OOM_MAX_PAGES {
+                self.record_event(over, MemoryEvent::Oom);
+            }
             return Err(MemcgError::Oom {
                 memcg: id,
                 over,
@@ -203,91 +242,62 @@ impl MemcgTree {
             });
         }
         if batch > nr {
-            for d in self.stocks.refill(cpu, id, batch - nr) {
-                self.counters_uncharge(d.memcg, d.nr_pages)?;
-            }
+            self.refill_stock(cpu, id, batch - nr)?;
         }
-        self.reclaim_high(cpu, id, reclaim)?;
-        Ok(())
-    }
-
-    /// Every ancestor above `memory.high` counts a `high` event and is
-    /// reclaimed towards it.
-    fn reclaim_high(
-        &mut self,
-        cpu: usize,
-        id: MemcgId,
-        reclaim: &mut dyn Reclaim,
-    ) -> Result<(), MemcgError> {
-        let chain: Vec<MemcgId> = self.ancestors(id).collect();
-        for a in chain {
-            let m = &self.node(a)?.memory;
-            if m.usage() > m.high() {
-                let excess = m.usage() - m.high();
-                self.record_event(a, MemoryEvent::High);
-                self.reclaim_subtree(cpu, a, excess, reclaim);
+        let over_high = self.ancestors(id).any(|a| {
+            self.node(a)
+                .is_ok_and(|n| n.memory.usage() > n.memory.high() || n.swap.usage() > n.swap.high())
+        });
+        if over_high {
+            ctx.pages_over_high += batch;
+            if ctx.pages_over_high > batch_pages {
+                self.handle_over_high(cpu, id, reclaim, ctx)?;
             }
         }
         Ok(())
     }
 
-    fn drain_subtree_stocks(&mut self, id: MemcgId) -> Result<(), MemcgError> {
+    /// Drains the stocks (page and object) of every CPU that caches a group
+    /// of `id`'s subtree (`drain_all_stock`; the kernel drains remote CPUs
+    /// asynchronously, the model at once).
+    pub(crate) fn drain_subtree_stocks(&mut self, id: MemcgId) -> Result<(), MemcgError> {
         let sub: std::collections::HashSet<MemcgId> = self.subtree(id).into_iter().collect();
-        for d in self.stocks.drain_where(|m| sub.contains(&m)) {
-            self.counters_uncharge(d.memcg, d.nr_pages)?;
-        }
-        Ok(())
+        self.drain_stocks_where(|m| sub.contains(&m))
     }
 
-    /// Drains every CPU's stock back to the counters (`drain_all_stock`).
+    /// Drains the stocks that cache `id` itself (a removal).
+    pub(crate) fn drain_stocks_of(&mut self, id: MemcgId) -> Result<(), MemcgError> {
+        self.drain_stocks_where(|m| m == id)
+    }
+
+    /// Drains every CPU's stocks back to the counters (`drain_all_stock`
+    /// of the root).
     ///
     /// # Errors
     /// Only on an internal accounting error.
     pub fn drain_all_stocks(&mut self) -> Result<(), MemcgError> {
-        for d in self.stocks.drain_where(|_| true) {
-            self.counters_uncharge(d.memcg, d.nr_pages)?;
+        self.drain_stocks_where(|_| true)
+    }
+
+    fn drain_stocks_where(
+        &mut self,
+        mut pred: impl FnMut(MemcgId) -> bool,
+    ) -> Result<(), MemcgError> {
+        for cpu in 0..self.cpus() {
+            if self.obj_stocks.cached(cpu).is_some_and(&mut pred) {
+                self.drain_obj_stock(cpu)?;
+            }
+            if self.stocks.get(cpu).cached.is_some_and(&mut pred) {
+                if let Some(d) = self.stocks.drain(cpu) {
+                    self.counters_uncharge(d.memcg, d.nr_pages)?;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Reclaims up to `nr` pages from `target`'s subtree; returns the pages
-    /// freed (see the module docs for `memory.low`).
-    pub fn reclaim_subtree(
-        &mut self,
-        cpu: usize,
-        target: MemcgId,
-        nr: u64,
-        reclaim: &mut dyn Reclaim,
-    ) -> u64 {
-        let groups = self.subtree(target);
-        let mut got = 0;
-        for respect_low in [true, false] {
-            for &g in &groups {
-                if got >= nr {
-                    break;
-                }
-                let protected = self
-                    .node(g)
-                    .map(|n| n.memory.usage() <= n.memory.low() && n.memory.low() > 0)
-                    .unwrap_or(false);
-                if protected && respect_low {
-                    continue;
-                }
-                let freed = reclaim.reclaim(self, cpu, g, target, nr - got);
-                if protected && freed > 0 {
-                    self.record_event(g, MemoryEvent::Low);
-                }
-                got += freed;
-            }
-            if got > 0 {
-                break;
-            }
-        }
-        got
-    }
-
-    /// Uncharges `nr` pages from `id` and its ancestors (pages freed; no
-    /// statistics change: the owner updates those).
+    /// Uncharges `nr` pages from `id` and its ancestors (user pages freed;
+    /// no statistics change: the owner updates those).
     ///
     /// # Errors
     /// [`MemcgError::Underflow`], [`MemcgError::UnknownMemcg`].
@@ -296,7 +306,7 @@ impl MemcgTree {
     }
 
     /// Charges `pages` pages of `kind` on `node` to `id` and updates the
-    /// kind's statistics (see [`Charge::stats`]).
+    /// kind's statistics (see [`Charge::stats`]), as one kernel entry.
     ///
     /// # Errors
     /// As [`try_charge`](Self::try_charge); on error no statistic changes.
@@ -309,14 +319,36 @@ impl MemcgTree {
         pages: u64,
         reclaim: &mut dyn Reclaim,
     ) -> Result<(), MemcgError> {
-        self.try_charge(cpu, id, pages, reclaim)?;
+        let mut ctx = ChargeContext::default();
+        self.charge_in(cpu, id, node, kind, pages, reclaim, &mut ctx)?;
+        self.return_to_user(cpu, id, reclaim, &mut ctx)
+    }
+
+    /// As [`charge`](Self::charge) for a task whose debt is `ctx`.
+    ///
+    /// # Errors
+    /// As [`try_charge_in`](Self::try_charge_in).
+    #[allow(clippy::too_many_arguments)]
+    pub fn charge_in(
+        &mut self,
+        cpu: usize,
+        id: MemcgId,
+        node: usize,
+        kind: Charge,
+        pages: u64,
+        reclaim: &mut dyn Reclaim,
+        ctx: &mut ChargeContext,
+    ) -> Result<(), MemcgError> {
+        self.try_charge_in(cpu, id, pages, reclaim, ctx)?;
         for (stat, d) in kind.stats(pages as i64) {
             self.mod_stat(cpu, id, node, stat, d)?;
         }
         Ok(())
     }
 
-    /// Frees `pages` pages of `kind` charged by [`charge`](Self::charge).
+    /// Frees `pages` pages of `kind` charged by [`charge`](Self::charge):
+    /// user pages leave the counters at once, kernel and socket pages go
+    /// to `cpu`'s stock.
     ///
     /// # Errors
     /// [`MemcgError::Underflow`] (nothing changes), unknown group or CPU.
@@ -329,7 +361,19 @@ impl MemcgTree {
         pages: u64,
     ) -> Result<(), MemcgError> {
         self.check_cpu(cpu)?;
-        self.counters_uncharge(id, pages)?;
+        let usage = self.node(id)?.memory.usage();
+        if usage < pages {
+            return Err(MemcgError::Underflow {
+                memcg: id,
+                nr: pages,
+                usage,
+            });
+        }
+        if kind.uncharges_to_stock() {
+            self.refill_stock(cpu, id, pages)?;
+        } else {
+            self.counters_uncharge(id, pages)?;
+        }
         for (stat, d) in kind.stats(-(pages as i64)) {
             self.mod_stat(cpu, id, node, stat, d)?;
         }

@@ -1,10 +1,12 @@
 //! The page counter: usage and limits of one group (`memory.current`,
-//! `memory.max`, `memory.high`, `memory.low`, failcnt).
+//! `memory.max`, `memory.high`, `memory.low`, `memory.min`, failcnt,
+//! `memory.peak`), or of its swap (`memory.swap.*`).
 //!
 //! A counter only checks its own limit; the hierarchical charge (every
-//! ancestor's counter, undone on failure) is in [`super::charge`]. The model
-//! is driven through `&mut` (one simulated machine at a time), so the
-//! counters are plain integers: no atomics, no ordering to justify.
+//! ancestor's counter, undone on failure) is in [`super::charge`], the
+//! effective protection computed from `min`/`low` in [`super::protection`].
+//! The model is driven through `&mut` (one simulated machine at a time), so
+//! the counters are plain integers: no atomics, no ordering to justify.
 
 /// "No limit" (`max` in the cgroup files).
 pub const UNLIMITED: u64 = u64::MAX;
@@ -16,8 +18,12 @@ pub struct PageCounter {
     max: u64,
     high: u64,
     low: u64,
+    min: u64,
     failcnt: u64,
     watermark: u64,
+    /// Highest usage since the last per-descriptor peak reset (any
+    /// descriptor's); see [`super::peak`].
+    local_watermark: u64,
 }
 
 impl Default for PageCounter {
@@ -27,16 +33,23 @@ impl Default for PageCounter {
 }
 
 impl PageCounter {
-    /// An empty, unlimited counter.
+    /// An empty, unlimited, unprotected counter.
     pub fn new() -> Self {
         PageCounter {
             usage: 0,
             max: UNLIMITED,
             high: UNLIMITED,
             low: 0,
+            min: 0,
             failcnt: 0,
             watermark: 0,
+            local_watermark: 0,
         }
+    }
+
+    fn raise_watermarks(&mut self) {
+        self.watermark = self.watermark.max(self.usage);
+        self.local_watermark = self.local_watermark.max(self.usage);
     }
 
     /// Charges `nr` pages if that keeps usage within `max`; otherwise counts
@@ -45,7 +58,7 @@ impl PageCounter {
         match self.usage.checked_add(nr) {
             Some(new) if new <= self.max => {
                 self.usage = new;
-                self.watermark = self.watermark.max(new);
+                self.raise_watermarks();
                 true
             }
             _ => {
@@ -59,7 +72,7 @@ impl PageCounter {
     /// `page_counter_charge`, used when a charge must not fail).
     pub fn force_charge(&mut self, nr: u64) {
         self.usage = self.usage.saturating_add(nr);
-        self.watermark = self.watermark.max(self.usage);
+        self.raise_watermarks();
     }
 
     /// Removes `nr` pages; returns `false` (and changes nothing) if that
@@ -89,9 +102,14 @@ impl PageCounter {
         self.high
     }
 
-    /// The best-effort protection.
+    /// The best-effort protection (`memory.low`).
     pub fn low(&self) -> u64 {
         self.low
+    }
+
+    /// The hard protection (`memory.min`).
+    pub fn min(&self) -> u64 {
+        self.min
     }
 
     /// Charges refused by `max`.
@@ -99,9 +117,21 @@ impl PageCounter {
         self.failcnt
     }
 
-    /// Highest usage seen (`memory.peak`).
+    /// Highest usage seen (`memory.peak` read through a descriptor that
+    /// never reset it).
     pub fn watermark(&self) -> u64 {
         self.watermark
+    }
+
+    /// Highest usage since the most recent per-descriptor reset.
+    pub fn local_watermark(&self) -> u64 {
+        self.local_watermark
+    }
+
+    /// Starts a new local watermark at the current usage (a write to a
+    /// `memory.peak` descriptor); returns the one it replaces.
+    pub fn reset_local_watermark(&mut self) -> u64 {
+        std::mem::replace(&mut self.local_watermark, self.usage)
     }
 
     /// Pages that can still be charged before `max`.
@@ -119,9 +149,14 @@ impl PageCounter {
         self.high = pages;
     }
 
-    /// Sets the protection.
+    /// Sets the best-effort protection.
     pub fn set_low(&mut self, pages: u64) {
         self.low = pages;
+    }
+
+    /// Sets the hard protection.
+    pub fn set_min(&mut self, pages: u64) {
+        self.min = pages;
     }
 }
 
@@ -144,5 +179,17 @@ mod tests {
         assert_eq!(c.watermark(), 10);
         c.force_charge(20);
         assert_eq!(c.usage(), 20);
+    }
+
+    #[test]
+    fn local_watermark_restarts_at_usage() {
+        let mut c = PageCounter::new();
+        c.force_charge(50);
+        c.uncharge(40);
+        assert_eq!(c.reset_local_watermark(), 50);
+        assert_eq!(c.local_watermark(), 10);
+        c.force_charge(5);
+        assert_eq!(c.local_watermark(), 15);
+        assert_eq!(c.watermark(), 50);
     }
 }

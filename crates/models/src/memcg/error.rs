@@ -30,9 +30,10 @@ pub enum MemcgError {
         /// Number of CPUs.
         cpus: usize,
     },
-    /// A charge failed: `over` is at `memory.max`, reclaim freed too little,
-    /// and an `oom` event was counted on it.
-    #[error("OOM: charging {nr} pages to memcg {memcg} failed: memcg {over} is at memory.max and reclaim freed nothing")]
+    /// A charge failed: `over` is at `memory.max` and reclaim freed too
+    /// little; for a charge of up to 8 pages an `oom` event was counted on
+    /// `over` (the OOM killer's turn).
+    #[error("OOM: charging {nr} pages to memcg {memcg} failed: memcg {over} is at memory.max and reclaim freed too little")]
     Oom {
         /// The group being charged.
         memcg: MemcgId,
@@ -51,4 +52,16 @@ pub enum MemcgError {
         /// Pages charged.
         usage: u64,
     },
+    /// A value the file does not accept (`EINVAL`).
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
+    /// `memory.reclaim` could not reclaim what was asked (`EAGAIN`).
+    #[error("memory.reclaim: reclaim stalled before the requested amount (EAGAIN)")]
+    Again,
+    /// No such peak descriptor.
+    #[error("no open peak descriptor {0}")]
+    UnknownFd(u64),
+    /// No such object cache.
+    #[error("no kernel object cache {0}")]
+    UnknownCache(usize),
 }

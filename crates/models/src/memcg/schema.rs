@@ -9,7 +9,10 @@
 //! * **events**: `pgfault`, `pgscan_*`, `pgactivate`, ...
 //!
 //! Derived entries (`slab`, `pgscan`, `pgsteal`) are sums computed when the
-//! file is formatted, as the kernel does.
+//! file is formatted, as the kernel does. The item set and order are those
+//! of a 6.12 kernel built with swap, zswap, THP, hugetlb and NUMA balancing
+//! (`memory_stats[]` and `memcg_vm_event_stat[]` of `mm/memcontrol.c`),
+//! without the cgroup v1 `pgpgin`/`pgpgout`.
 //!
 //! Every [`Stat`] has a storage [`Unit`] (pages for page-granular items,
 //! bytes for slab, kernel stacks and percpu, counts for events and the
@@ -70,6 +73,8 @@ stats! {
     KernelStack = ("kernel_stack", Node, Bytes),
     /// Page tables, pages.
     Pagetables = ("pagetables", Node, Pages),
+    /// Secondary (KVM/IOMMU) page tables (`NR_SECONDARY_PAGETABLE`), pages.
+    SecPagetables = ("sec_pagetables", Node, Pages),
     /// Per-CPU allocations, bytes.
     Percpu = ("percpu", Memcg, Bytes),
     /// Network socket buffers, pages.
@@ -78,6 +83,10 @@ stats! {
     Vmalloc = ("vmalloc", Memcg, Pages),
     /// Shared memory (tmpfs, shm), pages.
     Shmem = ("shmem", Node, Pages),
+    /// Memory of the compressed zswap pool (`MEMCG_ZSWAP_B`), bytes.
+    Zswap = ("zswap", Memcg, Bytes),
+    /// Pages stored in zswap, uncompressed size (`MEMCG_ZSWAPPED`), pages.
+    Zswapped = ("zswapped", Memcg, Pages),
     /// Mapped page cache, pages.
     FileMapped = ("file_mapped", Node, Pages),
     /// Dirty page cache, pages.
@@ -106,6 +115,9 @@ stats! {
     SlabReclaimable = ("slab_reclaimable", Node, Bytes),
     /// Unreclaimable slab, bytes.
     SlabUnreclaimable = ("slab_unreclaimable", Node, Bytes),
+    /// hugetlb pages (`NR_HUGETLB`), pages; shown only with hugetlb
+    /// accounting (the `memory_hugetlb_accounting` mount option).
+    Hugetlb = ("hugetlb", Node, Pages),
     /// Refaults of evicted anonymous pages.
     WorkingsetRefaultAnon = ("workingset_refault_anon", Node, Count),
     /// Refaults of evicted file pages.
@@ -120,14 +132,26 @@ stats! {
     WorkingsetRestoreFile = ("workingset_restore_file", Node, Count),
     /// Shadow nodes reclaimed by the shrinker.
     WorkingsetNodereclaim = ("workingset_nodereclaim", Node, Count),
+    /// Pages demoted to a slower tier by kswapd.
+    PgdemoteKswapd = ("pgdemote_kswapd", Node, Count),
+    /// Pages demoted by direct reclaim.
+    PgdemoteDirect = ("pgdemote_direct", Node, Count),
+    /// Pages demoted by khugepaged.
+    PgdemoteKhugepaged = ("pgdemote_khugepaged", Node, Count),
+    /// Pages promoted to a faster tier by NUMA balancing.
+    PgpromoteSuccess = ("pgpromote_success", Node, Count),
     /// Pages scanned by kswapd.
     PgscanKswapd = ("pgscan_kswapd", Event, Count),
     /// Pages scanned by direct reclaim.
     PgscanDirect = ("pgscan_direct", Event, Count),
+    /// Pages scanned by khugepaged.
+    PgscanKhugepaged = ("pgscan_khugepaged", Event, Count),
     /// Pages reclaimed by kswapd.
     PgstealKswapd = ("pgsteal_kswapd", Event, Count),
     /// Pages reclaimed by direct reclaim.
     PgstealDirect = ("pgsteal_direct", Event, Count),
+    /// Pages reclaimed by khugepaged.
+    PgstealKhugepaged = ("pgsteal_khugepaged", Event, Count),
     /// Page faults.
     Pgfault = ("pgfault", Event, Count),
     /// Major page faults.
@@ -142,10 +166,20 @@ stats! {
     Pglazyfree = ("pglazyfree", Event, Count),
     /// Lazy-free pages reclaimed.
     Pglazyfreed = ("pglazyfreed", Event, Count),
+    /// Pages loaded from zswap.
+    Zswpin = ("zswpin", Event, Count),
+    /// Pages stored in zswap.
+    Zswpout = ("zswpout", Event, Count),
+    /// Pages written back from zswap to swap.
+    Zswpwb = ("zswpwb", Event, Count),
     /// THPs allocated at fault time.
     ThpFaultAlloc = ("thp_fault_alloc", Event, Count),
     /// THPs allocated by khugepaged collapse.
     ThpCollapseAlloc = ("thp_collapse_alloc", Event, Count),
+    /// THPs swapped out in one piece.
+    ThpSwpout = ("thp_swpout", Event, Count),
+    /// THPs split before swap-out.
+    ThpSwpoutFallback = ("thp_swpout_fallback", Event, Count),
 }
 
 impl Stat {

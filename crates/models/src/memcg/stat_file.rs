@@ -4,8 +4,9 @@
 //! (threshold-guarded under the 5.16+ and 6.8+ presets, exact under
 //! `linux-5.13`), then prints hierarchical values: sizes in bytes, events
 //! and `workingset_*` in counts. `slab` follows `slab_unreclaimable` as the
-//! sum of both slab items; `pgscan`/`pgsteal` precede their kswapd/direct
-//! split as sums.
+//! sum of both slab items; `pgscan`/`pgsteal` precede their
+//! kswapd/direct/khugepaged split as sums; `hugetlb` appears only with the
+//! `memory_hugetlb_accounting` mount option.
 
 use super::{Class, MemcgError, MemcgId, MemcgTree, Slot, Stat};
 use hierstat::sim::Simulator as _;
@@ -110,22 +111,40 @@ impl MemcgTree {
     pub fn format_memory_stat(&self, id: MemcgId) -> Result<String, MemcgError> {
         let mut s = String::new();
         for &stat in Stat::ALL {
+            if stat == Stat::Hugetlb && !self.hugetlb_accounting() {
+                continue;
+            }
             if stat == Stat::PgscanKswapd {
-                let scan = self.stat_value(id, Stat::PgscanKswapd)?
-                    + self.stat_value(id, Stat::PgscanDirect)?;
-                let steal = self.stat_value(id, Stat::PgstealKswapd)?
-                    + self.stat_value(id, Stat::PgstealDirect)?;
+                let scan = self.stat_sum(
+                    id,
+                    &[
+                        Stat::PgscanKswapd,
+                        Stat::PgscanDirect,
+                        Stat::PgscanKhugepaged,
+                    ],
+                )?;
+                let steal = self.stat_sum(
+                    id,
+                    &[
+                        Stat::PgstealKswapd,
+                        Stat::PgstealDirect,
+                        Stat::PgstealKhugepaged,
+                    ],
+                )?;
                 let _ = writeln!(s, "pgscan {scan}");
                 let _ = writeln!(s, "pgsteal {steal}");
             }
             let _ = writeln!(s, "{} {}", stat.name(), self.stat_value(id, stat)?);
             if stat == Stat::SlabUnreclaimable {
-                let slab = self.stat_value(id, Stat::SlabReclaimable)?
-                    + self.stat_value(id, Stat::SlabUnreclaimable)?;
+                let slab = self.stat_sum(id, &[Stat::SlabReclaimable, Stat::SlabUnreclaimable])?;
                 let _ = writeln!(s, "slab {slab}");
             }
         }
         Ok(s)
+    }
+
+    fn stat_sum(&self, id: MemcgId, stats: &[Stat]) -> Result<u64, MemcgError> {
+        stats.iter().map(|&st| self.stat_value(id, st)).sum()
     }
 
     /// `memory.numa_stat` of `id`: every per-node item as
@@ -136,7 +155,10 @@ impl MemcgTree {
     pub fn memory_numa_stat(&mut self, id: MemcgId) -> Result<String, MemcgError> {
         self.flush_for_read(id)?;
         let mut s = String::new();
-        for &stat in Stat::ALL.iter().filter(|s| s.class() == Class::Node) {
+        let shown = |s: &&Stat| {
+            s.class() == Class::Node && (**s != Stat::Hugetlb || self.hugetlb_accounting())
+        };
+        for &stat in Stat::ALL.iter().filter(shown) {
             let _ = write!(s, "{}", stat.name());
             for n in 0..self.nr_nodes() {
                 let _ = write!(s, " N{n}={}", self.stat_value_node(id, stat, Some(n))?);
@@ -160,6 +182,14 @@ impl MemcgTree {
     /// [`MemcgError::UnknownMemcg`].
     pub fn memory_events_local(&self, id: MemcgId) -> Result<String, MemcgError> {
         Ok(self.events_local(id)?.format())
+    }
+
+    /// `memory.swap.events` of `id`.
+    ///
+    /// # Errors
+    /// [`MemcgError::UnknownMemcg`].
+    pub fn memory_swap_events(&self, id: MemcgId) -> Result<String, MemcgError> {
+        Ok(self.swap_events(id)?.format())
     }
 }
 

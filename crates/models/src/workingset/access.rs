@@ -7,13 +7,16 @@ use super::{
     Access, Lru, LruList, LruSizes, Mapping, RefaultFlush, RefaultInfo, Shadow, SlotState,
     WorkingsetError,
 };
-use crate::memcg::{MemcgError, MemcgId, MemcgTree, Stat};
+use crate::memcg::{ChargeContext, MemcgError, MemcgId, MemcgTree, Stat};
+
+/// Pages of a PMD-sized THP.
+const THP_PAGES: u64 = 512;
 
 impl Lru {
     pub(crate) fn folio_stats(file: bool, nr: u64) -> [(Stat, bool); 2] {
         let base = if file { Stat::File } else { Stat::Anon };
         let thp = if file { Stat::FileThp } else { Stat::AnonThp };
-        [(base, true), (thp, nr >= 512)]
+        [(base, true), (thp, nr >= THP_PAGES)]
     }
 
     /// Statistics of a folio entering (`sign = 1`) or leaving (`-1`) memory.
@@ -83,7 +86,9 @@ impl Lru {
         Ok(())
     }
 
-    /// A page access on `cpu` (see the module docs).
+    /// A page access on `cpu` (see the module docs) as one kernel entry:
+    /// the access, then the `memory.high` debt of a charge paid on the way
+    /// back to user space (its throttling sleep dropped).
     ///
     /// # Errors
     /// [`WorkingsetError::UnknownSlot`]; [`MemcgError::Oom`] when the
@@ -94,6 +99,28 @@ impl Lru {
         cpu: usize,
         slot: u32,
         flush: &mut dyn RefaultFlush,
+    ) -> Result<Access, WorkingsetError> {
+        let mut ctx = ChargeContext::default();
+        let out = self.access_in(tree, cpu, slot, flush, &mut ctx)?;
+        if ctx.pages_over_high > 0 {
+            let owner = self.mapping_of(slot)?.owner;
+            tree.return_to_user(cpu, owner, self, &mut ctx)?;
+        }
+        Ok(out)
+    }
+
+    /// A page access on `cpu` by a task whose `memory.high` debt is `ctx`
+    /// (paying it is the caller's: [`MemcgTree::return_to_user`]).
+    ///
+    /// # Errors
+    /// As [`access`](Self::access).
+    pub fn access_in(
+        &mut self,
+        tree: &mut MemcgTree,
+        cpu: usize,
+        slot: u32,
+        flush: &mut dyn RefaultFlush,
+        ctx: &mut ChargeContext,
     ) -> Result<Access, WorkingsetError> {
         let s = *self
             .slots
@@ -112,7 +139,7 @@ impl Lru {
             self.activate_resident(tree, cpu, slot)?;
             return Ok(Access::Hit { activated: true });
         }
-        tree.try_charge(cpu, m.owner, m.nr, self)?;
+        tree.try_charge_in(cpu, m.owner, m.nr, self, ctx)?;
         // Reclaim during the charge cannot have touched this slot: it was
         // not resident.
         let state = self.slots[slot as usize].state;
@@ -247,6 +274,10 @@ impl Lru {
         sl.referenced = false;
         self.set_state(slot, SlotState::Shadow(sh));
         Self::account_folio(tree, cpu, &m, LruList::of(m.file, s.active), -1)?;
+        if !m.file && m.nr >= THP_PAGES {
+            // Swapped out whole, not split (`THP_SWPOUT`).
+            tree.mod_stat(cpu, m.owner, m.node, Stat::ThpSwpout, 1)?;
+        }
         tree.uncharge(m.owner, m.nr)?;
         self.counters.evictions += 1;
         Ok(true)

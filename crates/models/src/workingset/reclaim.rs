@@ -3,7 +3,9 @@
 //!
 //! Per (group, node): the scan is split between anon and file in
 //! proportion to `swappiness × anon` vs `(200 − swappiness) × file`
-//! (anon only when the group can swap). Scanning a type first refills its
+//! (anon only when the group can swap and, in this cgroup reclaim, the
+//! swappiness is not 0; `memory.reclaim`'s `swappiness=` replaces
+//! `vm.swappiness`). Scanning a type first refills its
 //! inactive list from the active tail when the inactive list is smaller
 //! (`inactive_is_low`): deactivated folios get the workingset bit, no aging.
 //! Then folios come off the inactive tail in clusters of
@@ -14,14 +16,30 @@
 //! `FOLIOREF_RECLAIM_CLEAN` folios.
 
 use super::{Lru, LruList, SlotState};
-use crate::memcg::{MemcgError, MemcgId, MemcgTree, Reclaim, Stat};
+use crate::memcg::{MemcgError, MemcgId, MemcgTree, Reclaim, ScanControl, Stat};
 
 /// Pages scanned per batch (at least one folio).
 pub const SWAP_CLUSTER_MAX: u64 = 32;
-/// `vm.swappiness`.
-pub const SWAPPINESS: u64 = 60;
+/// `vm.swappiness`, the default of [`ScanControl`].
+pub const SWAPPINESS: u64 = crate::memcg::reclaim::VM_SWAPPINESS as u64;
 
 impl Reclaim for Lru {
+    fn reclaimable(&self, tree: &MemcgTree, group: MemcgId, sc: &ScanControl) -> u64 {
+        let swap = Self::may_scan_anon(tree, group, sc);
+        (0..self.nodes)
+            .filter_map(|node| self.lruvec(group, node))
+            .map(|lv| {
+                let s = lv.sizes();
+                let anon = if swap {
+                    s.inactive_anon + s.active_anon
+                } else {
+                    0
+                };
+                s.inactive_file + s.active_file + anon
+            })
+            .sum()
+    }
+
     fn reclaim(
         &mut self,
         tree: &mut MemcgTree,
@@ -29,6 +47,7 @@ impl Reclaim for Lru {
         group: MemcgId,
         target: MemcgId,
         nr: u64,
+        sc: &ScanControl,
     ) -> u64 {
         let mut freed = 0;
         for node in 0..self.nodes {
@@ -38,7 +57,7 @@ impl Reclaim for Lru {
             // Accounting errors cannot happen for folios this model
             // charged itself; treat one as "nothing more reclaimable".
             freed += self
-                .shrink_lruvec(tree, cpu, group, node, target, nr - freed)
+                .shrink_lruvec(tree, cpu, group, node, target, nr - freed, sc)
                 .unwrap_or(0);
         }
         freed
@@ -46,6 +65,14 @@ impl Reclaim for Lru {
 }
 
 impl Lru {
+    /// Whether a reclaim with `sc` scans `group`'s anonymous pages: swap
+    /// must be available to it, and a cgroup reclaim with swappiness 0
+    /// scans page cache only.
+    fn may_scan_anon(tree: &MemcgTree, group: MemcgId, sc: &ScanControl) -> bool {
+        sc.may_swap && sc.swappiness > 0 && tree.nr_swap_pages(group) > 0
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn shrink_lruvec(
         &mut self,
         tree: &mut MemcgTree,
@@ -54,8 +81,10 @@ impl Lru {
         node: usize,
         target: MemcgId,
         nr: u64,
+        sc: &ScanControl,
     ) -> Result<u64, MemcgError> {
-        let swap = tree.nr_swap_pages(group) > 0;
+        let swap = Self::may_scan_anon(tree, group, sc);
+        let swappiness = u64::from(sc.swappiness.min(200));
         let mut freed = 0;
         let mut rounds = 0;
         while freed < nr && rounds < 64 + nr / SWAP_CLUSTER_MAX * 4 {
@@ -72,8 +101,8 @@ impl Lru {
                 (0, _) => true,
                 (_, 0) => false,
                 (a, f) => {
-                    let wa = (SWAPPINESS * a) as f64;
-                    let wf = ((200 - SWAPPINESS) * f) as f64;
+                    let wa = (swappiness * a) as f64;
+                    let wf = ((200 - swappiness) * f) as f64;
                     self.scan_credit += wa / (wa + wf);
                     if self.scan_credit >= 1.0 {
                         self.scan_credit -= 1.0;

@@ -21,34 +21,14 @@ use super::{spawn_scoped, Gate};
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
 use crate::error::SimError;
-use crate::spec::{ReadersSpec, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
+use crate::workload::{ReadersSpec, WritersSpec};
 use hdrhistogram::Histogram;
 use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// CPU time consumed by the calling thread, in ns (`None` where the
-/// platform offers no per-thread CPU clock).
-pub fn thread_cpu_ns() -> Option<u64> {
-    #[cfg(unix)]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        #[allow(unsafe_code)]
-        // SAFETY: `ts` is a valid, writable `timespec` owned by this frame,
-        // and CLOCK_THREAD_CPUTIME_ID is a clock id every supported unix
-        // accepts; the call writes only through the pointer it is given.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
-}
+pub use simcore::clock::thread_cpu_ns;
 
 /// The values a read may return given the oracle's cumulative
 /// `(charged, uncharged)` sums before and after it: any subset of the

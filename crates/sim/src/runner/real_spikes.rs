@@ -19,8 +19,8 @@ use super::{spawn_scoped, Gate};
 use crate::backend::{FlushReason, StatsBackend};
 use crate::cost::Work;
 use crate::error::SimError;
-use crate::spec::{SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
+use crate::workload::{SpikeSpec, Targets, WritersSpec};
 use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -206,7 +206,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
 mod tests {
     use super::*;
     use crate::baselines::EagerTree;
-    use crate::spec::TreeSpec;
+    use crate::workload::TreeSpec;
 
     #[test]
     fn eager_tree_never_misses_nor_inverts() {

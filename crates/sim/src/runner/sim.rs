@@ -14,6 +14,12 @@
 //!   CPU waits until the line is free and pays a line transfer; on the line
 //!   its owner last wrote it pays one uncontended atomic.
 //!
+//! A `memory.stat` read is priced whole: its flush (the engine's work, each
+//! aggregated counter standing for the kernel counters of a visited group
+//! it represents: the file's `stat_items` over the schema's items), then
+//! the syscalls and the formatting of every line of the file
+//! ([`crate::priced::read_ns`]).
+//!
 //! An exact oracle ([`super::oracle`]: hierarchical sums of every update,
 //! kept alongside the engine) judges every read: stale reads, missed
 //! spikes and child > parent inconsistencies.
@@ -31,8 +37,8 @@ use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
 use crate::lock::{Acquire, FlushLock, LockMode};
 use crate::runner::oracle::{self, Oracle};
-use crate::spec::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
 use crate::workload::{GroupIdx, TreeShape};
+use crate::workload::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
 use simcore::time::{SimTime, MILLIS, SECONDS};
 use simcore::Rng;
 use std::collections::HashMap;
@@ -165,6 +171,10 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     costs: CostTable,
     transfer: SimTime,
     atomic: SimTime,
+    /// What a read costs besides its flush.
+    read_ns: SimTime,
+    /// Kernel counters each aggregated engine counter stands for.
+    counters_per_item: u64,
     now: SimTime,
     queue: EventQueue,
     rng: Rng,
@@ -222,6 +232,8 @@ pub fn run<B: StatsBackend + ?Sized>(
             atomics: 1,
             ..Work::default()
         }),
+        read_ns: crate::priced::read_ns(&setup.costs.kernel),
+        counters_per_item: (u64::from(setup.costs.kernel.stat_items) / items.max(1) as u64).max(1),
         now: 0,
         queue: EventQueue::new(),
         rng,
@@ -511,7 +523,11 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.backend.flush(g, reason, &mut work);
         self.out.engine_calls += 1;
         self.out.flushes += 1;
-        let d = self.costs.cost_ns(&work);
+        let priced = Work {
+            counters_aggregated: work.counters_aggregated * self.counters_per_item,
+            ..work
+        };
+        let d = self.costs.cost_ns(&priced);
         self.out.max_hold = self.out.max_hold.max(d);
         self.out.flush_durations.push(d);
         self.out.flush_work.merge(&work);
@@ -607,7 +623,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             }
         }
         self.out.engine_calls += 1;
-        let end = self.now + self.costs.cost_ns(&work);
+        let end = self.now + self.costs.cost_ns(&work) + self.read_ns;
         if stale {
             self.out.stale_reads += 1;
         }

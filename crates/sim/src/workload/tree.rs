@@ -4,8 +4,8 @@
 //! the contiguous interval `[idx, last_descendant]`: subtree tests and
 //! flush-lock scopes are two comparisons.
 
+use super::spec::{Targets, TreeSpec};
 use crate::lock::Scope;
-use crate::spec::{Targets, TreeSpec};
 
 /// Index of a group in a [`TreeShape`] (preorder; the root is 0).
 pub type GroupIdx = u32;

@@ -5,13 +5,19 @@ use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, Stats
 use sim::cost::{CostModel, Work};
 use sim::lock::LockMode;
 use sim::runner::sim::{run, SimSetup};
-use sim::spec::{ReadersSpec, Targets, WritersSpec};
 use sim::workload::{GroupIdx, TreeShape};
+use sim::workload::{ReadersSpec, Targets, WritersSpec};
 use simcore::time::MILLIS;
 
-/// Costs chosen so that every unit is distinguishable.
+/// Costs chosen so that every unit is distinguishable; a read's syscalls
+/// and formatting cost 100 + 1 × 3 ns, and one engine counter stands for
+/// one kernel counter (1 item in the file, 1 in the schema).
 const COSTS: &str = "call_ns = 1\natomic_ns = 2\nshard_scanned_ns = 3\ngroup_visited_ns = 5\n\
-counter_aggregated_ns = 7\nlock_ns = 11\nitem_read_ns = 13\nline_transfer_ns = 17\n";
+counter_aggregated_ns = 7\nlock_ns = 11\nitem_read_ns = 13\nline_transfer_ns = 17\n\
+[kernel]\nfault_anon_ns = 1\nfault_cow_ns = 1\nfault_shared_ns = 1\nsend_ns = 1\n\
+charge_level_ns = 1\nstat_update_ns = 1\nrstat_level_ns = 1\nread_syscall_ns = 100\n\
+read_item_ns = 3\nflush_visit_ns = 1\nupdates_per_fault_anon = 1\nupdates_per_fault_cow = 1\n\
+updates_per_fault_shared = 1\nsock_pages_per_send = 1\nstat_items = 1\n";
 
 /// A backend whose calls do a fixed amount of work.
 struct Fixed {
@@ -100,8 +106,9 @@ fn setup(cpus: usize, readers: u32, aligned: bool, writers: Option<u32>) -> SimS
 /// Flush hold: the flush's work plus the lock acquisition the runner adds.
 /// 1 call + 3×3 + 2×5 + 5×7 + 1 lock × 11 = 1 + 9 + 10 + 35 + 11 = 66 ns.
 const HOLD: u64 = 66;
-/// A read: 1 call + 1 item × 13 = 14 ns.
-const READ: u64 = 14;
+/// A read: 1 call + 1 item × 13 = 14 ns of engine work, then its
+/// syscalls and its one line formatted: 100 + 3 ns.
+const READ: u64 = 14 + 103;
 
 #[test]
 fn one_cpu_no_contention_latency_is_the_cost_sum() {
@@ -190,7 +197,7 @@ fn a_bounded_wait_longer_than_the_flush_waits_like_serialize() {
 
 #[test]
 fn disjoint_flushes_do_not_wait() {
-    let shape = TreeShape::from_spec(&sim::spec::TreeSpec {
+    let shape = TreeShape::from_spec(&sim::workload::TreeSpec {
         fanout: vec![2],
         names: vec![],
     });

@@ -1,24 +1,28 @@
 //! The same seed gives byte-identical results; different seeds differ.
 
-use sim::{RunOptions, Scenario};
+use sim::kinds::stats::{StatsScenario, Workload};
+use sim::{Catalog, RunOptions, Scenario};
 
 fn small(name: &str, seed: u64) -> Scenario {
-    let mut file = Scenario::builtin(name).unwrap().unwrap();
-    let sc = file.as_stats_mut().expect("a stats scenario");
-    sc.seed = seed;
-    sc.runs = 1;
+    let mut file = Catalog::simulated().builtin(name).unwrap().unwrap();
+    file.header_mut().seed = seed;
+    file.header_mut().runs = 1;
+    let sc: &mut StatsScenario = file.spec_as_mut().expect("a stats scenario");
     sc.duration_ms = 50;
-    if let Some(r) = &mut sc.readers {
+    let (tree, readers) = match &mut sc.workload {
+        Workload::StatReaders(w) => (&mut w.tree, Some(&mut w.readers)),
+        Workload::StaleRead(w) => (&mut w.tree, w.readers.as_mut()),
+        _ => panic!("{name} is not a readers workload"),
+    };
+    tree.fanout = vec![4, 10];
+    if let Some(r) = readers {
         r.count = 200;
-    }
-    if let Some(t) = &mut sc.tree {
-        t.fanout = vec![4, 10];
     }
     file
 }
 
 fn run_json(sc: &Scenario) -> String {
-    let r = sim::run(sc, &RunOptions::default(), &mut |_| {}).unwrap();
+    let r = sc.run(&RunOptions::default(), &mut |_| {}).unwrap();
     serde_json::to_string(&r).unwrap()
 }
 

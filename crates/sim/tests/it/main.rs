@@ -1,5 +1,5 @@
 //! Integration tests of the simulator: determinism, analytical checks of
-//! the cost and lock model, and the seeds' claims at reduced size.
+//! the cost and lock model, and the source threads' claims at reduced size.
 
 mod analytical;
 mod claims;

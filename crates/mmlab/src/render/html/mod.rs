@@ -7,25 +7,26 @@
 //! absent are left out. Every plot is an `<svg class="plot"
 //! data-plot="KIND">`. Output is deterministic: same input, same bytes.
 
+pub mod kernel;
 pub mod plots;
-pub mod svg;
 pub mod sweep;
 
 use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
 use crate::analysis::stats::Significance;
-use crate::analysis::table::{robot_number, ComparisonTable};
-use crate::store::HostFacts;
-use crate::store::{format_utc, StoredRun};
+use crate::analysis::table::{robot_numbers, ComparisonTable};
+use runstore::HostFacts;
+use runstore::{format_utc, StoredRun};
 use sim::report::{Claim, Mode, RunReport};
 use std::fmt::Write as _;
-use svg::esc;
+use svgplot::esc;
 
 /// The page's stylesheet: light and dark schemes, fluid plot grid.
 const CSS: &str = r#"
 :root{--bg:#fff;--fg:#1d2125;--muted:#5f6b76;--grid:#e3e7eb;--axis:#77818a;--card:#f6f8fa;--border:#d8dee4;
---good:#1a7f37;--bad:#c62828;--s0:#0072b2;--s1:#d55e00;--s2:#009e73;--s3:#cc79a7;--s4:#e69f00;--s5:#56b4e9;--s6:#7f5f00;--s7:#000000}
+--good:#1a7f37;--bad:#c62828;--s0:#0072b2;--s1:#d55e00;--s2:#009e73;--s3:#cc79a7;--s4:#e69f00;--s5:#56b4e9;--s6:#7f5f00;--s7:#000000;
+--s8:#7b3294;--s9:#a6611a;--s10:#008080;--s11:#b2182b}
 @media (prefers-color-scheme:dark){:root{--bg:#0f1216;--fg:#e6e9ec;--muted:#9aa5b1;--grid:#2a3038;--axis:#7d8894;--card:#171b21;--border:#2c333b;
---good:#4ac26b;--bad:#ff6b6b;--s7:#e6e9ec}}
+--good:#4ac26b;--bad:#ff6b6b;--s7:#e6e9ec;--s8:#c2a5cf;--s9:#dfc27d;--s10:#80cdc1;--s11:#f4a582}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
 header,main{max-width:1240px;margin:0 auto;padding:0 16px}
@@ -63,6 +64,7 @@ svg.plot{display:block;width:100%;height:auto}
 .label{fill:var(--fg);font-size:13px}
 .ptlabel{fill:var(--fg);font-size:13px;font-weight:600}
 .line{fill:none;stroke-width:2.2;stroke-linejoin:round}
+.err{stroke-width:1.3;opacity:.7}
 .dot{stroke:var(--bg);stroke-width:1}
 .dot.big{stroke-width:2}
 pre{background:var(--card);border:1px solid var(--border);border-radius:6px;padding:8px;overflow-x:auto;font-size:.8rem}
@@ -73,10 +75,10 @@ footer{max-width:1240px;margin:24px auto;padding:0 16px;color:var(--muted);font-
 /// Per-palette-slot colour rules (`.s0` … `.s7` for lines, bars, dots, swatches).
 fn palette_css() -> String {
     let mut s = String::new();
-    for i in 0..svg::PALETTE {
+    for i in 0..svgplot::PALETTE {
         let _ = write!(
             s,
-            ".line.s{i}{{stroke:var(--s{i})}}.bar.s{i},.dot.s{i},i.s{i}{{fill:var(--s{i});background:var(--s{i})}}"
+            ".line.s{i},.err.s{i}{{stroke:var(--s{i})}}.bar.s{i},.dot.s{i},i.s{i}{{fill:var(--s{i});background:var(--s{i})}}"
         );
     }
     s
@@ -88,7 +90,7 @@ pub fn render_html(reports: &[RunReport]) -> String {
 }
 
 /// The HTML report of a run or a suite: the host it ran on, then one
-/// section per report, each with its seed claims' verdicts (`[ok]`,
+/// section per report, each with its claims' verdicts (`[ok]`,
 /// `[MISS]`, `[info]`) above its tables and plots; a summary of the
 /// verdicts heads the page.
 pub fn render_html_checked(
@@ -97,7 +99,16 @@ pub fn render_html_checked(
     claims: &[Claim],
     host: Option<&HostFacts>,
 ) -> String {
-    let sections = plain_sections(reports);
+    let sections: Vec<Section<'_>> = plain_sections(reports)
+        .into_iter()
+        .map(|mut s| {
+            s.claims = claims
+                .iter()
+                .filter(|c| c.scenario == s.report.scenario)
+                .collect();
+            s
+        })
+        .collect();
     let mut intro = String::new();
     if let Some(h) = host {
         let _ = write!(
@@ -107,23 +118,28 @@ pub fn render_html_checked(
             esc(&h.cpu_model),
             esc(&h.kernel),
             esc(&h.mmlab_version),
-            h.git_commit
-                .as_deref()
-                .map(|c| format!(" ({})", esc(c)))
+            h.commit_label()
+                .map(|c| format!(" ({})", esc(&c)))
                 .unwrap_or_default()
         );
     }
-    let counted: Vec<&Claim> = claims.iter().filter(|c| !c.info).collect();
-    if !counted.is_empty() {
-        let ok = counted.iter().filter(|c| c.pass).count();
-        let _ = write!(
-            intro,
-            r#"<p class="meta" data-verdicts>seed claims: <b class="v-ok">{ok} [ok]</b> · <b class="v-miss">{} [MISS]</b> of {} ([info] lines are references)</p>"#,
-            counted.len() - ok,
-            counted.len()
-        );
+    intro.push_str(&verdicts_line(claims.iter()));
+    page_with(title, &sections, &[], &intro)
+}
+
+/// The page's summary of the claims' verdicts (`data-verdicts`), empty
+/// when no claim is counted.
+fn verdicts_line<'a>(claims: impl Iterator<Item = &'a Claim>) -> String {
+    let counted: Vec<&Claim> = claims.filter(|c| !c.info).collect();
+    if counted.is_empty() {
+        return String::new();
     }
-    page_with(title, &sections, &[], &intro, claims)
+    let ok = counted.iter().filter(|c| c.pass).count();
+    format!(
+        r#"<p class="meta" data-verdicts>claims: <b class="v-ok">{ok} [ok]</b> · <b class="v-miss">{} [MISS]</b> of {} ([info] lines are references)</p>"#,
+        counted.len() - ok,
+        counted.len()
+    )
 }
 
 /// One section per report, headed by its scenario, with no run facts.
@@ -134,6 +150,7 @@ fn plain_sections(reports: &[RunReport]) -> Vec<Section<'_>> {
             heading: r.scenario.clone(),
             facts: None,
             report: r,
+            claims: Vec::new(),
         })
         .collect()
 }
@@ -141,7 +158,7 @@ fn plain_sections(reports: &[RunReport]) -> Vec<Section<'_>> {
 /// The verdicts of `claims` as a table.
 fn claims_html(claims: &[&Claim]) -> String {
     let mut s = String::from(
-        r#"<div class="tablewrap"><table class="claims"><tr><th class="m">verdict</th><th class="m">claim</th><th>measured</th><th>seed</th></tr>"#,
+        r#"<div class="tablewrap"><table class="claims"><tr><th class="m">verdict</th><th class="m">claim</th><th>measured</th><th>published</th></tr>"#,
     );
     for c in claims {
         let mark = c.mark();
@@ -157,8 +174,15 @@ fn claims_html(claims: &[&Claim]) -> String {
             r#"<tr><td class="m {class}">{mark}</td><td class="m">{}</td><td>{}</td><td>{}</td></tr>"#,
             esc(&c.claim),
             esc(&c.measured),
-            esc(&c.seed)
+            esc(&c.published)
         );
+        if !c.why.is_empty() {
+            let _ = write!(
+                s,
+                r#"<tr><td class="m"></td><td colspan="3" class="m">why: {}</td></tr>"#,
+                esc(&c.why)
+            );
+        }
     }
     s.push_str("</table></div>");
     s
@@ -173,13 +197,15 @@ pub fn render_html_with(title: &str, reports: &[RunReport], comparisons: &[Compa
 
 /// The HTML report of stored runs (`mmlab report RUN… --html`): one
 /// section per run, headed by its label and scenario and showing its
-/// start time, host and build; with two runs or more, the `compare`
-/// tables of the runs follow when they share a policy (see
-/// [`crate::analysis::compare`]).
-pub fn render_stored_html(title: &str, runs: &[StoredRun]) -> String {
+/// start time, host and build, with its claims' verdicts (`claims[i]` are
+/// run `i`'s, computed from its stored scenario text); with two runs or
+/// more, the `compare` tables of the runs follow when they share a policy
+/// (see [`crate::analysis::compare`]).
+pub fn render_stored_html(title: &str, runs: &[StoredRun], claims: &[Vec<Claim>]) -> String {
     let sections: Vec<Section<'_>> = runs
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let h = &r.summary.host;
             Section {
                 heading: format!("{} · {}", r.summary.label(), r.report.scenario),
@@ -190,15 +216,19 @@ pub fn render_stored_html(title: &str, runs: &[StoredRun]) -> String {
                     h.cpu_model,
                     h.kernel,
                     h.mmlab_version,
-                    h.git_commit
-                        .as_deref()
+                    h.commit_label()
                         .map(|c| format!(" ({c})"))
                         .unwrap_or_default()
                 )),
                 report: &r.report,
+                claims: claims
+                    .get(i)
+                    .map(|c| c.iter().collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();
+    let intro = verdicts_line(claims.iter().flatten());
     let comparison = if runs.len() >= 2 {
         compare_runs(
             runs.iter()
@@ -213,18 +243,20 @@ pub fn render_stored_html(title: &str, runs: &[StoredRun]) -> String {
     } else {
         None
     };
-    page(title, &sections, comparison.as_slice())
+    page_with(title, &sections, comparison.as_slice(), &intro)
 }
 
-/// One report section: heading, optional run facts, the report.
+/// One report section: heading, optional run facts, the report and the
+/// claims' verdicts on it.
 struct Section<'a> {
     heading: String,
     facts: Option<String>,
     report: &'a RunReport,
+    claims: Vec<&'a Claim>,
 }
 
 fn page(title: &str, sections: &[Section<'_>], comparisons: &[Comparison]) -> String {
-    page_with(title, sections, comparisons, "", &[])
+    page_with(title, sections, comparisons, "")
 }
 
 fn page_with(
@@ -232,24 +264,32 @@ fn page_with(
     sections: &[Section<'_>],
     comparisons: &[Comparison],
     intro: &str,
-    claims: &[Claim],
 ) -> String {
     let mut body = String::new();
     let mut nav = String::new();
     for (i, sec) in sections.iter().enumerate() {
         let id = format!("r{i}-{}", slug(&sec.report.scenario));
         let _ = write!(nav, r##"<a href="#{id}">{}</a>"##, esc(&sec.heading));
-        let mine: Vec<&Claim> = claims
-            .iter()
-            .filter(|c| c.scenario == sec.report.scenario)
-            .collect();
-        body.push_str(&report_section(&id, sec, &mine));
+        body.push_str(&report_section(&id, sec, &sec.claims));
     }
     for (i, c) in comparisons.iter().enumerate() {
         let id = format!("cmp{i}");
         let _ = write!(nav, r##"<a href="#{id}">compare {}</a>"##, i + 1);
-        body.push_str(&comparison_section(&id, c));
+        body.push_str(&comparison_section(&id, c, &[]));
     }
+    page_body(title, intro, &nav, &body, sections.len(), comparisons.len())
+}
+
+/// The page around a body of sections: head, stylesheet, title, intro,
+/// navigation, footer.
+fn page_body(
+    title: &str,
+    intro: &str,
+    nav: &str,
+    body: &str,
+    sections: usize,
+    comparisons: usize,
+) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -261,15 +301,15 @@ fn page_with(
 "#,
         t = esc(title),
         pal = palette_css(),
-        n = sections.len(),
-        s = if sections.len() == 1 { "" } else { "s" },
-        c = if comparisons.is_empty() {
+        n = sections,
+        s = if sections == 1 { "" } else { "s" },
+        c = if comparisons == 0 {
             String::new()
         } else {
             format!(
                 ", {} comparison{}",
-                comparisons.len(),
-                if comparisons.len() == 1 { "" } else { "s" }
+                comparisons,
+                if comparisons == 1 { "" } else { "s" }
             )
         },
     );
@@ -317,11 +357,14 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
         );
     }
     if !claims.is_empty() {
-        s.push_str("<h3>Seed claims</h3>");
+        s.push_str("<h3>Claims</h3>");
         s.push_str(&claims_html(claims));
     }
     let table = ComparisonTable::for_report(r);
-    if !table.rows.is_empty() {
+    let pivots = kernel::tables_html(r);
+    if !pivots.is_empty() {
+        s.push_str(&pivots);
+    } else if !table.rows.is_empty() {
         s.push_str("<h3>Comparison across policies</h3>");
         s.push_str(&table_html(&table));
     }
@@ -340,7 +383,7 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
                 let _ = write!(
                     s,
                     r#"<li><i class="s{}"></i>{}</li>"#,
-                    c % svg::PALETTE,
+                    c % svgplot::PALETTE,
                     esc(name)
                 );
             }
@@ -359,7 +402,7 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
     s
 }
 
-fn comparison_section(id: &str, c: &Comparison) -> String {
+fn comparison_section(id: &str, c: &Comparison, claims: &[Vec<Claim>]) -> String {
     let mut s = String::new();
     let labels: Vec<String> = c.runs.iter().map(|r| r.label.clone()).collect();
     let _ = write!(
@@ -374,8 +417,27 @@ fn comparison_section(id: &str, c: &Comparison) -> String {
     for n in &c.notes {
         let _ = write!(s, r#"<p class="legend-note">note: {}</p>"#, esc(n));
     }
+    for (run, cs) in c.runs.iter().zip(claims).filter(|(_, cs)| !cs.is_empty()) {
+        let _ = write!(s, "<h3>Claims on run {}</h3>", esc(&run.label));
+        s.push_str(&claims_html(&cs.iter().collect::<Vec<_>>()));
+    }
     s.push_str("</section>");
     s
+}
+
+/// The HTML of `mmlab compare --html`: the comparison of stored runs,
+/// then the claims' verdicts on each run (`claims[i]` are run `i`'s).
+pub fn render_compare_html(title: &str, c: &Comparison, claims: &[Vec<Claim>]) -> String {
+    let intro = verdicts_line(claims.iter().flatten());
+    let body = comparison_section("cmp0", c, claims);
+    page_body(
+        title,
+        &intro,
+        r##"<a href="#cmp0">compare 1</a>"##,
+        &body,
+        0,
+        1,
+    )
 }
 
 /// A comparison table as HTML: metric, then per column the mean with its
@@ -400,10 +462,12 @@ pub fn table_html(t: &ComparisonTable) -> String {
             .replace('_', "_<wbr>")
             .replace('.', ".<wbr>");
         let _ = write!(s, r#"<tr><td class="m">{name}{unit}</td>"#);
-        for cell in &row.cells {
+        let means: Vec<Option<f64>> = row.cells.iter().map(|c| c.mean).collect();
+        let shown = robot_numbers(&means);
+        for (cell, text) in row.cells.iter().zip(&shown) {
             s.push_str("<td>");
-            if let Some(m) = cell.mean {
-                let _ = write!(s, "{}", esc(&robot_number(m)));
+            if cell.mean.is_some() {
+                let _ = write!(s, "{}", esc(text));
                 if cell.pct_stddev.round() >= 1.0 {
                     let _ = write!(s, r#"<span class="sd">±{:.0}%</span>"#, cell.pct_stddev);
                 }

@@ -10,11 +10,12 @@
 //! | `layout-throughput`   | metric `ops_per_sec` (false-sharing), one bar per layout |
 //! | `local-fraction`      | series `local_fraction`                                 |
 //! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
+//! | `kernel-*`            | kernel-mode runs: the host beside its twin (see [`super::kernel`]) |
 
-use super::svg::{Axis, Chart, Line, ScaleKind, TickFormat};
 use crate::analysis::stats;
 use crate::analysis::table::report_columns;
 use sim::report::{Log2Histogram, RunReport};
+use svgplot::{Axis, Chart, Line, ScaleKind, TickFormat};
 
 /// Deepest percentile a CDF shows: 99.9999% (six nines).
 const MAX_NINES: f64 = 6.0;
@@ -49,16 +50,62 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
         false,
     ));
     out.extend(coverage_strips(report));
+    out.extend(super::kernel::plots(report));
     out
 }
 
-/// Palette index of each policy: its position in the report's columns.
-fn colors(report: &RunReport) -> Vec<(&str, usize)> {
-    report_columns(report)
-        .into_iter()
-        .enumerate()
-        .map(|(i, (p, _))| (p, i))
+/// The palette slot of a policy known by name, the same in every report:
+/// flush presets, NUMA scanner versions (never in one report with the
+/// presets, so they share the slots), layouts, the host.
+pub fn fixed_color(name: &str) -> Option<usize> {
+    let slot = match name {
+        "hierstat" | "mmlab" | "separated" | "host" => 0,
+        "linux-6.8" | "v6.12" | "shared" => 1,
+        "linux-5.15" | "v6.8" => 2,
+        "linux-6.17" | "v6.7" => 3,
+        "linux-5.15-ratelimited" | "rfc-2of6" => 4,
+        "linux-5.15-async" | "rfc-1of6" => 5,
+        "linux-5.13" | "v6.5" => 6,
+        "pre-rstat" | "v6.3" => 7,
+        _ => return None,
+    };
+    Some(slot)
+}
+
+/// The palette slots of `names` (the policies of one report): a known
+/// policy's fixed slot ([`fixed_color`]), so hierstat has one colour in
+/// every report whatever its column; a user policy a slot from 8 up picked
+/// by its name's hash (stable across reports), the next free one if
+/// another policy of the report has it.
+pub fn policy_colors(names: &[&str]) -> Vec<usize> {
+    let mut taken: Vec<usize> = names.iter().filter_map(|n| fixed_color(n)).collect();
+    names
+        .iter()
+        .map(|n| {
+            if let Some(c) = fixed_color(n) {
+                return c;
+            }
+            let user = svgplot::PALETTE - 8;
+            let h = n.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            let start = (h % user as u64) as usize;
+            let free = (0..svgplot::PALETTE)
+                .map(|k| 8 + (start + k) % user)
+                .chain(0..8)
+                .find(|c| !taken.contains(c))
+                .unwrap_or(8 + start);
+            taken.push(free);
+            free
+        })
         .collect()
+}
+
+/// Palette slot of each policy of the report ([`policy_colors`]).
+fn colors(report: &RunReport) -> Vec<(&str, usize)> {
+    let cols: Vec<&str> = report_columns(report).into_iter().map(|(p, _)| p).collect();
+    let slots = policy_colors(&cols);
+    cols.into_iter().zip(slots).collect()
 }
 
 /// Metric names that carry a non-empty histogram in some policy.

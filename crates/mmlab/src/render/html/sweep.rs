@@ -1,51 +1,18 @@
 //! The HTML report of a sweep (`mmlab sweep FILE --html OUT`): the
-//! trade-off plot (every grid point, the Pareto front joined by a line,
-//! the built-in presets named) and the table of points. Both axes are
-//! "lower is better"; a point is on the front when no other point is at
-//! least as good on both axes and better on one.
+//! trade-off plot (every point labelled by its knob values, with its
+//! seeds' spread as error bars, the Pareto front joined by a line, the
+//! built-in presets named) and the table of points. Both axes are "lower
+//! is better"; a point is on the front when no other point is better on
+//! one axis and not worse on the other beyond run-to-run noise
+//! ([`pareto_front`]), and an axis spans at least the noise, so a
+//! difference within it is drawn as small as it is.
 
-use super::svg::{esc, Axis, Chart, Line, ScaleKind, TickFormat};
 use super::{palette_css, CSS};
-use sim::spec::sweep::SweepSpec;
+use crate::analysis::sweep::{column_numbers, noise_sd};
+pub use crate::analysis::sweep::{pareto_front, SweepRow};
+use sim::scenario::sweep::SweepSpec;
 use std::fmt::Write as _;
-
-/// One point of a sweep as plotted: its axes averaged over its seeds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SweepRow {
-    /// The policy's name (`pages_per_shard=16`, or a preset's).
-    pub label: String,
-    /// `(knob, value)` of the swept knobs; empty for presets.
-    pub knobs: Vec<(String, String)>,
-    /// Whether it is a built-in preset.
-    pub preset: bool,
-    /// The seeds stored.
-    pub seeds: Vec<u64>,
-    /// Mean x over the seeds.
-    pub x: f64,
-    /// Mean y over the seeds.
-    pub y: f64,
-    /// x per seed.
-    pub xs: Vec<f64>,
-    /// y per seed.
-    pub ys: Vec<f64>,
-}
-
-/// Indices of the rows on the Pareto front (both axes minimised; rows
-/// with a NaN axis are never on it), in increasing x.
-pub fn pareto_front(rows: &[SweepRow]) -> Vec<usize> {
-    let ok = |r: &SweepRow| r.x.is_finite() && r.y.is_finite();
-    let mut front: Vec<usize> = (0..rows.len())
-        .filter(|&i| ok(&rows[i]))
-        .filter(|&i| {
-            let a = &rows[i];
-            !rows.iter().enumerate().any(|(j, b)| {
-                j != i && ok(b) && b.x <= a.x && b.y <= a.y && (b.x < a.x || b.y < a.y)
-            })
-        })
-        .collect();
-    front.sort_by(|&a, &b| rows[a].x.total_cmp(&rows[b].x));
-    front
-}
+use svgplot::{esc, Axis, Chart, Line, ScaleKind, TickFormat};
 
 fn format_of(axis: &str) -> TickFormat {
     if axis.contains("_ns") || axis.contains("latency") {
@@ -119,22 +86,61 @@ fn merge_near(
     out
 }
 
-/// The trade-off plot of `rows` as an SVG: every grid point as a dot (its
-/// knob values in the tooltip), the Pareto front as a line with its points
-/// labelled by their knob values, the presets as big labelled dots.
+/// An axis over `vals` on `kind`, at least `4 x noise` wide (two
+/// standard deviations of the seeds' noise each side of the data's middle)
+/// on a linear scale, so that a spread within the noise does not fill it.
+fn noisy_axis(
+    kind: ScaleKind,
+    label: &str,
+    vals: &[f64],
+    noise: Option<f64>,
+    from_zero: bool,
+) -> Axis {
+    let mut v: Vec<f64> = vals.to_vec();
+    if let (ScaleKind::Linear, Some(sd)) = (kind, noise.filter(|n| *n > 0.0)) {
+        let finite: Vec<f64> = vals.iter().copied().filter(|x| x.is_finite()).collect();
+        if let (Some(lo), Some(hi)) = (
+            finite.iter().copied().reduce(f64::min),
+            finite.iter().copied().reduce(f64::max),
+        ) {
+            if hi - lo < 4.0 * sd {
+                let mid = (lo + hi) / 2.0;
+                let (a, b) = (mid - 2.0 * sd, mid + 2.0 * sd);
+                // A rate or a latency cannot go below zero.
+                v.push(if lo >= 0.0 { a.max(0.0) } else { a });
+                v.push(b);
+            }
+        }
+    }
+    Axis::fit(
+        kind,
+        label,
+        format_of(label),
+        v,
+        from_zero && kind == ScaleKind::Linear,
+    )
+}
+
+/// The trade-off plot of `rows` as an SVG: every point as a dot labelled
+/// by its knob values (the presets by name, bigger), its seeds' standard
+/// deviation as error bars, the Pareto front as a line.
 pub fn tradeoff_svg(title: &str, rows: &[SweepRow], ax: &str, ay: &str) -> String {
-    let axis = |label: &str, vals: Vec<f64>, zero: bool| {
-        let kind = scale_of(vals.iter().copied());
-        Axis::fit(
-            kind,
-            label,
-            format_of(label),
-            vals,
-            zero && kind == ScaleKind::Linear,
-        )
-    };
-    let x = axis(ax, rows.iter().map(|r| r.x).collect(), false);
-    let y = axis(ay, rows.iter().map(|r| r.y).collect(), true);
+    let xs: Vec<f64> = rows.iter().map(|r| r.x).collect();
+    let ys: Vec<f64> = rows.iter().map(|r| r.y).collect();
+    let x = noisy_axis(
+        scale_of(xs.iter().copied()),
+        ax,
+        &xs,
+        noise_sd(rows, |r| &r.xs),
+        false,
+    );
+    let y = noisy_axis(
+        scale_of(ys.iter().copied()),
+        ay,
+        &ys,
+        noise_sd(rows, |r| &r.ys),
+        true,
+    );
     // On a log axis, zeros sit on the floor.
     let (xlo, ylo) = (
         if x.kind == ScaleKind::Linear {
@@ -160,52 +166,58 @@ pub fn tradeoff_svg(title: &str, rows: &[SweepRow], ax: &str, ay: &str) -> Strin
     let (x_axis, y_axis) = (x.clone(), y.clone());
     let mut c = Chart::new("sweep-tradeoff", title, x, y);
     let front = pareto_front(rows);
-    let dots: Vec<Line> = rows
+    let bars: Vec<(f64, f64, f64, f64)> = rows
         .iter()
-        .filter(|r| !r.preset)
-        .map(|r| Line {
-            name: r.label.clone(),
-            color: 0,
-            points: vec![(r.x, r.y)],
-        })
+        .map(|r| (r.x, r.y, r.x_sd().unwrap_or(0.0), r.y_sd().unwrap_or(0.0)))
         .collect();
-    c.lines(&dots, true);
+    c.error_bars(&bars, 0);
     c.lines(
         &[Line {
             name: "Pareto front".into(),
             color: 1,
             points: front.iter().map(|&i| (rows[i].x, rows[i].y)).collect(),
         }],
-        true,
+        false,
     );
     let (tx, ty) = (|v: f64| unit(&x_axis, v), |v: f64| unit(&y_axis, v));
     let near = |a: &(String, usize, f64, f64), b: &(String, usize, f64, f64)| {
-        (tx(a.2) - tx(b.2)).abs() < 0.12 && (ty(a.3) - ty(b.3)).abs() < 0.06
+        (tx(a.2) - tx(b.2)).abs() < 0.02 && (ty(a.3) - ty(b.3)).abs() < 0.02
     };
-    let labels: Vec<(String, usize, f64, f64)> = front
+    // Every point labelled: grid points by their knob values (the front's
+    // in its colour), presets by name.
+    let points: Vec<(String, usize, f64, f64)> = rows
         .iter()
-        .map(|&i| &rows[i])
-        .filter(|r| !r.preset)
-        .map(|r| (short(r), 1, r.x, r.y))
+        .enumerate()
+        .map(|(i, r)| {
+            let color = if r.preset {
+                3
+            } else if front.contains(&i) {
+                1
+            } else {
+                0
+            };
+            (short(r), color, r.x, r.y)
+        })
         .collect();
-    c.scatter(&merge_near(labels, near));
-    let presets: Vec<(String, usize, f64, f64)> = rows
-        .iter()
-        .filter(|r| r.preset)
-        .map(|r| (r.label.clone(), 3, r.x, r.y))
-        .collect();
-    c.scatter(&merge_near(presets, near));
+    c.scatter(&merge_near(points, near));
     c.finish(None)
 }
 
-fn num(v: f64, f: TickFormat) -> String {
-    if v.is_nan() {
-        return "–".into();
+/// A value in the unit its table column shows: a rate in percent.
+fn scaled(v: f64, axis: &str) -> f64 {
+    if format_of(axis) == TickFormat::Percent {
+        v * 100.0
+    } else {
+        v
     }
-    match f {
-        TickFormat::Nanos => format!("{:.0} ns", v),
-        TickFormat::Percent => format!("{:.3}%", v * 100.0),
-        _ => format!("{v:.4}"),
+}
+
+/// The unit of an axis's table column.
+fn unit_of(axis: &str) -> &'static str {
+    match format_of(axis) {
+        TickFormat::Nanos => " (ns)",
+        TickFormat::Percent => " (%)",
+        _ => "",
     }
 }
 
@@ -223,19 +235,31 @@ pub fn render_sweep_html(
     let mut table = String::new();
     let _ = write!(
         table,
-        r#"<div class="tablewrap"><table><thead><tr><th class="m">point</th><th>seeds</th><th>{}</th><th>{}</th><th>front</th></tr></thead><tbody>"#,
-        esc(ax),
-        esc(ay)
+        r#"<div class="tablewrap"><table><thead><tr><th class="m">point</th><th>seeds</th><th>{}</th><th>± sd</th><th>{}</th><th>± sd</th><th>front</th></tr></thead><tbody>"#,
+        esc(&format!("{ax}{}", unit_of(ax))),
+        esc(&format!("{ay}{}", unit_of(ay)))
+    );
+    let col =
+        |f: &dyn Fn(&SweepRow) -> f64| column_numbers(&rows.iter().map(f).collect::<Vec<_>>());
+    let (xv, xsd) = (
+        col(&|r| scaled(r.x, ax)),
+        col(&|r| r.x_sd().map_or(f64::NAN, |v| scaled(v, ax))),
+    );
+    let (yv, ysd) = (
+        col(&|r| scaled(r.y, ay)),
+        col(&|r| r.y_sd().map_or(f64::NAN, |v| scaled(v, ay))),
     );
     for (i, r) in rows.iter().enumerate() {
         let _ = write!(
             table,
-            r#"<tr><td class="m">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+            r#"<tr><td class="m">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
             esc(&r.label),
             if r.preset { " (preset)" } else { "" },
             r.seeds.len(),
-            num(r.x, format_of(ax)),
-            num(r.y, format_of(ay)),
+            xv[i],
+            xsd[i],
+            yv[i],
+            ysd[i],
             if front.contains(&i) { "●" } else { "" }
         );
     }
@@ -247,8 +271,8 @@ pub fn render_sweep_html(
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark"><title>{t}</title><style>{CSS}{pal}.plots.one{{grid-template-columns:1fr;max-width:900px}}</style></head>
-<body><header><h1>{t}</h1><p class="meta">{desc}Knobs swept: {knobs} (base {base}); seeds {seeds:?}; each point is the mean over its seeds. Both axes: lower is better; on a logarithmic axis, zeros are drawn on the axis.</p></header>
-<main><div class="plots one"><figure data-kind="sweep-tradeoff"><figcaption>{ay} against {ax}</figcaption>{svg}<ul class="legend"><li><i class="s0"></i>grid point (knob values in the tooltip)</li><li><i class="s1"></i>Pareto front (labelled by knob values)</li><li><i class="s3"></i>built-in preset</li></ul></figure></div>
+<body><header><h1>{t}</h1><p class="meta">{desc}Knobs swept: {knobs} (base {base}); seeds {seeds:?}; each point is the mean over its seeds. Both axes: lower is better; on a logarithmic axis, zeros are drawn on the axis; a linear axis spans at least four standard deviations of the seeds' noise.</p></header>
+<main><div class="plots one"><figure data-kind="sweep-tradeoff"><figcaption>{ay} against {ax}</figcaption>{svg}<ul class="legend"><li><i class="s0"></i>grid point, labelled by its knob values; bars: ± 1 standard deviation over the seeds</li><li><i class="s1"></i>Pareto front (beyond run-to-run noise: Welch's test over the seeds, p &lt; 0.05)</li><li><i class="s3"></i>built-in preset</li></ul></figure></div>
 <h2>Points</h2>{table}</main><footer>Generated by mmlab sweep. Self-contained: no scripts, no external resources.</footer></body></html>
 "#,
         t = esc(&title),
@@ -285,19 +309,6 @@ mod tests {
     }
 
     #[test]
-    fn front_keeps_only_undominated_points() {
-        let rows = vec![
-            row("a", 1.0, 5.0, false),
-            row("b", 2.0, 2.0, false),
-            row("c", 3.0, 3.0, false), // dominated by b
-            row("d", 4.0, 1.0, true),
-            row("e", f64::NAN, 0.0, false),
-            row("f", 1.0, 6.0, false), // dominated by a
-        ];
-        assert_eq!(pareto_front(&rows), vec![0, 1, 3]);
-    }
-
-    #[test]
     fn page_has_the_plot_and_marks_presets() {
         let rows = vec![row("a", 1.0, 5.0, false), row("hierstat", 2.0, 2.0, true)];
         let spec: SweepSpec = toml::from_str(
@@ -314,5 +325,52 @@ mod tests {
         assert!(html.contains(r#"data-plot="sweep-tradeoff""#));
         assert!(html.contains("hierstat (preset)"));
         assert!(html.contains("Pareto front"));
+        // Every point is labelled on the plot, not only in a tooltip.
+        assert_eq!(html.matches(r#"class="ptlabel""#).count(), 2, "{html}");
+    }
+}
+
+#[cfg(test)]
+mod noise_tests {
+    use super::*;
+
+    /// Issue 28: a 0.04% spread of means with a 1% noise is not drawn
+    /// full height: the y axis spans the noise.
+    #[test]
+    fn an_axis_spans_the_noise() {
+        let r = |label: &str, ys: &[f64]| SweepRow {
+            label: label.into(),
+            knobs: vec![("k".into(), label.into())],
+            preset: false,
+            seeds: vec![1, 2, 3],
+            x: 1.0,
+            y: crate::analysis::stats::mean(ys),
+            xs: vec![1.0, 1.0, 1.0],
+            ys: ys.to_vec(),
+        };
+        let rows = vec![
+            r("a", &[0.500, 0.510, 0.490]),
+            r("b", &[0.5002, 0.5102, 0.4902]),
+        ];
+        let svg = tradeoff_svg("t", &rows, "x_ns", "mismatch_rate");
+        // The two points are less than a tenth of the plot height apart.
+        let ys: Vec<f64> = svg
+            .split("<circle class=\"dot big ")
+            .skip(1)
+            .map(|p| {
+                p.split("cy=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 2);
+        assert!((ys[0] - ys[1]).abs() < 25.0, "{ys:?}");
+        // Both are on the front: the difference is within the noise.
+        assert_eq!(pareto_front(&rows).len(), 2);
     }
 }

@@ -1,0 +1,344 @@
+//! The kernel kind's runner: a `hostkernel` experiment `runs` times on
+//! the host's kernel, its typed results turned into the shared results
+//! model under the one policy `host`, and the host's facts.
+//!
+//! | experiment | metrics (per case) |
+//! |---|---|
+//! | update-path | `faults_per_sec_depth{d}`, `ns_per_fault_depth{d}`, `cpu_ns_per_fault_depth{d}`, `slope_pct_per_level`, `ratio_depth4_to_depth2` |
+//! | stat-readers | `read_latency_ns_g{G}_w{W}` (p50/p99/p999/max, log2 histogram), `read_cpu_ns_g{G}_w{W}`, `reads_over_1ms_g{G}_w{W}` |
+//! | stale-read | `gap_after_charge_pages_{S}kib`, `stat_lag_after_charge_pages_{S}kib`, `gap_after_free_pages_{S}kib`, `over_threshold_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_window_ms_{S}kib`, `stale_for_ms_{S}kib` (followed repetitions), `reader_reads_{S}kib`, `threshold_pages` |
+//!
+//! Every run also stores the simulated twin's predictions of the same
+//! figures (`predicted_*`, [`crate::twin::predict_into`]) under the host
+//! kernel's era preset, priced with the run's costs.
+//!
+//! Cancellation: the experiments poll [`sim::RunOptions::cancel`] (the
+//! binary links it to its SIGINT/SIGTERM handler, `hostkernel::signals`);
+//! a cancelled experiment kills and reaps its workers, removes its groups
+//! and the run returns [`SimError::Cancelled`].
+
+use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
+use hostkernel::{Event, Host, RunFacts};
+use sim::report::{PolicyResult, Series};
+use sim::scenario::{Header, RunOutput};
+use sim::{SimError, Steps};
+use std::collections::BTreeMap;
+
+/// Metric: faults per second at `depth`.
+pub fn faults_per_sec(depth: usize) -> String {
+    format!("faults_per_sec_depth{depth}")
+}
+
+/// Metric: wall-clock ns per fault at `depth`.
+pub fn ns_per_fault(depth: usize) -> String {
+    format!("ns_per_fault_depth{depth}")
+}
+
+/// Metric: the worker's CPU ns per fault at `depth`.
+pub fn cpu_ns_per_fault(depth: usize) -> String {
+    format!("cpu_ns_per_fault_depth{depth}")
+}
+
+/// Metric: `memory.stat` read latency with `groups` groups and `writers` writers.
+pub fn read_latency(groups: usize, writers: usize) -> String {
+    format!("read_latency_ns_g{groups}_w{writers}")
+}
+
+/// Metric: the reader's CPU ns per `memory.stat` read (the read's own
+/// kernel work, without waiting for a CPU).
+pub fn read_cpu_ns(groups: usize, writers: usize) -> String {
+    format!("read_cpu_ns_g{groups}_w{writers}")
+}
+
+/// Metric: repetitions of a spike of `kib` whose parent missed more than
+/// the threshold right after the charge.
+pub fn stat_lag_over_threshold(kib: u64) -> String {
+    format!("stat_lag_over_threshold_{kib}kib")
+}
+
+/// Metric: how long a followed parent stayed stale after a spike of
+/// `kib`, ms (one sample per followed repetition).
+pub fn stale_for_ms(kib: u64) -> String {
+    format!("stale_for_ms_{kib}kib")
+}
+
+/// Metric: the counter − stat gap (pages) right after a spike of `kib`.
+pub fn gap_after_charge(kib: u64) -> String {
+    format!("gap_after_charge_pages_{kib}kib")
+}
+
+/// Metric: spike pages the parent's stat did not show right after the charge.
+pub fn stat_lag_after_charge(kib: u64) -> String {
+    format!("stat_lag_after_charge_pages_{kib}kib")
+}
+
+/// Metric: the slope of wall ns/fault over depth, % per level.
+pub const SLOPE_PCT: &str = "slope_pct_per_level";
+/// Metric: faults/s at depth 4 ÷ faults/s at depth 2.
+pub const RATIO_4_2: &str = "ratio_depth4_to_depth2";
+/// Metric: the documented flush threshold, pages.
+pub const THRESHOLD: &str = "threshold_pages";
+
+/// The run facts as the report's `facts` (for the results store and the
+/// reports; code that needs them typed uses [`RunFacts`]).
+pub fn facts_map(f: &RunFacts) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    m.insert("kernel_release".into(), f.kernel_release.clone());
+    m.insert("kernel_version".into(), f.kernel_version.clone());
+    m.insert("machine".into(), f.machine.clone());
+    m.insert("cgroup_version".into(), f.cgroup_version.to_string());
+    m.insert("memory_mount".into(), f.memory_mount.display().to_string());
+    m.insert("online_cpus".into(), f.online_cpus.to_string());
+    m.insert("page_size".into(), f.page_size.to_string());
+    if let Some(t) = &f.thp_mode {
+        m.insert("thp_mode".into(), t.clone());
+    }
+    m.insert("charge_batch".into(), f.charge_batch.to_string());
+    m.insert(
+        "flush_threshold_pages".into(),
+        f.flush_threshold_pages.to_string(),
+    );
+    m
+}
+
+/// A hostkernel error as a run error: cancellation is
+/// [`SimError::Cancelled`], the one "interrupted" of the workspace.
+pub fn run_error(e: hostkernel::Error) -> SimError {
+    match e {
+        hostkernel::Error::Interrupted => SimError::Cancelled,
+        e => SimError::Kind {
+            kind: "kernel",
+            source: Box::new(e),
+        },
+    }
+}
+
+/// Runs the experiment `header.runs` times on `host`; its results under
+/// the policy `host`, and the host's facts.
+///
+/// # Errors
+/// A cgroup or process operation failed, or the run was cancelled
+/// (cleanup has run in every case).
+pub fn run(
+    host: &Host,
+    header: &Header,
+    sc: &KernelScenario,
+    steps: &mut Steps<'_>,
+) -> Result<RunOutput, SimError> {
+    let cancel = steps.opts().cancel.clone();
+    let costs = steps.costs().clone();
+    let mut r = PolicyResult::default();
+    steps.total(sc.steps_per_run() * u64::from(header.runs));
+    for run in 0..header.runs {
+        let mut obs = |ev: Event<'_>| {
+            if let Event::Step { done, total } = ev {
+                steps.notify(format!("run {} step {done}/{total}", run + 1));
+            }
+        };
+        match &sc.experiment {
+            Experiment::UpdatePath(cfg) => {
+                let res = hostkernel::run_update_path_observed(host, cfg, &cancel, &mut obs)
+                    .map_err(run_error)?;
+                record_update_path(&mut r, &res);
+            }
+            Experiment::StatReaders(cfg) => {
+                let mut cfg = cfg.clone();
+                cfg.seed = header.seed.wrapping_add(u64::from(run));
+                let res = hostkernel::run_stat_readers_observed(host, &cfg, &cancel, &mut obs)
+                    .map_err(run_error)?;
+                record_stat_readers(&mut r, &res);
+            }
+            Experiment::StaleRead(cfg) => {
+                let res = hostkernel::run_stale_read_observed(host, cfg, &cancel, &mut obs)
+                    .map_err(run_error)?;
+                record_stale_read(&mut r, &res);
+            }
+        }
+        crate::twin::predict_into(
+            &mut r,
+            sc,
+            host.facts(),
+            &costs,
+            header.seed.wrapping_add(u64::from(run)),
+        )?;
+    }
+    let mut policies = BTreeMap::new();
+    policies.insert(HOST_POLICY.to_string(), r);
+    Ok(RunOutput {
+        policies,
+        facts: facts_map(host.facts()),
+    })
+}
+
+fn record_update_path(r: &mut PolicyResult, res: &hostkernel::UpdatePathResult) {
+    let mut points = Vec::new();
+    for d in &res.depths {
+        r.push(
+            &faults_per_sec(d.depth),
+            "ops/s",
+            d.faults_per_sec_mean,
+            true,
+        );
+        // The inner runs' ns/fault as a distribution: mean as the value.
+        let mut per_run: Vec<u64> = d.runs.iter().map(|x| x.ns_per_fault as u64).collect();
+        per_run.sort_unstable();
+        let q = |f: f64| simcore::stats::quantile(&per_run, f) as f64;
+        push_count(r, &ns_per_fault(d.depth), d.runs.len());
+        r.push_summary(
+            &ns_per_fault(d.depth),
+            "ns",
+            d.ns_per_fault_mean,
+            [
+                ("p50", q(0.5)),
+                ("p99", q(0.99)),
+                ("p999", q(0.999)),
+                ("max", q(1.0)),
+            ],
+        );
+        r.push(
+            &cpu_ns_per_fault(d.depth),
+            "ns",
+            d.cpu_ns_per_fault_mean,
+            false,
+        );
+        points.push((d.depth as f64, d.faults_per_sec_mean));
+    }
+    let nan = f64::NAN;
+    r.push(
+        SLOPE_PCT,
+        "%",
+        res.slope_pct_per_level.unwrap_or(nan),
+        false,
+    );
+    r.push(
+        "cpu_slope_pct_per_level",
+        "%",
+        res.slope_cpu_pct_per_level.unwrap_or(nan),
+        false,
+    );
+    r.push(
+        RATIO_4_2,
+        "ratio",
+        res.ratio_depth4_to_depth2.unwrap_or(nan),
+        true,
+    );
+    r.push(
+        "cpu_ratio_depth4_to_depth2",
+        "ratio",
+        res.cpu_ratio_depth4_to_depth2.unwrap_or(nan),
+        true,
+    );
+    r.series.insert(
+        "faults_per_sec_vs_depth".into(),
+        Series {
+            x_label: "depth".into(),
+            y_label: "faults/s".into(),
+            points,
+        },
+    );
+}
+
+fn record_stat_readers(r: &mut PolicyResult, res: &hostkernel::StatReadersResult) {
+    for c in &res.cases {
+        let name = read_latency(c.groups, c.writers);
+        r.push_latency(&name, &c.samples_ns);
+        let cpu = &c.cpu_ns;
+        r.push_summary(
+            &read_cpu_ns(c.groups, c.writers),
+            "ns",
+            cpu.mean,
+            [
+                ("p50", cpu.p50),
+                ("p99", cpu.p99),
+                ("p999", cpu.p999),
+                ("max", cpu.max),
+            ],
+        );
+        r.push(
+            &format!("reads_over_1ms_g{}_w{}", c.groups, c.writers),
+            "count",
+            c.over_1ms as f64,
+            false,
+        );
+    }
+    // All cases together, under the name the simulated stat-readers uses.
+    let all: Vec<u64> = res
+        .cases
+        .iter()
+        .flat_map(|c| c.samples_ns.iter().copied())
+        .collect();
+    r.push_latency(sim::kinds::stats::stat_readers::READ_LATENCY_NS, &all);
+}
+
+/// Pushes `n_{name}`: the samples behind a distribution (claims and
+/// tables print it beside the percentiles).
+pub fn push_count(r: &mut PolicyResult, name: &str, n: usize) {
+    r.push(&format!("n_{name}"), "count", n as f64, false);
+}
+
+fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
+    r.push(THRESHOLD, "pages", res.threshold_pages as f64, false);
+    for c in &res.cases {
+        let k = c.spike_kib;
+        for name in [
+            gap_after_charge(k),
+            stat_lag_after_charge(k),
+            format!("gap_after_free_pages_{k}kib"),
+        ] {
+            push_count(r, &name, c.samples.len());
+        }
+        for (name, g) in [
+            (gap_after_charge(k), &c.after_charge),
+            (stat_lag_after_charge(k), &c.stat_lag_after_charge),
+            (format!("gap_after_free_pages_{k}kib"), &c.after_free),
+        ] {
+            r.push_summary(
+                &name,
+                "pages",
+                g.mean,
+                [
+                    ("p50", g.abs.p50),
+                    ("p99", g.abs.p99),
+                    ("p999", g.abs.p999),
+                    ("max", g.max as f64),
+                ],
+            );
+        }
+        r.push(
+            &format!("over_threshold_{k}kib"),
+            "count",
+            c.after_charge.over_threshold as f64,
+            false,
+        );
+        r.push(
+            &stat_lag_over_threshold(k),
+            "count",
+            c.stat_lag_after_charge.over_threshold as f64,
+            false,
+        );
+        let stale: Vec<u64> = c
+            .samples
+            .iter()
+            .filter_map(|s| s.stale_for_ms.map(|ms| ms.round() as u64))
+            .collect();
+        if !stale.is_empty() {
+            r.push_distribution(&stale_for_ms(k), "ms", &stale);
+            push_count(r, &stale_for_ms(k), stale.len());
+        }
+        r.push(
+            &format!("reader_reads_{k}kib"),
+            "count",
+            c.samples.iter().map(|s| s.reader_reads).sum::<u64>() as f64,
+            false,
+        );
+        r.push(
+            &format!("stale_window_ms_{k}kib"),
+            "ms",
+            c.longest_stale_window
+                .as_ref()
+                .map(|w| w.duration_ms)
+                .unwrap_or(0.0),
+            false,
+        );
+    }
+}

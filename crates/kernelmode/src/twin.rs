@@ -1,0 +1,414 @@
+//! The simulated twin of a kernel run: the same shapes under the preset of
+//! the host kernel's era ([`era_preset`]), on as many logical CPUs as the
+//! host has online, priced with the cost file's `[kernel]` table.
+//!
+//! Every kernel run stores the twin's predictions beside the host's
+//! figures, as `predicted_*` metrics of the `host` policy
+//! ([`predict_into`]), so that the claims check "the simulation predicts
+//! the host" on the stored run and the reports can show both:
+//!
+//! | experiment | host | predicted |
+//! |---|---|---|
+//! | update-path | `cpu_ns_per_fault_depth{d}` | `predicted_ns_per_fault_depth{d}`: one task faulting back to back ([`sim::priced::machine`]) |
+//! | stat-readers | `read_cpu_ns_g{G}_w{W}`, `read_latency_ns_g{G}_w{W}` | `predicted_read_latency_ns_g{G}_w{W}`: the stat-readers workload with the priced read |
+//! | stale-read | `stat_lag_after_charge_pages_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_for_ms_{S}kib` | `predicted_*` of the same names: the same sequence in virtual time ([`sim::priced::spike`]) |
+//!
+//! [`side_by_side`] puts them in one table (`mmlab run X-kernel
+//! --compare-sim`).
+
+use crate::run::{
+    cpu_ns_per_fault, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms, stat_lag_after_charge,
+    stat_lag_over_threshold,
+};
+use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
+use hierstat::Preset;
+use hostkernel::RunFacts;
+use sim::cost::CostModel;
+use sim::kinds::stats::{stat_readers, Readers, StatsScenario, Workload};
+use sim::priced::{machine, spike, Op, PricedSetup};
+use sim::report::{Mode, PolicyResult, RunReport};
+use sim::scenario::Header;
+use sim::select::PolicyChoice;
+use sim::workload::{FlusherSpec, ReadersSpec, Targets, TreeSpec, WritersSpec};
+use sim::{RunOptions, Scenario, SimError};
+use simcore::time::{MILLIS, SECONDS};
+
+/// The preset of the era of a kernel release: `linux-6.17` from 6.16 (the
+/// 2025 early break in `memcg_rstat_updated`), `linux-6.8` from 6.8
+/// (per-memcg thresholds, subtree flushes), `linux-5.15` before (one
+/// global threshold); `linux-6.17` if the release does not parse.
+pub fn era_preset(release: &str) -> Preset {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    let major: Option<u32> = it.next().and_then(|m| m.parse().ok());
+    let minor: Option<u32> = it.next().and_then(|m| m.parse().ok());
+    match (major, minor) {
+        (Some(ma), Some(mi)) if (ma, mi) < (6, 8) => Preset::Linux5_15,
+        (Some(ma), Some(mi)) if (ma, mi) < (6, 16) => Preset::Linux6_8,
+        _ => Preset::Linux6_17,
+    }
+}
+
+/// The name of a predicted metric.
+pub fn predicted(metric: &str) -> String {
+    format!("predicted_{metric}")
+}
+
+/// Pushes the twin's predictions for one run of `sc` on the host of
+/// `facts` into `r` (see the module docs).
+///
+/// # Errors
+/// Simulator errors.
+pub fn predict_into(
+    r: &mut PolicyResult,
+    sc: &KernelScenario,
+    facts: &RunFacts,
+    costs: &CostModel,
+    seed: u64,
+) -> Result<(), SimError> {
+    let cpus = facts.online_cpus.max(1);
+    let preset = era_preset(&facts.kernel_release);
+    let policy = PolicyChoice::Engine(preset);
+    match &sc.experiment {
+        Experiment::UpdatePath(cfg) => {
+            for &d in &cfg.depths {
+                let o = machine::run(&PricedSetup {
+                    op: Op::FaultAnon,
+                    tasks: 1,
+                    cpus,
+                    depth: d as u32,
+                    region_pages: cfg.pages as u64,
+                    shared_mm: false,
+                    warmup: MILLIS / 2,
+                    duration: 5 * MILLIS,
+                    policy,
+                    flush_period: Some(2 * SECONDS),
+                    costs: costs.clone(),
+                });
+                r.push(
+                    &predicted(&ns_per_fault(d)),
+                    "ns",
+                    1e9 / o.ops_per_sec_per_task().max(1e-9),
+                    false,
+                );
+            }
+        }
+        Experiment::StatReaders(cfg) => {
+            let period = (cfg.period.as_secs_f64() * 1e3).max(0.001);
+            let duration_ms = ((cfg.reads_per_reader as f64 * period) as u64).clamp(1, 2000);
+            for &g in &cfg.groups {
+                for &w in &cfg.writers {
+                    // No writer: one CPU writing at a negligible rate.
+                    let (wcpus, rate) = if w == 0 { (1, 1.0) } else { (w, 250_000.0) };
+                    let twin = StatsScenario {
+                        workload: Workload::StatReaders(Readers {
+                            tree: TreeSpec {
+                                fanout: vec![1, g as u32],
+                                names: Vec::new(),
+                            },
+                            writers: WritersSpec {
+                                cpus: Some(wcpus.min(cpus) as u32),
+                                rate_per_cpu: rate,
+                                targets: Targets::Leaves,
+                                hot_fraction: 1.0,
+                                pages: [1, 1],
+                                thp_fraction: 0.0,
+                                items: 4,
+                                uncharge_fraction: 0.5,
+                                burst: 16,
+                            },
+                            readers: ReadersSpec {
+                                count: cfg.readers as u32,
+                                period_ms: period,
+                                targets: Targets::Leaves,
+                                items: None,
+                                aligned: false,
+                            },
+                            flusher: Some(FlusherSpec { period_ms: 2000 }),
+                        }),
+                        duration_ms,
+                        cpus: Some(cpus as u32),
+                        threads: None,
+                    };
+                    let opts = RunOptions {
+                        costs: costs.clone(),
+                        ..RunOptions::default()
+                    };
+                    let rep = run_twin("stat-readers-kernel-sim", preset, seed, twin, &opts)?;
+                    let pct = |k: &str| {
+                        rep.percentile_of(preset.name(), stat_readers::READ_LATENCY_NS, k)
+                            .unwrap_or(f64::NAN)
+                    };
+                    let mean = rep
+                        .mean_of(preset.name(), stat_readers::READ_LATENCY_NS)
+                        .unwrap_or(f64::NAN);
+                    r.push_summary(
+                        &predicted(&read_latency(g, w)),
+                        "ns",
+                        mean,
+                        [
+                            ("p50", pct("p50")),
+                            ("p99", pct("p99")),
+                            ("p999", pct("p999")),
+                            ("max", pct("max")),
+                        ],
+                    );
+                }
+            }
+        }
+        Experiment::StaleRead(cfg) => {
+            let page_kib = (facts.page_size as u64 / 1024).max(1);
+            for &kib in &cfg.spikes_kib {
+                let o = spike::run(&spike::SpikeSetup {
+                    cpus,
+                    policy,
+                    pages: kib / page_kib,
+                    repetitions: cfg.repetitions,
+                    concurrent_reader: cfg.concurrent_reader,
+                    follow_ms: cfg.follow_ms,
+                    follow_poll_ms: cfg.follow_poll_ms,
+                    pause_ms: cfg.pause.as_secs_f64() * 1e3,
+                    periodic_phase: simcore::Rng::new(seed ^ kib).below(2 * SECONDS),
+                    costs: costs.clone(),
+                })
+                .expect("a preset counts");
+                let lags: Vec<u64> = o.samples.iter().map(|s| s.lag).collect();
+                r.push_distribution(&predicted(&stat_lag_after_charge(kib)), "pages", &lags);
+                crate::run::push_count(r, &predicted(&stat_lag_after_charge(kib)), lags.len());
+                r.push(
+                    &predicted(&stat_lag_over_threshold(kib)),
+                    "count",
+                    lags.iter().filter(|&&l| l > o.threshold).count() as f64,
+                    false,
+                );
+                let stale: Vec<u64> = o
+                    .samples
+                    .iter()
+                    .filter_map(|s| s.stale_for_ms.map(|ms| ms.round() as u64))
+                    .collect();
+                if !stale.is_empty() {
+                    r.push_distribution(&predicted(&stale_for_ms(kib)), "ms", &stale);
+                    crate::run::push_count(r, &predicted(&stale_for_ms(kib)), stale.len());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One figure of the side-by-side view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideRow {
+    /// What is compared.
+    pub figure: String,
+    /// Unit of both values.
+    pub unit: String,
+    /// The host kernel's value.
+    pub host: f64,
+    /// The simulated preset's value.
+    pub sim: f64,
+}
+
+impl SideRow {
+    /// host ÷ sim; `None` when not finite.
+    pub fn ratio(&self) -> Option<f64> {
+        let k = self.host / self.sim;
+        k.is_finite().then_some(k)
+    }
+}
+
+/// The host's figures beside the simulated preset's for the same shapes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideBySide {
+    /// The preset simulated (the host's era).
+    pub preset: String,
+    /// The host kernel release.
+    pub host_kernel: String,
+    /// Logical CPUs the simulation used (the host's online CPUs).
+    pub cpus: usize,
+    /// The figures.
+    pub rows: Vec<SideRow>,
+    /// What the figures mean and where the model differs.
+    pub notes: Vec<String>,
+}
+
+/// The host's figures of `report` (a run of `sc` on the host of `facts`)
+/// beside the twin's predictions stored with them; a report stored before
+/// predictions were (`predicted_*` missing) gets them computed now with
+/// `opts`' costs and `seed`.
+///
+/// # Errors
+/// Simulator errors.
+pub fn side_by_side(
+    sc: &KernelScenario,
+    seed: u64,
+    report: &RunReport,
+    facts: &RunFacts,
+    opts: &RunOptions,
+) -> Result<SideBySide, SimError> {
+    let cpus = facts.online_cpus.max(1);
+    let preset = era_preset(&facts.kernel_release);
+    let host = report
+        .policies
+        .get(HOST_POLICY)
+        .cloned()
+        .unwrap_or_default();
+    let mut pred = host.clone();
+    if !pred.metrics.keys().any(|k| k.starts_with("predicted_")) {
+        predict_into(&mut pred, sc, facts, &opts.costs, seed)?;
+    }
+    let one = |p: &PolicyResult, m: &str| {
+        p.metrics
+            .get(m)
+            .map(|s| simcore::stats::mean(&s.values))
+            .unwrap_or(f64::NAN)
+    };
+    let pct = |p: &PolicyResult, m: &str, k: &str| {
+        p.metrics
+            .get(m)
+            .and_then(|s| s.percentiles.get(k))
+            .map(|v| simcore::stats::mean(v))
+            .unwrap_or(f64::NAN)
+    };
+    let row = |figure: String, unit: &str, host: f64, sim: f64| SideRow {
+        figure,
+        unit: unit.into(),
+        host,
+        sim,
+    };
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    match &sc.experiment {
+        Experiment::UpdatePath(cfg) => {
+            for &d in &cfg.depths {
+                let p = one(&pred, &predicted(&ns_per_fault(d)));
+                rows.push(row(
+                    format!("fault, depth {d} (host CPU time)"),
+                    "ns",
+                    one(&host, &cpu_ns_per_fault(d)),
+                    p,
+                ));
+                rows.push(row(
+                    format!("fault, depth {d} (host wall clock)"),
+                    "ns",
+                    one(&host, &ns_per_fault(d)),
+                    p,
+                ));
+            }
+            notes.push(format!(
+                "a fault priced whole: the rest of the fault ([kernel] fault_anon_ns), its charge through the \
+                 stock, its stat updates with {}'s threshold walk ({} CPUs); the host's op is mmap + touch + \
+                 munmap per page",
+                preset.name(),
+                cpus
+            ));
+        }
+        Experiment::StatReaders(cfg) => {
+            for &g in &cfg.groups {
+                for &w in &cfg.writers {
+                    let (m, c, p) = (
+                        read_latency(g, w),
+                        read_cpu_ns(g, w),
+                        predicted(&read_latency(g, w)),
+                    );
+                    for (k, label) in [("p50", "p50"), ("p99", "p99")] {
+                        rows.push(row(
+                            format!("read {label}, {g} groups, {w} writers (host CPU time)"),
+                            "ns",
+                            pct(&host, &c, k),
+                            pct(&pred, &p, k),
+                        ));
+                        rows.push(row(
+                            format!("read {label}, {g} groups, {w} writers (host wall clock)"),
+                            "ns",
+                            pct(&host, &m, k),
+                            pct(&pred, &p, k),
+                        ));
+                    }
+                }
+            }
+            notes.push(
+                "a read priced whole: open + read + close, every line of memory.stat formatted, and the flush \
+                 it triggers (each engine counter standing for the kernel counters of the group)"
+                    .into(),
+            );
+        }
+        Experiment::StaleRead(cfg) => {
+            for &kib in &cfg.spikes_kib {
+                for (m, label, unit) in [
+                    (stat_lag_after_charge(kib), "stat lag p50", "pages"),
+                    (stale_for_ms(kib), "stale for p50", "ms"),
+                ] {
+                    rows.push(row(
+                        format!("{label}, {kib} KiB spike"),
+                        unit,
+                        pct(&host, &m, "p50"),
+                        pct(&pred, &predicted(&m), "p50"),
+                    ));
+                }
+                let m = stat_lag_over_threshold(kib);
+                rows.push(row(
+                    format!("repetitions with lag > T, {kib} KiB spike"),
+                    "count",
+                    one(&host, &m),
+                    one(&pred, &predicted(&m)),
+                ));
+            }
+            notes.push(format!(
+                "{}: a concurrent flush's visit of the leaf, a charge, its visit of the parent: the parent's count \
+                 stops at T behind the early break, and no read flushes it until the periodic flush \
+                 (docs/fidelity.md); linux-6.8, without the early break, predicts no lag over T",
+                preset.name()
+            ));
+        }
+    }
+    Ok(SideBySide {
+        preset: preset.name().to_string(),
+        host_kernel: facts.kernel_release.clone(),
+        cpus,
+        rows,
+        notes,
+    })
+}
+
+/// Runs a twin scenario under `preset`, once, with `seed`.
+fn run_twin(
+    name: &str,
+    preset: Preset,
+    seed: u64,
+    spec: StatsScenario,
+    opts: &RunOptions,
+) -> Result<RunReport, SimError> {
+    let header = Header {
+        name: name.into(),
+        mode: Mode::Sim,
+        description: String::new(),
+        reproduces: String::new(),
+        policies: vec![preset.name().to_string()],
+        runs: 1,
+        seed,
+        user_policies: Vec::new(),
+    };
+    let sc =
+        Scenario::from_parts(&sim::kinds::stats::KIND, header, Box::new(spec)).map_err(|m| {
+            SimError::Kind {
+                kind: "kernel",
+                source: m.into(),
+            }
+        })?;
+    sc.run(opts, &mut |_| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eras() {
+        assert_eq!(era_preset("6.18.44-fc-v1098"), Preset::Linux6_17);
+        assert_eq!(era_preset("6.16.0"), Preset::Linux6_17);
+        assert_eq!(era_preset("6.8.12"), Preset::Linux6_8);
+        assert_eq!(era_preset("6.15.1-arch"), Preset::Linux6_8);
+        assert_eq!(era_preset("5.15.25"), Preset::Linux5_15);
+        assert_eq!(era_preset("weird"), Preset::Linux6_17);
+    }
+}

@@ -1,0 +1,226 @@
+//! `stat-readers`: many groups with writers, `memory.stat` readers every
+//! 100 ms; read latency percentiles, reads over 1 ms, stale reads.
+//!
+//! Source 000 patch 5/5 (Wei Xu's test): 250k readers in 50k cgroups on 384
+//! CPUs, 99.9% of reads ≤ 50 µs and none over 100 ms with subtree flushes
+//! and per-memcg thresholds.
+
+use super::{Readers, StatsScenario};
+use crate::error::SimError;
+use crate::interleave::interleaved;
+use crate::progress::Steps;
+use crate::report::{format_us, Claim, Claims, RunReport};
+use crate::report::{Mode, PolicyResult};
+use crate::runner::{real, sim};
+use crate::scenario::Header;
+use crate::select::AnyBackend;
+use crate::with_backend;
+use crate::workload::{FlusherSpec, ReadersSpec, SpikeSpec, TreeShape, WritersSpec};
+use simcore::time::{MILLIS, SECONDS};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Metric: read latency (a `memory.stat` read, flush included).
+pub const READ_LATENCY_NS: &str = "read_latency_ns";
+/// Metric: reads that returned a value older than the error bound allows.
+pub const STALE_READS: &str = "stale_reads";
+
+/// Latency above which a read counts in `reads_over_1ms`.
+pub const SLOW_READ_NS: u64 = MILLIS;
+
+/// Runs the stat-readers workload.
+///
+/// # Errors
+/// Engine errors, a thread that cannot start, cancellation.
+pub fn run(
+    h: &Header,
+    sc: &StatsScenario,
+    w: &Readers,
+    steps: &mut Steps<'_>,
+) -> Result<BTreeMap<String, PolicyResult>, SimError> {
+    let shape = TreeShape::from_spec(&w.tree);
+    let items = sc.schema_items();
+    interleaved(h, steps, 1, |run, r, steps| {
+        let choice = super::choice(h, sc, run.policy)?;
+        let seed = run.seed;
+        match h.mode {
+            Mode::Sim => {
+                let cpus = sc.cpus.unwrap_or(1) as usize;
+                let b = AnyBackend::build(choice, &shape, items, cpus)?;
+                let setup = sim_setup(
+                    sc,
+                    steps,
+                    items,
+                    seed,
+                    &w.writers,
+                    Some(&w.readers),
+                    w.flusher.as_ref(),
+                    None,
+                );
+                let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
+                record_sim(r, &o);
+            }
+            Mode::Real | Mode::Kernel => {
+                let threads = sc.threads() as usize;
+                let b = AnyBackend::build(choice, &shape, items, threads)?;
+                let writers = w
+                    .writers
+                    .cpus
+                    .map(|c| c as usize)
+                    .unwrap_or(threads.saturating_sub(1).max(1));
+                let setup = real::ReadersSetup {
+                    writers,
+                    writer_spec: w.writers.clone(),
+                    readers: w.readers.clone(),
+                    items,
+                    duration: Duration::from_millis(sc.duration_ms),
+                    seed,
+                };
+                let o = with_backend!(&b, be => real::run_readers(be, &shape, &setup))?;
+                r.push_latency(READ_LATENCY_NS, &o.latencies);
+                let slow = o.latencies.iter().filter(|&&l| l > SLOW_READ_NS).count();
+                r.push("reads", "count", o.latencies.len() as f64, true);
+                r.push("reads_over_1ms", "count", slow as f64, false);
+                r.push(STALE_READS, "count", o.stale_reads as f64, false);
+                r.push(
+                    "update_ops_per_sec",
+                    "ops/s",
+                    o.updates as f64 / o.elapsed.as_secs_f64().max(1e-9),
+                    true,
+                );
+            }
+        }
+        steps.step(run.label())
+    })
+}
+
+/// The simulated setup of a readers scenario (also used by stale-read).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sim_setup(
+    sc: &StatsScenario,
+    steps: &Steps<'_>,
+    items: usize,
+    seed: u64,
+    writers: &WritersSpec,
+    readers: Option<&ReadersSpec>,
+    flusher: Option<&FlusherSpec>,
+    spikes: Option<&SpikeSpec>,
+) -> sim::SimSetup {
+    sim::SimSetup {
+        cpus: sc.cpus.unwrap_or(1) as usize,
+        duration: sc.duration_ms * MILLIS,
+        seed,
+        costs: steps.costs().clone(),
+        items,
+        writers: writers.clone(),
+        readers: readers.cloned(),
+        flush_period: flusher.map(|f| f.period_ms * MILLIS),
+        spikes: spikes.cloned(),
+    }
+}
+
+/// Records the read metrics of a simulated run.
+pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
+    r.push_latency(READ_LATENCY_NS, &o.read_latencies);
+    let slow = o
+        .read_latencies
+        .iter()
+        .filter(|&&l| l > SLOW_READ_NS)
+        .count();
+    let over_100ms = o
+        .read_latencies
+        .iter()
+        .filter(|&&l| l > 100 * MILLIS)
+        .count();
+    r.push("reads", "count", o.read_latencies.len() as f64, true);
+    r.push("reads_over_1ms", "count", slow as f64, false);
+    r.push("reads_over_100ms", "count", over_100ms as f64, false);
+    r.push(STALE_READS, "count", o.stale_reads as f64, false);
+    r.push("flushes", "count", o.flushes as f64, false);
+    r.push("skipped_flushes", "count", o.skipped_flushes as f64, false);
+    r.push("lock_wait_ns", "ns", o.lock_wait as f64, false);
+    r.push_distribution("flush_ns", "ns", &o.flush_durations);
+    let per_flush = |v: u64| v as f64 / o.flushes.max(1) as f64;
+    r.push(
+        "flush_shards_scanned",
+        "count/flush",
+        per_flush(o.flush_work.shards_scanned),
+        false,
+    );
+    r.push(
+        "flush_groups_visited",
+        "count/flush",
+        per_flush(o.flush_work.groups_visited),
+        false,
+    );
+    r.push(
+        "flush_counters_aggregated",
+        "count/flush",
+        per_flush(o.flush_work.counters_aggregated),
+        false,
+    );
+    r.push(
+        "update_ops_per_sec",
+        "ops/s",
+        o.updates as f64 / (o.duration as f64 / SECONDS as f64),
+        true,
+    );
+}
+
+/// The source thread's claims on a stat-readers run (those whose policies are
+/// missing from the run are left out).
+pub fn claims(report: &RunReport) -> Vec<Claim> {
+    let mut claims = Claims::new(report);
+    let m = READ_LATENCY_NS;
+    let real = report.mode == crate::report::Mode::Real;
+    if let (Some(p999), Some(max)) = (
+        report.percentile_of("hierstat", m, "p999"),
+        report.percentile_of("hierstat", m, "max"),
+    ) {
+        claims.add(
+            if real {
+                "hierstat p99.9, wall clock on this host (reference)"
+            } else {
+                "hierstat: 99.9% of reads <= 50 µs"
+            },
+            format!("p99.9 {}", format_us(p999)),
+            "99.9% <= 50 µs (250k readers, 50k cgroups, 384 CPUs)",
+            p999 <= 50_000.0,
+        );
+        claims.add(
+            "hierstat: no read over 100 ms",
+            format!("max {}", format_us(max)),
+            "none > 100 ms",
+            max <= 100e6,
+        );
+    }
+    if let Some(s) = report.sum_of("hierstat", STALE_READS) {
+        claims.add(
+            "hierstat: zero stale reads",
+            format!("{s:.0}"),
+            "—",
+            s == 0.0,
+        );
+    }
+    for p in ["linux-5.15", "linux-6.8", "linux-5.13"] {
+        if let Some(p999) = report.percentile_of(p, m, "p999") {
+            let stale = report.sum_of(p, STALE_READS).unwrap_or(0.0);
+            let max = report.percentile_of(p, m, "max").unwrap_or(0.0);
+            claims.add(
+                &format!("{p} (reference)"),
+                format!(
+                    "p99.9 {}, max {}, {stale:.0} stale",
+                    format_us(p999),
+                    format_us(max)
+                ),
+                if p == "linux-6.8" {
+                    "99.9% <= 50 µs"
+                } else {
+                    "—"
+                },
+                true,
+            );
+        }
+    }
+    claims.into_vec()
+}

@@ -1,0 +1,500 @@
+//! The scenario-kind interface: what every kind of scenario file provides,
+//! and the one handle ([`Scenario`]) the front ends use.
+//!
+//! A scenario file is TOML whose `kind` key picks its [`Kind`]: the
+//! simulated kinds of this crate (`stats`, `numab`, `refault`, in
+//! [`crate::kinds`]) or one registered from another crate (kernel mode).
+//! A [`Kind`] is data: its name, numeric ranges, built-in files and a
+//! parser that makes the shared [`Header`] and the kind's own [`Spec`]; a
+//! spec estimates its cost, runs, and states its claims.
+//! [`crate::Catalog`] holds the kinds a program knows and parses any file
+//! through them.
+//!
+//! Adding a kind is one folder with a `static KIND: Kind` and a type
+//! implementing [`Spec`], and one line where its catalog is built.
+//!
+//! ```text
+//!   file ──Catalog::parse──▶ Kind::parse ──▶ Scenario { Header, Box<dyn Spec> }
+//!                                             │ estimate · run · claims
+//!                                             ▼
+//!                                          RunReport
+//! ```
+
+pub mod estimate;
+pub mod policy;
+pub mod ranges;
+pub mod source;
+pub mod sweep;
+
+pub use estimate::{Estimate, Limits, Rates, WorkClass};
+pub use policy::{PolicyFile, PolicySpec};
+pub use ranges::Range;
+pub use source::Source;
+
+use crate::cost::CostModel;
+use crate::error::{ScenarioError, SimError};
+use crate::progress::{Progress, RunOptions, Steps};
+use crate::report::{Claim, Mode, PolicyResult, RunReport};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The keys every scenario file has, whatever its kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// Scenario name.
+    pub name: String,
+    /// Simulated, real threads, or the host's kernel.
+    pub mode: Mode,
+    /// One-line description.
+    pub description: String,
+    /// Which source thread it reproduces and the published figures (empty
+    /// when the file does not say).
+    pub reproduces: String,
+    /// Policies to compare; the first is the baseline of %change.
+    pub policies: Vec<String>,
+    /// Runs per policy.
+    pub runs: u32,
+    /// Base seed of the random number generator (run `i` uses `seed + i`).
+    pub seed: u64,
+    /// User flush policies (`[[policy]]` tables), for the kinds that run
+    /// flush policies.
+    pub user_policies: Vec<PolicySpec>,
+}
+
+/// One kind of scenario file (the `kind` key): its name, the range of
+/// every numeric field of its files (besides the shared
+/// [`ranges::HEADER`]), its built-in files, and its parser. A kind is data:
+/// each kind's folder declares one `static KIND: Kind`.
+#[derive(Clone, Copy)]
+pub struct Kind {
+    /// The `kind` key's value.
+    pub name: &'static str,
+    /// The ranges of its numeric fields ([`ranges`]).
+    pub ranges: &'static [Range],
+    /// The scenarios of this kind embedded in the binary, `(name, TOML)`,
+    /// in the order `mmlab list` shows them.
+    pub builtins: &'static [(&'static str, &'static str)],
+    /// Parses and validates a file of this kind (its ranges are checked
+    /// before): the shared header and the kind's own spec, or a
+    /// [`ScenarioError`] with the file, line and field of the first
+    /// problem.
+    pub parse: ParseFn,
+}
+
+/// A kind's parser: a file's shared header and the kind's own spec.
+pub type ParseFn = fn(&Source<'_>) -> Result<(Header, Box<dyn Spec>), ScenarioError>;
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kind").field("name", &self.name).finish()
+    }
+}
+
+/// What every [`Spec`] gets from being `Clone + 'static` (a blanket
+/// implementation): boxed copies and downcasts.
+pub trait SpecObject {
+    /// A boxed copy.
+    fn clone_box(&self) -> Box<dyn Spec>;
+    /// For code that needs the concrete spec (a kind's own front-end
+    /// features, such as kernel mode's side-by-side view).
+    fn as_any(&self) -> &dyn Any;
+    /// As [`SpecObject::as_any`], to adjust it (tests, reduced runs).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Spec + Clone> SpecObject for T {
+    fn clone_box(&self) -> Box<dyn Spec> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A parsed scenario of one kind: everything beyond the [`Header`].
+pub trait Spec: SpecObject + fmt::Debug + Send + Sync + 'static {
+    /// The built-in policy names its runner accepts (user policies come on
+    /// top, when [`Spec::user_policies_refused`] is `None`).
+    fn known_policies(&self) -> Vec<String>;
+
+    /// Why `[[policy]]` tables cannot be added (the kind runs scanner
+    /// versions, layouts or the host's kernel); `None` when they can.
+    fn user_policies_refused(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What `mmlab list` says about its size: logical CPUs in sim mode,
+    /// threads in real mode.
+    fn parallelism(&self, header: &Header) -> u32;
+
+    /// The estimated cost of running it as it stands.
+    fn estimate(&self, header: &Header, costs: &CostModel) -> Estimate;
+
+    /// Runs every policy `header.runs` times (run `i` with seed
+    /// `header.seed + i`, runs interleaved across policies).
+    ///
+    /// # Errors
+    /// Engine and model errors, [`SimError::Cancelled`].
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError>;
+
+    /// The source threads' claims on `report`, a run of this scenario.
+    fn claims(&self, report: &RunReport) -> Vec<Claim>;
+
+    /// The text stored with a run (re-parsing it runs the same scenario).
+    fn source(&self, header: &Header) -> String;
+
+    /// Sets the measured duration per run (`--duration-ms`); kinds that
+    /// size their runs in their own tables ignore it.
+    fn set_duration_ms(&mut self, _ms: u64) {}
+
+    /// Shrinks it for a smoke test (`--quick`).
+    fn shrink_for_smoke_test(&mut self, header: &mut Header);
+
+    /// Whether this host can run it; `Err` holds the reason a suite prints
+    /// as `skipped: <reason>`.
+    fn availability(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// For a policy sweep: the default plot axes (`metric` or
+    /// `metric.pXX`), or `None` when the kind runs no flush policies.
+    fn sweep_axes(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+
+    /// For a policy sweep: shorter runs than the file's.
+    fn set_sweep_durations(&mut self, duration_ms: Option<u64>, _warmup_ms: Option<u64>) {
+        if let Some(ms) = duration_ms {
+            self.set_duration_ms(ms);
+        }
+    }
+}
+
+/// What a run of a spec produced: results by policy and facts about what
+/// ran (kernel mode: the host's kernel, cgroup version, online CPUs ...).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOutput {
+    /// Results by policy name.
+    pub policies: BTreeMap<String, PolicyResult>,
+    /// Facts by name; empty for the simulated kinds.
+    pub facts: BTreeMap<String, String>,
+}
+
+impl From<BTreeMap<String, PolicyResult>> for RunOutput {
+    fn from(policies: BTreeMap<String, PolicyResult>) -> RunOutput {
+        RunOutput {
+            policies,
+            facts: BTreeMap::new(),
+        }
+    }
+}
+
+/// The command-line overrides of a scenario's header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Policies to run instead of the file's (empty: keep the file's).
+    pub policies: Vec<String>,
+    /// Runs per policy.
+    pub runs: Option<u32>,
+    /// Base seed.
+    pub seed: Option<u64>,
+    /// Measured duration per run in milliseconds (the stats kind; the
+    /// other kinds size their runs in their own tables).
+    pub duration_ms: Option<u64>,
+}
+
+/// A parsed, validated scenario of any kind.
+pub struct Scenario {
+    kind: &'static Kind,
+    header: Header,
+    spec: Box<dyn Spec>,
+}
+
+impl fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scenario")
+            .field("kind", &self.kind.name)
+            .field("header", &self.header)
+            .field("spec", &self.spec)
+            .finish()
+    }
+}
+
+impl Clone for Scenario {
+    fn clone(&self) -> Scenario {
+        Scenario {
+            kind: self.kind,
+            header: self.header.clone(),
+            spec: self.spec.clone_box(),
+        }
+    }
+}
+
+impl Scenario {
+    /// Parses `src` as a file of `kind`: its ranges, its parser, then the
+    /// policies against the runner's names.
+    ///
+    /// # Errors
+    /// A [`ScenarioError`] with the file, line and field of the first
+    /// problem.
+    pub fn parse_as(kind: &'static Kind, src: &Source<'_>) -> Result<Scenario, ScenarioError> {
+        // The kind's own table first: it may narrow a shared key (`runs`).
+        ranges::check(src, &[kind.ranges, &ranges::HEADER, &ranges::POLICY])?;
+        let (header, spec) = (kind.parse)(src)?;
+        policy::validate(src, &header.user_policies)?;
+        if header.name.trim().is_empty() {
+            return Err(src.error("name", "must not be empty"));
+        }
+        let sc = Scenario { kind, header, spec };
+        sc.check_policies().map_err(|m| src.error("policies", m))?;
+        Ok(sc)
+    }
+
+    /// A scenario built in code from its parts (kernel mode's simulated
+    /// twin): the same policy check as a parsed file.
+    ///
+    /// # Errors
+    /// The message naming the first unknown or repeated policy.
+    pub fn from_parts(
+        kind: &'static Kind,
+        header: Header,
+        spec: Box<dyn Spec>,
+    ) -> Result<Scenario, String> {
+        let sc = Scenario { kind, header, spec };
+        sc.check_policies()?;
+        Ok(sc)
+    }
+
+    /// The kind's name (`stats`, `numab`, `refault`, `kernel`).
+    pub fn kind(&self) -> &'static str {
+        self.kind.name
+    }
+
+    /// The shared header keys.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The kind's own part.
+    pub fn spec(&self) -> &dyn Spec {
+        self.spec.as_ref()
+    }
+
+    /// The kind's own part as its concrete type, if it is a `T`.
+    pub fn spec_as<T: 'static>(&self) -> Option<&T> {
+        self.spec.as_any().downcast_ref()
+    }
+
+    /// The kind's own part as its concrete type, to adjust it.
+    pub fn spec_as_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        self.spec.as_any_mut().downcast_mut()
+    }
+
+    /// The shared header keys, to adjust them.
+    pub fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+
+    /// Scenario name.
+    pub fn name(&self) -> &str {
+        &self.header.name
+    }
+
+    /// One-line description.
+    pub fn description(&self) -> &str {
+        &self.header.description
+    }
+
+    /// Which source thread it reproduces and the published figures.
+    pub fn reproduces(&self) -> &str {
+        &self.header.reproduces
+    }
+
+    /// Simulated, real or kernel.
+    pub fn mode(&self) -> Mode {
+        self.header.mode
+    }
+
+    /// Policies to compare, the first is the baseline of %change.
+    pub fn policies(&self) -> &[String] {
+        &self.header.policies
+    }
+
+    /// Runs per policy.
+    pub fn runs(&self) -> u32 {
+        self.header.runs
+    }
+
+    /// Base seed (run `i` uses `seed + i`).
+    pub fn seed(&self) -> u64 {
+        self.header.seed
+    }
+
+    /// Logical CPUs (sim) or threads (real) it uses.
+    pub fn parallelism(&self) -> u32 {
+        self.spec.parallelism(&self.header)
+    }
+
+    /// The user policies (`[[policy]]` tables) it defines.
+    pub fn user_policies(&self) -> &[PolicySpec] {
+        &self.header.user_policies
+    }
+
+    /// The text stored with a run.
+    pub fn source(&self) -> String {
+        self.spec.source(&self.header)
+    }
+
+    /// The estimated cost of running it as it stands (after overrides).
+    pub fn estimate(&self, costs: &CostModel) -> Estimate {
+        self.spec.estimate(&self.header, costs)
+    }
+
+    /// Whether this host can run it (`Err`: the reason).
+    pub fn availability(&self) -> Result<(), String> {
+        self.spec.availability()
+    }
+
+    /// The policy names its runner accepts: the runner's own, then the
+    /// user policies.
+    pub fn known_policies(&self) -> Vec<String> {
+        let mut known = self.spec.known_policies();
+        if self.spec.user_policies_refused().is_none() {
+            known.extend(self.header.user_policies.iter().map(|p| p.name.clone()));
+        }
+        known
+    }
+
+    /// Checks that every policy is known to the runner and named once.
+    ///
+    /// # Errors
+    /// The message naming the first unknown or repeated policy.
+    pub fn check_policies(&self) -> Result<(), String> {
+        let known = self.known_policies();
+        let policies = &self.header.policies;
+        if policies.is_empty() {
+            return Err("at least one policy is needed".into());
+        }
+        for (i, p) in policies.iter().enumerate() {
+            if !known.iter().any(|k| k == p) {
+                return Err(format!(
+                    "unknown policy `{}` (known: {})",
+                    source::escape(p),
+                    known.join(", ")
+                ));
+            }
+            if policies[..i].contains(p) {
+                return Err(format!("policy `{p}` is listed twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds user policies (from a policy file named on the command line or
+    /// a sweep point) so that runs can name them; the stored text then
+    /// holds their definitions. A policy already defined identically is
+    /// left as it is.
+    ///
+    /// # Errors
+    /// A message when the scenario runs no flush policies or a name is
+    /// already defined differently.
+    pub fn add_policies(&mut self, specs: &[PolicySpec]) -> Result<(), String> {
+        if let Some(why) = self.spec.user_policies_refused() {
+            return Err(format!("scenario `{}` {why}", self.header.name));
+        }
+        let list = &mut self.header.user_policies;
+        for s in specs {
+            match list.iter().find(|o| o.name == s.name) {
+                Some(o) if o == s => {}
+                Some(_) => {
+                    return Err(format!("policy `{}` is defined twice, differently", s.name))
+                }
+                None => list.push(s.clone()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies command-line overrides.
+    pub fn apply(&mut self, o: &Overrides) {
+        if !o.policies.is_empty() {
+            // A policy named twice runs once (the first place counts).
+            let mut seen = std::collections::HashSet::with_capacity(o.policies.len());
+            self.header.policies = o
+                .policies
+                .iter()
+                .filter(|p| seen.insert(p.as_str()))
+                .cloned()
+                .collect();
+        }
+        if let Some(r) = o.runs {
+            self.header.runs = r;
+        }
+        if let Some(s) = o.seed {
+            self.header.seed = s;
+        }
+        if let Some(d) = o.duration_ms {
+            self.spec.set_duration_ms(d);
+        }
+    }
+
+    /// For a policy sweep: its default axes, or `None` when the scenario
+    /// runs no flush policies.
+    pub fn sweep_axes(&self) -> Option<(&'static str, &'static str)> {
+        self.spec.sweep_axes()
+    }
+
+    /// For a policy sweep: shorter runs than the file's.
+    pub fn set_sweep_durations(&mut self, duration_ms: Option<u64>, warmup_ms: Option<u64>) {
+        self.spec.set_sweep_durations(duration_ms, warmup_ms);
+    }
+
+    /// Shrinks it for a smoke test (`mmlab --quick`); each kind says how.
+    pub fn shrink_for_smoke_test(&mut self) {
+        self.spec.shrink_for_smoke_test(&mut self.header);
+    }
+
+    /// Runs it and assembles its report (the one place a report is made).
+    ///
+    /// # Errors
+    /// Unknown policies, engine and model errors, [`SimError::Cancelled`].
+    pub fn run(
+        &self,
+        opts: &RunOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<RunReport, SimError> {
+        if let Err(message) = self.check_policies() {
+            return Err(ScenarioError {
+                file: format!("<scenario {}>", self.header.name),
+                line: None,
+                field: "policies".into(),
+                message,
+            }
+            .into());
+        }
+        let out = self
+            .spec
+            .run(&self.header, &mut Steps::new(opts, progress))?;
+        Ok(RunReport {
+            scenario: self.header.name.clone(),
+            mode: self.header.mode,
+            runs: self.header.runs,
+            seed: self.header.seed,
+            scenario_toml: self.source(),
+            policy_order: self.header.policies.clone(),
+            policies: out.policies,
+            facts: out.facts,
+        })
+    }
+
+    /// The source threads' claims on `report`, a run of this scenario.
+    pub fn claims(&self, report: &RunReport) -> Vec<Claim> {
+        self.spec.claims(report)
+    }
+}
