@@ -55,6 +55,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../scenarios/stat-readers.toml"),
     ),
     (
+        "stat-readers-full",
+        include_str!("../../../../../scenarios/stat-readers-full.toml"),
+    ),
+    (
         "stat-readers-real",
         include_str!("../../../../../scenarios/stat-readers-real.toml"),
     ),
