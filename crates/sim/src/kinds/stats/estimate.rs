@@ -7,7 +7,8 @@
 //!   of their number (flushes amortised over bursts, reads over the groups
 //!   they visit), so each is weighed by that square root (a read a quarter
 //!   of a burst, a spike fifty); the periodic flusher walks every pair; the
-//!   per-CPU counters are written once when the run builds its tree. Fitted
+//!   rows the writers touch are allocated once each (see `engine_bytes`:
+//!   hierstat allocates a (group, CPU) row on its first write). Fitted
 //!   on the development host over CPUs 64–384, trees of 200–5,000 groups,
 //!   writer rates 200–5,000 per CPU and second, 200–20,000 readers (every
 //!   case within 1.6x of its CPU time).
@@ -98,9 +99,9 @@ pages = 1
 items = 4
 "#;
 
-/// Memory of the per-CPU deltas and per-group aggregates of every item
-/// (plus the exact oracle and one snapshot per reader), the threads of a
-/// real-mode run, the simulated events and their work units (see the
+/// Memory of the engine's rows written and per-group state (see
+/// [`engine_bytes`]), the exact oracle and one snapshot per reader, the
+/// threads of a real-mode run, the simulated events and their work units (see the
 /// module documentation), and the seconds of real-mode measurement.
 pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estimate {
     let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
@@ -140,7 +141,7 @@ pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estima
     let cpus = f64::from(parallelism);
     let items = 64.0;
     let reader_count = readers.map_or(0.0, |r| f64::from(r.count));
-    let memory_bytes = groups * items * 8.0 * (cpus + 4.0) + reader_count * items * 8.0 + MIB;
+    let memory_bytes = engine_bytes(s, groups, cpus) + reader_count * items * 8.0 + MIB;
     let depths = update.map_or(1.0, |u| u.depths.len().max(1) as f64);
     let real = header.mode != Mode::Sim;
     let mut e = Estimate {
@@ -189,6 +190,38 @@ pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estima
     e.work = per_run * repeats;
     e.class = Some(WorkClass::StatsTree);
     e
+}
+
+/// The engine's memory for a tree workload (its schema's items): per group, its aggregates and
+/// deltas (4 words an item) and its row table (a dense part for the first
+/// 64 CPUs, a directory of 16-CPU blocks above); per (group, CPU) row
+/// written, its control words, cells and shared cells (the simulator
+/// writes through the shared path) and, above CPU 64, its share of a table
+/// block (an upper bound: a directory is counted for every group). Rows
+/// exist only once a CPU writes the group, so the rows are at
+/// most one per writer burst of the run (each burst writes one group on
+/// one CPU), and at most one per pair. A workload without writers (the
+/// update path) is counted as one row per pair.
+fn engine_bytes(s: &StatsScenario, groups: f64, cpus: f64) -> f64 {
+    let items = s.schema_items() as f64;
+    let writers = match &s.workload {
+        Workload::StatReaders(r) => Some(&r.writers),
+        Workload::StaleRead(x) => Some(&x.writers),
+        _ => None,
+    };
+    let pairs = groups * cpus;
+    let rows = writers.map_or(pairs, |w| {
+        let wcpus = w.cpus.map_or(cpus, f64::from).min(cpus);
+        let bursts = wcpus * w.rate_per_cpu * (s.duration_ms as f64 / 1e3) / f64::from(w.burst.max(1));
+        // Plus one a group: spikes, and slack.
+        (bursts + groups).min(pairs)
+    });
+    let near = cpus.min(64.0);
+    let far_blocks = ((cpus - 64.0).max(0.0) / 16.0).ceil();
+    let far_share = if cpus > 64.0 { (cpus - 64.0) / cpus } else { 0.0 };
+    let per_group = items * 8.0 * 4.0 + near * 9.0 + far_blocks * 24.0;
+    let per_row = 8.0 * (2.0 + 2.0 * items) + far_share * 144.0;
+    groups * per_group + rows * per_row
 }
 
 /// Priced workloads (`will-it-scale`, `netperf`): each CPU's operations
