@@ -67,11 +67,12 @@ impl Config {
     ///   cells, plus `8 B × slots` of flushers' snapshots once an owner
     ///   wrote it, plus `8 B × slots` of shared cells once the shared path
     ///   wrote it (`slots`: one per item, `1 + nodes` per per-node item).
-    ///   Each group also has a row table of `8 B × min(shards, 64)`, plus,
-    ///   once a shard at or above 64 writes it, `24 B` per 16 shards above
-    ///   64 and `128 B` per such 16-shard block written. A group of 16
-    ///   items written from 4 shards of 64 costs about 2.2 KB in all; from
-    ///   all 64, about 18.6 KB.
+    ///   Each group also has a row table of `9 B × min(shards, 64)` (a
+    ///   row's address and its index byte per shard), plus, once a shard at
+    ///   or above 64 writes it, `24 B` per 16 shards above 64 and `144 B`
+    ///   per such 16-shard block written. A group of 16
+    ///   items written from 4 shards of 64 costs about 2.3 KB in all; from
+    ///   all 64, about 18.7 KB.
     /// * **Flush time**: a flush visits only the rows updated since the last
     ///   one, but passes over every shard (a lock, a few loads: about
     ///   0.1 µs a shard), so a flush of a 4,096-shard tree costs a few
