@@ -139,7 +139,7 @@ impl Count {
 #[derive(Debug, Default)]
 pub(crate) struct GlobalCount {
     /// Folded magnitude since the last root flush.
-    count: crate::state::CachePadded<Count>,
+    count: crate::sync::CachePadded<Count>,
     /// Pages flushes took out of residues whose data has not reached the
     /// root's aggregates yet (a root flush lands them; a subtree flush
     /// leaves them in its parent's `pending`). Bound only. ORDERING: as

@@ -57,8 +57,9 @@ use crate::dirty::{DirtyTree, IdMap};
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::rows::Row;
 use crate::saturation::Direction;
-use crate::state::{CachePadded, GroupState};
+use crate::state::GroupState;
 use crate::stats::Core;
+use crate::sync::CachePadded;
 use crate::sync::{
     lock, ranked, Arc, AtomicBool, AtomicU64, Condvar, Held, Mutex, MutexGuard, Ordering, Rank,
     Ranked,

@@ -21,23 +21,8 @@
 use crate::count::Count;
 use crate::dirty::NONE;
 use crate::sync::std_only::{OnceLock, StdArc};
-use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicI64, AtomicU64, AtomicU8, CachePadded, Ordering};
 use crate::table::RowTable;
-use std::ops::Deref;
-
-/// Aligns `T` to 128 bytes (a cache-line pair, because the adjacent-line
-/// prefetcher of x86 pulls lines in pairs), so it shares no line with
-/// anything else.
-#[repr(C, align(128))]
-#[derive(Debug, Default)]
-pub(crate) struct CachePadded<T>(pub(crate) T);
-
-impl<T> Deref for CachePadded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
 
 /// Read-mostly fields of a group's state: everything the update path
 /// reads.

@@ -309,3 +309,18 @@ pub(crate) fn fence_acquire() {
     #[cfg(not(loom))]
     std::sync::atomic::fence(Ordering::Acquire);
 }
+
+/// Aligns `T` to 128 bytes (a cache-line pair, because the adjacent-line
+/// prefetcher of x86 pulls lines in pairs), so it shares no line with
+/// anything else (as `crossbeam_utils::CachePadded`, at the width this
+/// crate's layout tests assert).
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

@@ -1,7 +1,8 @@
 use crate::{tree, Items};
 use hierstat::sim::{ManualClock, Shard, Simulator, WorkCounters};
 use hierstat::{
-    Config, ConfigError, Error, FlushKind, FlushOutcome, HierStats, Preset, Schema, Unit, MAX_SHARDS,
+    Config, ConfigError, Error, FlushKind, FlushOutcome, HierStats, Preset, Schema, Unit,
+    MAX_SHARDS,
 };
 
 #[test]

@@ -100,7 +100,7 @@ items = 4
 "#;
 
 /// Memory of the engine's rows written and per-group state (see
-/// [`engine_bytes`]), the exact oracle and one snapshot per reader, the
+/// `engine_bytes`), the exact oracle and one snapshot per reader, the
 /// threads of a real-mode run, the simulated events and their work units (see the
 /// module documentation), and the seconds of real-mode measurement.
 pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estimate {
@@ -212,13 +212,18 @@ fn engine_bytes(s: &StatsScenario, groups: f64, cpus: f64) -> f64 {
     let pairs = groups * cpus;
     let rows = writers.map_or(pairs, |w| {
         let wcpus = w.cpus.map_or(cpus, f64::from).min(cpus);
-        let bursts = wcpus * w.rate_per_cpu * (s.duration_ms as f64 / 1e3) / f64::from(w.burst.max(1));
+        let bursts =
+            wcpus * w.rate_per_cpu * (s.duration_ms as f64 / 1e3) / f64::from(w.burst.max(1));
         // Plus one a group: spikes, and slack.
         (bursts + groups).min(pairs)
     });
     let near = cpus.min(64.0);
     let far_blocks = ((cpus - 64.0).max(0.0) / 16.0).ceil();
-    let far_share = if cpus > 64.0 { (cpus - 64.0) / cpus } else { 0.0 };
+    let far_share = if cpus > 64.0 {
+        (cpus - 64.0) / cpus
+    } else {
+        0.0
+    };
     let per_group = items * 8.0 * 4.0 + near * 9.0 + far_blocks * 24.0;
     let per_row = 8.0 * (2.0 + 2.0 * items) + far_share * 144.0;
     groups * per_group + rows * per_row
