@@ -178,7 +178,7 @@ impl HierStats {
         delta: i64,
     ) -> Result<(), Error> {
         let owned = self.core.own(group)?;
-        let (total, per_node) = self.core.schema.node_slots(item, node)?;
+        let (total, per_node) = self.core.schema.node_slots_for_update(item, node, delta)?;
         let lane = shard::current(self.core.shards, self.core.ownable);
         if lane.owner {
             let row = owned.hot.rows.owned_row(lane.shard);
@@ -213,7 +213,7 @@ impl HierStats {
         work: &mut W,
     ) -> Result<(), Error> {
         let owned = self.core.own(group)?;
-        let (total, per_node) = self.core.schema.node_slots(item, node)?;
+        let (total, per_node) = self.core.schema.node_slots_for_update(item, node, delta)?;
         let s = self.core.check_shard(shard)?;
         self.core
             .update_node_shared(s, owned, total, per_node, delta, work);
