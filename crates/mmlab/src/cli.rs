@@ -396,7 +396,7 @@ pub struct CalibrateArgs {
     /// Shorter measurements (noisier).
     #[arg(long)]
     pub quick: bool,
-    /// Leave the [kernel] table at the shipped values (no kernel-mode
+    /// Leave the `[kernel]` table at the shipped values (no kernel-mode
     /// measurement, which needs root and a writable memory controller).
     #[arg(long)]
     pub no_kernel: bool,
