@@ -30,9 +30,9 @@
 //! [`ExporterBuilder::per_node`], [`ExporterBuilder::local`],
 //! [`ExporterBuilder::bounds`]. On a systemd-like tree of 318 memory
 //! cgroups with the lab's `memory.stat` schema (58 items, 32 per NUMA node,
-//! 2 nodes) the defaults write 18,444 samples, 7.5 kB per group, 2.4 MB per
+//! 2 nodes) the defaults write 18,444 samples, 7.6 kB per group, 2.4 MB per
 //! scrape; every family on (per node, local, bounds) writes 57,558 samples,
-//! 25.0 kB per group, 8.0 MB per scrape. The bytes are mostly the group
+//! 25.3 kB per group, 8.0 MB per scrape. The bytes are mostly the group
 //! paths; the [`exposition`] docs have the table for each switch and how to
 //! size a larger tree.
 //!

@@ -26,7 +26,7 @@
 //! hierstat counterpart: they, and every key that cannot be mapped, get a
 //! no-op handle and are listed by [`HierRecorder::unmapped`].
 
-use hierstat::{Error as EngineError, Group, HierStats, ItemId, ItemKind, NodeItemId};
+use hierstat::{Error as EngineError, Group, HierStats, ItemId, NodeItemId};
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString,
     Unit,
@@ -214,13 +214,18 @@ impl Inner {
             }
         }
         let target = if let Ok(item) = schema.item(name) {
-            if gauge && schema.info(item).is_ok_and(|i| i.kind == ItemKind::Event) {
+            if gauge && schema.info(item).is_ok_and(|i| i.kind.is_event()) {
                 return Err(format!(
                     "gauge mapped to the event item `{name}` (events only count up)"
                 ));
             }
             Target::Item(item)
         } else if let Ok(item) = schema.node_item(name) {
+            if gauge && schema.node_info(item).is_ok_and(|i| i.kind.is_event()) {
+                return Err(format!(
+                    "gauge mapped to the per-node event item `{name}` (events only count up)"
+                ));
+            }
             let node = match node_value {
                 Some(v) => v
                     .parse::<usize>()

@@ -115,8 +115,8 @@ mod tests {
         let mut b = Schema::builder();
         b.state("anon", Unit::Pages);
         b.state("anon_thp", Unit::Pages);
-        b.node_state("workingset_refault_anon", Unit::Count);
-        b.node_state("workingset_nodereclaim", Unit::Count);
+        b.node_event("workingset_refault_anon", Unit::Count);
+        b.node_event("workingset_nodereclaim", Unit::Count);
         b.event("pgfault", Unit::Count);
         b.build().unwrap()
     }

@@ -172,7 +172,7 @@ fn events_are_counters_and_states_are_gauges() {
                     continue;
                 };
                 let (expected, sample) = match info.kind {
-                    ItemKind::Event => ("counter", format!("{family}_total")),
+                    ItemKind::Event | ItemKind::NodeEvent => ("counter", format!("{family}_total")),
                     ItemKind::State | ItemKind::NodeState => ("gauge", family.clone()),
                 };
                 assert_eq!(om_type, expected, "{what}: OpenMetrics type of {family}");

@@ -30,7 +30,7 @@ struct Measured {
 }
 
 impl Measured {
-    /// `18,444 samples, 7.5 kB per group, 2.4 MB per scrape`, as the crate
+    /// `18,444 samples, 7.6 kB per group, 2.4 MB per scrape`, as the crate
     /// docs and the README quote it.
     fn summary(&self) -> String {
         format!(

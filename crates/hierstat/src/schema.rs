@@ -72,6 +72,9 @@ pub enum ItemKind {
     Event,
     /// Signed gauge kept per NUMA node (plus a total).
     NodeState,
+    /// Monotonic event count kept per NUMA node (plus a total), such as
+    /// the kernel's `workingset_*` lruvec events.
+    NodeEvent,
 }
 
 impl ItemKind {
@@ -80,7 +83,18 @@ impl ItemKind {
             ItemKind::State => "state",
             ItemKind::Event => "event",
             ItemKind::NodeState => "per-node state",
+            ItemKind::NodeEvent => "per-node event",
         }
+    }
+
+    /// Whether the item is kept per NUMA node ([`NodeItemId`] handles).
+    pub fn is_per_node(self) -> bool {
+        matches!(self, ItemKind::NodeState | ItemKind::NodeEvent)
+    }
+
+    /// Whether the item only counts up (a counter, not a gauge).
+    pub fn is_event(self) -> bool {
+        matches!(self, ItemKind::Event | ItemKind::NodeEvent)
     }
 }
 
@@ -283,6 +297,12 @@ impl SchemaBuilder {
         NodeItemId(self.push(name, ItemKind::NodeState, unit))
     }
 
+    /// Adds a per-node event item (monotonic: a negative update is
+    /// [`Error::NegativeEvent`]).
+    pub fn node_event(&mut self, name: &str, unit: Unit) -> NodeItemId {
+        NodeItemId(self.push(name, ItemKind::NodeEvent, unit))
+    }
+
     /// Sets the number of NUMA nodes for per-node items (default 1).
     pub fn nodes(&mut self, nodes: usize) -> &mut Self {
         self.nodes = nodes;
@@ -315,7 +335,7 @@ impl SchemaBuilder {
                 return Err(Error::DuplicateItem(name.clone()));
             }
             let node_slots = slot_units.len() as u32;
-            if *kind == ItemKind::NodeState {
+            if kind.is_per_node() {
                 slot_units.extend(std::iter::repeat_n(*unit, nodes));
             }
             items.push(ItemInfo {
@@ -350,20 +370,21 @@ impl Schema {
     pub fn item(&self, name: &str) -> Result<ItemId, Error> {
         let i = self.index_of(name)?;
         match self.items[i as usize].kind {
-            ItemKind::NodeState => Err(self.wrong_kind(i, "state or event")),
-            _ => Ok(ItemId(self.handles[i as usize])),
+            ItemKind::NodeState | ItemKind::NodeEvent => Err(self.wrong_kind(i, "state or event")),
+            ItemKind::State | ItemKind::Event => Ok(ItemId(self.handles[i as usize])),
         }
     }
 
-    /// Looks up a per-node state item by name.
+    /// Looks up a per-node (state or event) item by name.
     ///
     /// # Errors
     /// [`Error::UnknownItem`], or [`Error::WrongItemKind`] for other kinds.
     pub fn node_item(&self, name: &str) -> Result<NodeItemId, Error> {
         let i = self.index_of(name)?;
-        match self.items[i as usize].kind {
-            ItemKind::NodeState => Ok(NodeItemId(self.handles[i as usize])),
-            _ => Err(self.wrong_kind(i, "per-node state")),
+        if self.items[i as usize].kind.is_per_node() {
+            Ok(NodeItemId(self.handles[i as usize]))
+        } else {
+            Err(self.wrong_kind(i, "per-node state or event"))
         }
     }
 
@@ -485,12 +506,33 @@ impl Schema {
         }
     }
 
+    /// (total slot, node slot) of a per-node item on `node` for an update
+    /// of `delta`: as [`node_slots`](Self::node_slots), and a per-node
+    /// event must not go down.
+    #[inline]
+    pub(crate) fn node_slots_for_update(
+        &self,
+        item: NodeItemId,
+        node: usize,
+        delta: i64,
+    ) -> Result<(Slot, Slot), Error> {
+        let slots = self.node_slots(item, node)?;
+        if delta < 0 {
+            // `node_slots` checked the handle: the item is this schema's.
+            let info = &self.items[item.index()];
+            if info.kind == ItemKind::NodeEvent {
+                return Err(Error::NegativeEvent(info.name.clone(), delta));
+            }
+        }
+        Ok(slots)
+    }
+
     /// (total slot, node slot) of a per-node item on `node`.
     #[inline]
     pub(crate) fn node_slots(&self, item: NodeItemId, node: usize) -> Result<(Slot, Slot), Error> {
         let info = self.own(item.index(), item.tag())?;
-        if info.kind != ItemKind::NodeState {
-            return Err(self.wrong_kind(item.index() as u16, "per-node state"));
+        if !info.kind.is_per_node() {
+            return Err(self.wrong_kind(item.index() as u16, "per-node state or event"));
         }
         if node >= self.nodes {
             return Err(Error::NodeOutOfRange {

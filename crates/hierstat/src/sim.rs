@@ -209,7 +209,11 @@ impl Simulator for HierStats {
         work: &mut W,
     ) -> Result<(), Error> {
         let g = self.core.own(group)?;
-        let (total, per_node) = self.core.params.schema.node_slots(item, numa_node)?;
+        let (total, per_node) = self
+            .core
+            .params
+            .schema
+            .node_slots_for_update(item, numa_node, delta)?;
         let s = self.core.check_shard(shard)?;
         self.core
             .update_node_shared(s, g, total, per_node, delta, work);

@@ -238,7 +238,11 @@ impl HierStats {
         delta: i64,
     ) -> Result<(), Error> {
         let g = self.core.own(group)?;
-        let (total, per_node) = self.core.params.schema.node_slots(item, numa_node)?;
+        let (total, per_node) = self
+            .core
+            .params
+            .schema
+            .node_slots_for_update(item, numa_node, delta)?;
         self.core.update_node_here(g, total, per_node, delta);
         Ok(())
     }

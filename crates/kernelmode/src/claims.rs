@@ -12,7 +12,7 @@
 //! about the kernel's work (a loaded 2-vCPU host delays a thread without
 //! changing what it executes); wall-clock figures are shown for reference.
 
-use crate::run::{
+use crate::metrics::{
     cpu_ns_per_fault, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms, stat_lag_after_charge,
     stat_lag_over_threshold, RATIO_4_2, THRESHOLD,
 };

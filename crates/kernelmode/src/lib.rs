@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod claims;
+pub mod metrics;
 pub mod reproducer;
 pub mod run;
 pub mod spec;

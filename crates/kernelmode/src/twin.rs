@@ -16,7 +16,7 @@
 //! [`side_by_side`] puts them in one table (`mmlab run X-kernel
 //! --compare-sim`).
 
-use crate::run::{
+use crate::metrics::{
     cpu_ns_per_fault, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms, stat_lag_after_charge,
     stat_lag_over_threshold,
 };
@@ -173,7 +173,7 @@ pub fn predict_into(
                 .expect("a preset counts");
                 let lags: Vec<u64> = o.samples.iter().map(|s| s.lag).collect();
                 r.push_distribution(&predicted(&stat_lag_after_charge(kib)), "pages", &lags);
-                crate::run::push_count(r, &predicted(&stat_lag_after_charge(kib)), lags.len());
+                crate::metrics::push_count(r, &predicted(&stat_lag_after_charge(kib)), lags.len());
                 r.push(
                     &predicted(&stat_lag_over_threshold(kib)),
                     "count",
@@ -187,7 +187,7 @@ pub fn predict_into(
                     .collect();
                 if !stale.is_empty() {
                     r.push_distribution(&predicted(&stale_for_ms(kib)), "ms", &stale);
-                    crate::run::push_count(r, &predicted(&stale_for_ms(kib)), stale.len());
+                    crate::metrics::push_count(r, &predicted(&stale_for_ms(kib)), stale.len());
                 }
             }
         }

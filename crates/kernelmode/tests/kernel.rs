@@ -3,7 +3,9 @@
 //! any run, stores its twin's predictions and leaves nothing behind; the
 //! twin predicts the stale read by era.
 
-use kernelmode::run::{ns_per_fault, read_latency, stat_lag_after_charge, stat_lag_over_threshold};
+use kernelmode::metrics::{
+    ns_per_fault, read_latency, stat_lag_after_charge, stat_lag_over_threshold,
+};
 use kernelmode::twin::{predict_into, predicted};
 use kernelmode::{KernelScenario, HOST_POLICY};
 use sim::report::PolicyResult;

@@ -670,8 +670,12 @@ fn html_has_verdicts_host_and_a_false_sharing_plot() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
     assert!(html.contains(r#"data-plot="layout-throughput""#));
-    assert!(html.contains("[ok]") || html.contains("[MISS]") || html.contains("[info]"));
-    assert!(html.contains("data-verdicts") && html.contains("data-host"));
+    // false-sharing's claim is a reference ([info]) when the host did not
+    // run both threads side by side; only counted claims get a verdicts line.
+    let counted = html.contains("[ok]") || html.contains("[MISS]");
+    assert!(counted || html.contains("[info]"));
+    assert_eq!(html.contains("data-verdicts"), counted);
+    assert!(html.contains("data-host"));
     assert!(html.contains("CPUs,"));
 }
 

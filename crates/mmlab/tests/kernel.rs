@@ -52,7 +52,7 @@ fn a_kernel_run_is_compared_with_the_simulation_and_stored_with_its_facts() {
         "cgroup_version: v",
         "kernel_release: ",
         "host kernel vs simulated linux-6.17",
-        "stat lag max, 64 KiB spike",
+        "stat lag p50, 64 KiB spike",
         "threshold_pages",
     ] {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");

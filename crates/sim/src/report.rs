@@ -370,6 +370,36 @@ impl RunReport {
         Some(m.values.iter().sum())
     }
 
+    /// Median over runs of `num`'s `metric[i] / den`'s `metric[i]`, two
+    /// policies whose runs are aligned by index (real-mode runs interleave
+    /// the policies, so run `i` of each ran at about the same time and a
+    /// drift in the host's speed moves one ratio, not every mean); `None`
+    /// if either is missing or no pair is finite.
+    pub fn paired_policy_ratio(&self, num: &str, den: &str, metric: &str) -> Option<f64> {
+        let n = self.policies.get(num)?.metrics.get(metric)?;
+        let d = self.policies.get(den)?.metrics.get(metric)?;
+        let ratios: Vec<f64> = n
+            .values
+            .iter()
+            .zip(&d.values)
+            .map(|(a, b)| a / b)
+            .filter(|k| k.is_finite())
+            .collect();
+        let k = median(&ratios);
+        k.is_finite().then_some(k)
+    }
+
+    /// The smallest value of `metric` over every run of `policies` (those
+    /// that have it); `None` when none has it.
+    pub fn min_over(&self, policies: &[&str], metric: &str) -> Option<f64> {
+        let v = policies
+            .iter()
+            .filter_map(|p| self.policies.get(*p)?.metrics.get(metric))
+            .flat_map(|m| m.values.iter().copied())
+            .fold(f64::INFINITY, f64::min);
+        v.is_finite().then_some(v)
+    }
+
     /// Median over runs of `num[i] / den[i]` for one policy (runs are
     /// aligned by index); `None` if either metric is missing or no pair is
     /// finite.

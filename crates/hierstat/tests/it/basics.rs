@@ -1,7 +1,7 @@
 use crate::{tree, Items};
 use hierstat::sim::{ManualClock, Shard, Simulator, WorkCounters};
 use hierstat::{
-    Config, ConfigError, Error, FlushKind, FlushOutcome, HierStats, Preset, Schema, Unit,
+    Config, ConfigError, Error, FlushKind, FlushOutcome, HierStats, ItemKind, Preset, Schema, Unit,
     MAX_SHARDS,
 };
 
@@ -351,4 +351,38 @@ fn rows_exist_on_first_touch_and_are_recycled() {
     t.flush_forced(&root).unwrap();
     t.verify().unwrap();
     t.verify_clean().unwrap();
+}
+
+/// A per-node event counts per node and in total, flushes up the tree as a
+/// per-node state does, and refuses to go down.
+#[test]
+fn per_node_events_count_up_per_node_and_refuse_to_go_down() {
+    let mut b = Schema::builder();
+    let refault = b.node_event("workingset_refault_file", Unit::Count);
+    b.nodes(2);
+    let t = HierStats::new(b.build().unwrap(), Config::preset(Preset::Hierstat)).unwrap();
+    let a = t.create(&t.root(), "a").unwrap();
+    let leaf = t.create(&a, "leaf").unwrap();
+    t.add_node(&leaf, refault, 0, 3).unwrap();
+    t.add_node(&leaf, refault, 1, 4).unwrap();
+    assert!(matches!(
+        t.add_node(&leaf, refault, 1, -1),
+        Err(Error::NegativeEvent(..))
+    ));
+    assert!(matches!(
+        t.add_node_with(Shard(0), &leaf, refault, 0, -2, &mut ()),
+        Err(Error::NegativeEvent(..))
+    ));
+    t.flush_forced(&t.root()).unwrap();
+    assert_eq!(t.read_node(&a, refault, None).unwrap(), 7);
+    assert_eq!(t.read_node(&a, refault, Some(0)).unwrap(), 3);
+    assert_eq!(t.read_node(&a, refault, Some(1)).unwrap(), 4);
+    let s = t.schema();
+    assert_eq!(s.node_item("workingset_refault_file").unwrap(), refault);
+    assert!(matches!(
+        s.item("workingset_refault_file"),
+        Err(Error::WrongItemKind { .. })
+    ));
+    let kind = s.node_info(refault).unwrap().kind;
+    assert!(kind == ItemKind::NodeEvent && kind.is_event() && kind.is_per_node());
 }

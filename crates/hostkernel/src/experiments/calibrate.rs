@@ -5,7 +5,7 @@
 //!
 //! * **faults**: a worker in a group directly under the tree's top faults
 //!   `pages` pages per round, `rounds` times, on each mapping of
-//!   will-it-scale's page-fault tests (`Mapping`): CPU ns per fault,
+//!   will-it-scale's page-fault tests (their three mappings): CPU ns per fault,
 //!   its `munmap` share included;
 //! * **reads**: `open` + `read` + `close` of a one-number file (the page
 //!   counter) and of `memory.stat` of random idle groups among 200 (as the

@@ -7,7 +7,7 @@
 //! them and a plot per kernel scenario (`html::kernel`).
 
 use kernelmode::claims::samples_of;
-use kernelmode::run::{
+use kernelmode::metrics::{
     cpu_ns_per_fault, faults_per_sec, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms,
     stat_lag_after_charge, stat_lag_over_threshold, THRESHOLD,
 };

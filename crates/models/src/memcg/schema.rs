@@ -26,6 +26,9 @@ use hierstat::{ItemId, NodeItemId, Schema, Unit};
 pub enum Class {
     /// Per-node (lruvec) state item.
     Node,
+    /// Per-node (lruvec) monotonic event counter (`workingset_*`,
+    /// `pgdemote_*`, `pgpromote_success`).
+    NodeEvent,
     /// Memcg-wide state item.
     Memcg,
     /// Monotonic event counter.
@@ -119,27 +122,27 @@ stats! {
     /// accounting (the `memory_hugetlb_accounting` mount option).
     Hugetlb = ("hugetlb", Node, Pages),
     /// Refaults of evicted anonymous pages.
-    WorkingsetRefaultAnon = ("workingset_refault_anon", Node, Count),
+    WorkingsetRefaultAnon = ("workingset_refault_anon", NodeEvent, Count),
     /// Refaults of evicted file pages.
-    WorkingsetRefaultFile = ("workingset_refault_file", Node, Count),
+    WorkingsetRefaultFile = ("workingset_refault_file", NodeEvent, Count),
     /// Refaulted anonymous pages activated at once.
-    WorkingsetActivateAnon = ("workingset_activate_anon", Node, Count),
+    WorkingsetActivateAnon = ("workingset_activate_anon", NodeEvent, Count),
     /// Refaulted file pages activated at once.
-    WorkingsetActivateFile = ("workingset_activate_file", Node, Count),
+    WorkingsetActivateFile = ("workingset_activate_file", NodeEvent, Count),
     /// Restored anonymous pages (were in the workingset when evicted).
-    WorkingsetRestoreAnon = ("workingset_restore_anon", Node, Count),
+    WorkingsetRestoreAnon = ("workingset_restore_anon", NodeEvent, Count),
     /// Restored file pages.
-    WorkingsetRestoreFile = ("workingset_restore_file", Node, Count),
+    WorkingsetRestoreFile = ("workingset_restore_file", NodeEvent, Count),
     /// Shadow nodes reclaimed by the shrinker.
-    WorkingsetNodereclaim = ("workingset_nodereclaim", Node, Count),
+    WorkingsetNodereclaim = ("workingset_nodereclaim", NodeEvent, Count),
     /// Pages demoted to a slower tier by kswapd.
-    PgdemoteKswapd = ("pgdemote_kswapd", Node, Count),
+    PgdemoteKswapd = ("pgdemote_kswapd", NodeEvent, Count),
     /// Pages demoted by direct reclaim.
-    PgdemoteDirect = ("pgdemote_direct", Node, Count),
+    PgdemoteDirect = ("pgdemote_direct", NodeEvent, Count),
     /// Pages demoted by khugepaged.
-    PgdemoteKhugepaged = ("pgdemote_khugepaged", Node, Count),
+    PgdemoteKhugepaged = ("pgdemote_khugepaged", NodeEvent, Count),
     /// Pages promoted to a faster tier by NUMA balancing.
-    PgpromoteSuccess = ("pgpromote_success", Node, Count),
+    PgpromoteSuccess = ("pgpromote_success", NodeEvent, Count),
     /// Pages scanned by kswapd.
     PgscanKswapd = ("pgscan_kswapd", Event, Count),
     /// Pages scanned by direct reclaim.
@@ -221,6 +224,7 @@ impl MemcgSchema {
             .iter()
             .map(|s| match s.class() {
                 Class::Node => Slot::Node(b.node_state(s.name(), s.unit())),
+                Class::NodeEvent => Slot::Node(b.node_event(s.name(), s.unit())),
                 Class::Memcg => Slot::Plain(b.state(s.name(), s.unit())),
                 Class::Event => Slot::Plain(b.event(s.name(), s.unit())),
             })
@@ -252,7 +256,7 @@ mod tests {
         let s = MemcgSchema::new(2).unwrap();
         for &st in Stat::ALL {
             match (st.class(), s.slot(st)) {
-                (Class::Node, Slot::Node(id)) => {
+                (Class::Node | Class::NodeEvent, Slot::Node(id)) => {
                     assert_eq!(s.schema().node_info(id).unwrap().name, st.name())
                 }
                 (Class::Memcg | Class::Event, Slot::Plain(id)) => {

@@ -156,7 +156,8 @@ impl MemcgTree {
         self.flush_for_read(id)?;
         let mut s = String::new();
         let shown = |s: &&Stat| {
-            s.class() == Class::Node && (**s != Stat::Hugetlb || self.hugetlb_accounting())
+            matches!(s.class(), Class::Node | Class::NodeEvent)
+                && (**s != Stat::Hugetlb || self.hugetlb_accounting())
         };
         for &stat in Stat::ALL.iter().filter(shown) {
             let _ = write!(s, "{}", stat.name());

@@ -65,6 +65,20 @@ impl UpdateOutcome {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
+    /// The smallest share of the run's wall time any thread spent on a CPU
+    /// (its CPU time over the run's): near 1 when the host gave every
+    /// thread a CPU of its own, low on a busy host, where the threads took
+    /// turns and contended lines stop moving between CPUs. `None` where
+    /// thread CPU time is unavailable.
+    pub fn cpu_share(&self) -> Option<f64> {
+        let wall = self.elapsed.as_nanos().max(1) as f64;
+        self.per_thread
+            .iter()
+            .map(|&(_, cpu)| cpu.map(|ns| (ns as f64 / wall).min(1.0)))
+            .try_fold(f64::INFINITY, |m, s| s.map(|s| m.min(s)))
+            .filter(|m| m.is_finite())
+    }
+
     /// Updates per second if every thread had a CPU of its own: the sum of
     /// each thread's updates per second of its own CPU time. On a shared
     /// host this removes the time slices other processes take; it falls

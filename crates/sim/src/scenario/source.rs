@@ -229,7 +229,7 @@ mod tests {
         assert_eq!((e.line, e.message.as_str()), (Some(4), "bad\\u{1b}"));
         assert_eq!(Source::new("f", "a = = 1").line_of("a"), None);
         assert!(s.sets("tree.fanout") && !s.sets("tree.names") && !s.sets("nope.x"));
-        assert!(s.sets("numab.workload.passes") && !s.sets("numab.workload.kind"));
+        assert!(s.sets("numab.workload.kind") && !s.sets("numab.workload.threads"));
         // A default compared with a value the file sets: placed there.
         let e = s.error_between("tree.names", &["name", "tree.fanout"], "too many");
         assert_eq!((e.field.as_str(), e.line), ("name", Some(1)));

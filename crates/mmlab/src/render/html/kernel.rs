@@ -10,7 +10,7 @@
 
 use super::plots::Plot;
 use crate::render::kernel::pivots;
-use kernelmode::run::{
+use kernelmode::metrics::{
     cpu_ns_per_fault, ns_per_fault, read_cpu_ns, read_latency, stat_lag_after_charge,
 };
 use kernelmode::twin::predicted;

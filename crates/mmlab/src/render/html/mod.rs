@@ -368,7 +368,8 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
         s.push_str("<h3>Comparison across policies</h3>");
         s.push_str(&table_html(&table));
     }
-    let plots = plots::plots(r);
+    let mut plots = plots::plots(r);
+    plots.extend(kernel::plots(r));
     if !plots.is_empty() {
         s.push_str(r#"<h3>Plots</h3><div class="plots">"#);
         for p in plots {

@@ -33,7 +33,8 @@ pub struct Plot {
     pub svg: String,
 }
 
-/// Every plot of a report, in a fixed order.
+/// Every plot of a report, in a fixed order (a kernel run's are
+/// [`super::kernel::plots`], added after these).
 pub fn plots(report: &RunReport) -> Vec<Plot> {
     let mut out = Vec::new();
     out.extend(latency_histograms(report));
@@ -50,7 +51,6 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
         false,
     ));
     out.extend(coverage_strips(report));
-    out.extend(super::kernel::plots(report));
     out
 }
 

@@ -320,11 +320,7 @@ pub fn run(
     })
 }
 
-/// Metric: the smallest share of the run any thread spent on a CPU.
-pub const CPU_SHARE: &str = "cpu_share";
-
-/// The thread CPU share below which a run cannot tell the layouts apart.
-pub const MIN_CPU_SHARE: f64 = 0.8;
+pub use super::{CPU_SHARE, MIN_CPU_SHARE};
 
 /// The source thread's claim on a false-sharing run, in size: the shared
 /// layout's change against the separated one within 2× of −36.2%. On a host
@@ -336,11 +332,9 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
         report.mean_of("separated", OPS_PER_SEC),
         report.mean_of("shared", OPS_PER_SEC),
     ) {
-        let share = ["separated", "shared"]
-            .iter()
-            .filter_map(|l| report.policies.get(*l)?.metrics.get(CPU_SHARE))
-            .flat_map(|m| m.values.iter().copied())
-            .fold(f64::INFINITY, f64::min);
+        let share = report
+            .min_over(&["separated", "shared"], CPU_SHARE)
+            .unwrap_or(f64::INFINITY);
         let change = InSize {
             published: 100.0 * (36_542.0 / 57_311.0 - 1.0),
             measured: 100.0 * (p / s - 1.0),

@@ -14,6 +14,15 @@
 //! Runs are interleaved (run 1 of every policy, then run 2 ...) so that a
 //! drift of the host during a real-mode scenario affects every policy alike.
 
+/// Metric of real-thread runs: the smallest share of the run any thread
+/// spent on a CPU (`false-sharing`, `update-path`).
+pub const CPU_SHARE: &str = "cpu_share";
+
+/// The thread CPU share below which a real-thread run's threads did not run
+/// side by side: contended lines then stop moving between CPUs, and a
+/// comparison of layouts or of shared atomics means nothing.
+pub const MIN_CPU_SHARE: f64 = 0.8;
+
 pub mod estimate;
 pub mod false_sharing;
 pub mod netperf;
