@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The engine's unsafe code and its owner path under the nightly checkers:
 #
-# * Miri runs hierstat's unit tests (the row pointers of `slab.rs` and the
-#   handle's cached pointers of `group.rs`, with the owner path taken: under
+# * Miri runs hierstat's unit tests (the row pointers and exposed chunk
+#   addresses of `rows.rs`, the row tables of `table.rs` and the handle's
+#   cached pointers of `group.rs`, with the owner path taken: under
 #   Miri owners keep their plain path and fence, as under loom) and a bounded
 #   set of integration tests that drive those pointers through the public
 #   API, checking every access for undefined behaviour and data races;
 # * ThreadSanitizer runs the owner-path real-thread tests (owners and
-#   sharers on one tree with racing flushes, slot hand-overs) with the
+#   sharers on one tree with racing flushes, seat hand-overs, thread churn
+#   reusing seats) with the
 #   standard library rebuilt instrumented.
 #
 # Both need the nightly toolchain with the `miri` and `rust-src` components;
@@ -49,5 +51,9 @@ if [ -z "$only" ] || [ "$only" = tsan ]; then
         CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test it -- \
         owner:: stress::bounds_hold_right_after bounds::bounds_hold_on_real
+    RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
+        TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+        CARGO_TARGET_DIR=target/tsan \
+        cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test churn
 fi
 echo "== sanitizers: clean"

@@ -55,8 +55,9 @@
 //! (CELLS + slots)` words after the section's start, whose first word holds
 //! that chunk's exposed address; the chunk lives, in place, as long as the
 //! store*.
-//! Chunks are boxed and never freed before the store; rows are recycled
-//! but never unmapped.
+//! Chunks are owned through raw pointers (`OwnedChunk`: a moved `Box`
+//! would invalidate its exposed address) and never freed before the store;
+//! rows are recycled but never unmapped.
 
 use crate::header::{Header, OwnerResidue};
 use crate::schema::Slot;
@@ -217,13 +218,61 @@ fn publish(word: &AtomicU64, w: &Words) {
     }
 }
 
+/// A chunk owned through the raw pointer its box was turned into, so that
+/// the address its head holds keeps the allocation's own permission: a
+/// `Box` is a unique pointer, and moving it (into the arena's vector, or
+/// when the vector grows) would invalidate every pointer derived from it
+/// before the move, the exposed address included (Miri's Stacked Borrows
+/// reports exactly that). Read-only after its creation but for its atomics
+/// and its sections' one-time initialisation, and dropped with the arena.
+#[derive(Debug)]
+struct OwnedChunk(NonNull<Chunk>);
+
+// SAFETY: an `OwnedChunk` owns its `Chunk` as a `Box` would, and hands out
+// only shared references to it; `Chunk` is `Send` and `Sync` (atomics,
+// `OnceLock`s of them, integers).
+unsafe impl Send for OwnedChunk {}
+// SAFETY: as for `Send`: shared access goes through `&Chunk`, which is
+// `Sync`.
+unsafe impl Sync for OwnedChunk {}
+
+impl OwnedChunk {
+    fn new(chunk: Chunk) -> Self {
+        OwnedChunk(NonNull::from(Box::leak(Box::new(chunk))))
+    }
+
+    /// The chunk's address with the allocation's permission, exposed (its
+    /// head holds it; `Row::chunk` takes it back).
+    fn exposed_addr(&self) -> usize {
+        self.0.as_ptr().expose_provenance()
+    }
+}
+
+impl std::ops::Deref for OwnedChunk {
+    type Target = Chunk;
+
+    fn deref(&self) -> &Chunk {
+        // SAFETY: the pointer came from a leaked box that only `drop`
+        // frees; until then the chunk is only ever shared.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for OwnedChunk {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from `Box::leak` in `new` and is freed
+        // only here, once; the arena (and so every row of the chunk) is
+        // being dropped with the store.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
 /// One shard's rows (behind the arena's lock, rank `Row`).
 #[derive(Debug, Default)]
 struct Arena {
-    /// Boxed: a chunk's head holds its address, so it must not move when
-    /// the vector grows.
-    #[allow(clippy::vec_box)]
-    chunks: Vec<Box<Chunk>>,
+    /// Chunks in place: a chunk's head holds its address, so it must not
+    /// move when the vector grows.
+    chunks: Vec<OwnedChunk>,
     /// Rows handed out so far (fresh ones are numbered in order).
     next: usize,
     /// Recycled rows, by number.
@@ -327,14 +376,14 @@ impl ArenaGuard<'_> {
                 .chunks
                 .last()
                 .map_or(0, |l| l.first_row + RowStore::chunk_rows(n - 1));
-            let chunk = Box::new(Chunk::new(RowStore::chunk_rows(n), slots, first));
+            let chunk = OwnedChunk::new(Chunk::new(RowStore::chunk_rows(n), slots, first));
             // The head's word: the chunk's address, now that it is in
-            // place (boxed). ORDERING: Relaxed; published with every row of
-            // the chunk (the table entries' Release stores).
-            chunk.lines.word(HEAD_CHUNK).store(
-                (&*chunk as *const Chunk).expose_provenance() as u64,
-                Ordering::Relaxed,
-            );
+            // place. ORDERING: Relaxed; published with every row of the
+            // chunk (the table entries' Release stores).
+            chunk
+                .lines
+                .word(HEAD_CHUNK)
+                .store(chunk.exposed_addr() as u64, Ordering::Relaxed);
             // Under loom the other sections exist from the start (see
             // `Chunk::new`): their addresses too.
             #[cfg(loom)]
