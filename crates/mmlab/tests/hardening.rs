@@ -3,36 +3,10 @@
 //! hang, an exhausted memory or a clobbered file.
 
 mod common;
-use common::short_run;
+use common::{builtin_text, mmlab_in, short_run, stderr, stdout};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The text of built-in scenario `name`.
-fn builtin_text(name: &str) -> &'static str {
-    mmlab::pipeline::input::catalog()
-        .builtins()
-        .find(|(n, _)| *n == name)
-        .expect("a built-in scenario")
-        .1
-}
-
-fn mmlab_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmlab"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("mmlab runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// A short stale-read run stored in `db`.
 fn store_a_run(dir: &Path, db: &str) {

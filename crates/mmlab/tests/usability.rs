@@ -3,32 +3,10 @@
 //! missing), each through the binary as a user runs it.
 
 mod common;
-use common::short_run;
+use common::{builtin_text, mmlab, mmlab_in, short_run, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn mmlab() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mmlab"));
-    c.stdin(Stdio::null());
-    c
-}
-
-fn mmlab_in(dir: &Path, args: &[&str]) -> Output {
-    mmlab()
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("mmlab runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// An error exit (1) with no panic.
 fn refused(o: &Output, what: &str) -> String {
@@ -36,15 +14,6 @@ fn refused(o: &Output, what: &str) -> String {
     assert_eq!(o.status.code(), Some(1), "{what}: {e}{}", stdout(o));
     assert!(!e.contains("panicked"), "{what}: {e}");
     e
-}
-
-/// The text of built-in scenario `name`.
-fn builtin_text(name: &str) -> &'static str {
-    mmlab::pipeline::input::catalog()
-        .builtins()
-        .find(|(n, _)| *n == name)
-        .expect("a built-in scenario")
-        .1
 }
 
 /// A stat-readers scenario small enough for a debug build.

@@ -5,6 +5,44 @@
 
 pub mod sample;
 
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The binary under test, its standard input closed.
+pub fn mmlab() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mmlab"));
+    c.stdin(Stdio::null());
+    c
+}
+
+/// `mmlab ARGS` run in `dir`.
+pub fn mmlab_in(dir: &Path, args: &[&str]) -> Output {
+    mmlab()
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("mmlab runs")
+}
+
+/// The run's standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The run's standard output, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The text of built-in scenario `name`.
+pub fn builtin_text(name: &str) -> &'static str {
+    mmlab::pipeline::input::catalog()
+        .builtins()
+        .find(|(n, _)| *n == name)
+        .expect("a built-in scenario")
+        .1
+}
+
 /// The arguments of a short run: `run SCENARIO --duration-ms MS --runs 1`,
 /// then `extra`.
 pub fn short_run<'a>(scenario: &'a str, ms: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
