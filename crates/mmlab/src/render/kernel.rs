@@ -220,36 +220,7 @@ pub fn render_pivots(r: &RunReport) -> String {
     for p in pivots(r) {
         out.push_str(&p.title);
         out.push_str(":\n");
-        out.push_str(&aligned(&p.header, &p.rows));
-        out.push('\n');
-    }
-    out
-}
-
-/// Left-aligned first column, right-aligned others, two spaces apart.
-fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
-    let cols = header.len();
-    let width: Vec<usize> = (0..cols)
-        .map(|c| {
-            std::iter::once(header)
-                .chain(rows.iter().map(Vec::as_slice))
-                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
-        out.push_str("  ");
-        for (c, cell) in r.iter().enumerate() {
-            let cell = super::display_name(cell, 200);
-            if c == 0 {
-                out.push_str(&super::pad(&cell, width[c], false));
-            } else {
-                out.push_str("  ");
-                out.push_str(&super::pad(&cell, width[c], true));
-            }
-        }
+        out.push_str(&super::aligned(&p.header, &p.rows));
         out.push('\n');
     }
     out

@@ -194,6 +194,36 @@ pub fn escape_controls(s: &str) -> String {
         .join("\n")
 }
 
+/// A text table: left-aligned first column, right-aligned others, two
+/// spaces apart, each cell escaped (kernel pivots, the side-by-side table).
+pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let width: Vec<usize> = (0..cols)
+        .map(|c| {
+            std::iter::once(header)
+                .chain(rows.iter().map(Vec::as_slice))
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        out.push_str("  ");
+        for (c, cell) in r.iter().enumerate() {
+            let cell = display_name(cell, 200);
+            if c == 0 {
+                out.push_str(&pad(&cell, width[c], false));
+            } else {
+                out.push_str("  ");
+                out.push_str(&pad(&cell, width[c], true));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

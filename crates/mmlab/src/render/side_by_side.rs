@@ -38,43 +38,12 @@ pub fn render_side_by_side(s: &SideBySide) -> String {
         })
         .collect();
     let mut text = format!("host kernel vs simulated {}:\n", s.preset);
-    text.push_str(&aligned(&header, &rows));
+    text.push_str(&super::aligned(&header, &rows));
     for n in &s.notes {
         text.push_str(&format!("\n  note: {n}"));
     }
     text.push('\n');
     text
-}
-
-/// Left-aligned first column, right-aligned others, two spaces apart.
-fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
-    let cols = header.len();
-    let width: Vec<usize> = (0..cols)
-        .map(|c| {
-            std::iter::once(header)
-                .chain(rows.iter().map(Vec::as_slice))
-                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
-        out.push_str("  ");
-        for (c, cell) in r.iter().enumerate() {
-            let pad = width[c].saturating_sub(cell.chars().count());
-            if c == 0 {
-                out.push_str(cell);
-                out.push_str(&" ".repeat(pad));
-            } else {
-                out.push_str("  ");
-                out.push_str(&" ".repeat(pad));
-                out.push_str(cell);
-            }
-        }
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
