@@ -378,15 +378,7 @@ impl RunReport {
     pub fn paired_policy_ratio(&self, num: &str, den: &str, metric: &str) -> Option<f64> {
         let n = self.policies.get(num)?.metrics.get(metric)?;
         let d = self.policies.get(den)?.metrics.get(metric)?;
-        let ratios: Vec<f64> = n
-            .values
-            .iter()
-            .zip(&d.values)
-            .map(|(a, b)| a / b)
-            .filter(|k| k.is_finite())
-            .collect();
-        let k = median(&ratios);
-        k.is_finite().then_some(k)
+        median_ratio(&n.values, &d.values)
     }
 
     /// The smallest value of `metric` over every run of `policies` (those
@@ -406,16 +398,20 @@ impl RunReport {
     pub fn paired_median_ratio(&self, policy: &str, num: &str, den: &str) -> Option<f64> {
         let p = self.policies.get(policy)?;
         let (n, d) = (p.metrics.get(num)?, p.metrics.get(den)?);
-        let ratios: Vec<f64> = n
-            .values
-            .iter()
-            .zip(&d.values)
-            .map(|(a, b)| a / b)
-            .filter(|k| k.is_finite())
-            .collect();
-        let k = median(&ratios);
-        k.is_finite().then_some(k)
+        median_ratio(&n.values, &d.values)
     }
+}
+
+/// Median of `num[i] / den[i]` over the finite ratios; `None` when none is.
+fn median_ratio(num: &[f64], den: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = num
+        .iter()
+        .zip(den)
+        .map(|(a, b)| a / b)
+        .filter(|k| k.is_finite())
+        .collect();
+    let k = median(&ratios);
+    k.is_finite().then_some(k)
 }
 
 pub use simcore::stats::{mean, median, pct_change};
