@@ -1,8 +1,8 @@
 //! Results store tests on temporary databases.
 
-#[path = "../../mmlab/tests/common/mod.rs"]
-mod common;
-use common::sample;
+#[path = "../../mmlab/tests/common/sample.rs"]
+#[allow(dead_code)]
+mod sample;
 use runstore::schema::SCHEMA_VERSION;
 use runstore::{HostFacts, RunId, Store, StoreError};
 use rusqlite::Connection;
