@@ -527,6 +527,18 @@ impl Schema {
         Ok(slots)
     }
 
+    /// The slot a read of a per-node item takes: its node `numa_node`'s,
+    /// or with `None` its total over nodes.
+    #[inline]
+    pub(crate) fn node_read_slot(
+        &self,
+        item: NodeItemId,
+        numa_node: Option<usize>,
+    ) -> Result<Slot, Error> {
+        let (total, per) = self.node_slots(item, numa_node.unwrap_or(0))?;
+        Ok(if numa_node.is_some() { per } else { total })
+    }
+
     /// (total slot, node slot) of a per-node item on `node`.
     #[inline]
     pub(crate) fn node_slots(&self, item: NodeItemId, node: usize) -> Result<(Slot, Slot), Error> {

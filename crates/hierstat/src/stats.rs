@@ -311,12 +311,7 @@ impl HierStats {
         numa_node: Option<usize>,
     ) -> Result<u64, Error> {
         let g = self.core.own(group)?;
-        let (total, per) = self
-            .core
-            .params
-            .schema
-            .node_slots(item, numa_node.unwrap_or(0))?;
-        let slot = if numa_node.is_some() { per } else { total };
+        let slot = self.core.params.schema.node_read_slot(item, numa_node)?;
         Ok(g.read_agg(slot.get()).max(0) as u64)
     }
 
@@ -333,12 +328,7 @@ impl HierStats {
         numa_node: Option<usize>,
     ) -> Result<u64, Error> {
         let g = self.core.own(group)?;
-        let (total, per) = self
-            .core
-            .params
-            .schema
-            .node_slots(item, numa_node.unwrap_or(0))?;
-        let slot = if numa_node.is_some() { per } else { total };
+        let slot = self.core.params.schema.node_read_slot(item, numa_node)?;
         Ok(g.read_local(slot.get()).max(0) as u64)
     }
 

@@ -22,6 +22,7 @@
 //! * `MMLAB_FUZZ_KEEP=N` copies case N's input to `/tmp/mmlab-fuzz-kept.*`;
 //!   `MMLAB_FUZZ_VERBOSE=1` prints every case's outcome.
 
+mod common;
 use simcore::Rng;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -496,38 +497,11 @@ fn mutated(rng: &mut Rng, text: &str) -> Vec<u8> {
     bytes
 }
 
-/// A stat-readers scenario small enough for a debug build (the base of
-/// the policy and sweep cases).
-const TINY: &str = r#"
-kind = "stats"
-name = "tiny-readers"
-workload = "stat-readers"
-mode = "sim"
-policies = ["linux-6.8"]
-runs = 1
-seed = 1
-duration_ms = 20
-cpus = 8
-
-[tree]
-fanout = [3, 4]
-
-[writers]
-rate_per_cpu = 4000.0
-targets = "leaves"
-pages = [1, 8]
-items = 4
-burst = 4
-
-[readers]
-count = 40
-period_ms = 5.0
-targets = "all"
-items = 4
-
-[flusher]
-period_ms = 20
-"#;
+/// [`common::TINY_READERS`] with a periodic flusher: the base of the
+/// policy and sweep cases.
+fn tiny() -> String {
+    format!("{}\n[flusher]\nperiod_ms = 20\n", common::TINY_READERS)
+}
 
 /// Every knob set, the base of most policy cases.
 const EVERY_KNOB: &str = r#"
@@ -555,7 +529,7 @@ threshold_size = "sqrt"
 concurrency = "skip"
 "#;
 
-/// A sweep of TINY (`tiny.toml` beside it), small enough to run.
+/// A sweep of [`tiny`] (`tiny.toml` beside it), small enough to run.
 const TINY_SWEEP: &str = r#"
 [sweep]
 name = "fuzz"
@@ -643,7 +617,7 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
 fn mutated_policy_files_never_panic_hang_or_exhaust_memory() {
     let (cases, seed) = plan("policy");
     let mut tally = Tally::new("policy", seed, cases);
-    std::fs::write(tally.dir().join("tiny.toml"), TINY).unwrap();
+    std::fs::write(tally.dir().join("tiny.toml"), tiny()).unwrap();
     let refault = shrink(
         mmlab::pipeline::input::catalog()
             .builtins()
@@ -677,7 +651,7 @@ fn mutated_policy_files_never_panic_hang_or_exhaust_memory() {
 fn mutated_sweep_files_never_panic_hang_or_exhaust_memory() {
     let (cases, seed) = plan("sweep");
     let mut tally = Tally::new("sweep", seed, cases);
-    std::fs::write(tally.dir().join("tiny.toml"), TINY).unwrap();
+    std::fs::write(tally.dir().join("tiny.toml"), tiny()).unwrap();
     let bases = sweep_bases();
     let mut rng = Rng::new(seed);
     for case in 0..cases {
@@ -782,7 +756,7 @@ fn damaged_databases_never_panic_hang_or_exhaust_memory() {
     let (cases, seed) = plan("store");
     let mut tally = Tally::new("store", seed, cases);
     let d = tally.dir().to_path_buf();
-    std::fs::write(d.join("tiny.toml"), TINY).unwrap();
+    std::fs::write(d.join("tiny.toml"), tiny()).unwrap();
     std::fs::write(d.join("tiny-sweep.toml"), TINY_SWEEP).unwrap();
     // The base: two runs, a tag, sweep points, checkpointed into one file.
     let base = d.join("base.db");

@@ -3,7 +3,7 @@
 //! missing), each through the binary as a user runs it.
 
 mod common;
-use common::{builtin_text, mmlab, mmlab_in, short_run, stderr, stdout};
+use common::{builtin_text, mmlab, mmlab_in, short_run, stderr, stdout, TINY_READERS as TINY};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -15,35 +15,6 @@ fn refused(o: &Output, what: &str) -> String {
     assert!(!e.contains("panicked"), "{what}: {e}");
     e
 }
-
-/// A stat-readers scenario small enough for a debug build.
-const TINY: &str = r#"
-kind = "stats"
-name = "tiny-readers"
-workload = "stat-readers"
-mode = "sim"
-policies = ["linux-6.8"]
-runs = 1
-seed = 1
-duration_ms = 20
-cpus = 8
-
-[tree]
-fanout = [3, 4]
-
-[writers]
-rate_per_cpu = 4000.0
-targets = "leaves"
-pages = [1, 8]
-items = 4
-burst = 4
-
-[readers]
-count = 40
-period_ms = 5.0
-targets = "all"
-items = 4
-"#;
 
 /// A sweep of [`TINY`] (its file name `tiny.toml` beside it), with `knobs`
 /// and `extra` keys in its `[sweep]` table.

@@ -50,3 +50,33 @@ pub fn short_run<'a>(scenario: &'a str, ms: &'a str, extra: &[&'a str]) -> Vec<&
     v.extend_from_slice(extra);
     v
 }
+
+/// A stat-readers scenario small enough for a debug build (the base of
+/// the usability and fuzz tests' sweeps and runs).
+pub const TINY_READERS: &str = r#"
+kind = "stats"
+name = "tiny-readers"
+workload = "stat-readers"
+mode = "sim"
+policies = ["linux-6.8"]
+runs = 1
+seed = 1
+duration_ms = 20
+cpus = 8
+
+[tree]
+fanout = [3, 4]
+
+[writers]
+rate_per_cpu = 4000.0
+targets = "leaves"
+pages = [1, 8]
+items = 4
+burst = 4
+
+[readers]
+count = 40
+period_ms = 5.0
+targets = "all"
+items = 4
+"#;
