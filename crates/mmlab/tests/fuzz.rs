@@ -610,7 +610,11 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
         tally.case(case, &format!("from {name}"), &file, &args);
         let _ = std::fs::remove_file(&file);
     }
-    tally.finish(cases / 20, cases / 5);
+    // About 11% of mutated scenarios are accepted (114 of 1,000 measured):
+    // with CI's 60 cases and a new seed every run, a floor of cases / 20
+    // (3) failed about one run in 40; cases / 60 (1 of 60, 16 of 1,000)
+    // still fails a mutator that breaks every file.
+    tally.finish(cases / 60, cases / 5);
 }
 
 #[test]
