@@ -82,8 +82,8 @@ mutant "claims: wait load Acquire -> Relaxed" src/dirty.rs "while self.claiming[
 mutant "list: push CAS Release -> Relaxed" src/dirty.rs ".compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)" ".compare_exchange_weak(head, me, Ordering::Relaxed, Ordering::Relaxed)"
 mutant "list: take_all swap Acquire -> Relaxed" src/dirty.rs "self.head.swap(0, Ordering::Acquire)" "self.head.swap(0, Ordering::Relaxed)"
 mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && !self.flushes.running_for_skip();" "let may_skip = owner;"
-mutant "fold skip: flush count load Acquire -> Relaxed" src/flush.rs "self.running.0.load(Ordering::Acquire) != 0" "self.running.0.load(Ordering::Relaxed) != 0"
-mutant "fold skip: flush exit Release -> Relaxed" src/flush.rs "self.0.fetch_sub(1, Ordering::Release);" "self.0.fetch_sub(1, Ordering::Relaxed);"
+mutant "fold skip: flush count load Acquire -> Relaxed" src/flush/state.rs "self.running.0.load(Ordering::Acquire) != 0" "self.running.0.load(Ordering::Relaxed) != 0"
+mutant "fold skip: flush exit Release -> Relaxed" src/flush/state.rs "self.0.fetch_sub(1, Ordering::Release);" "self.0.fetch_sub(1, Ordering::Relaxed);"
 mutant "fold skip: owner's fence after its push removed" src/update.rs "        // \`FlushingGuard\`).
         crate::sync::fence_seqcst();" "        // \`FlushingGuard\`)."
 # The bound at every instant (see flush.rs, "What a flush hands over").

@@ -1,18 +1,19 @@
 //! Pre-bound counters: a (group, item) pair resolved once.
 
+use crate::engine::Core;
 use crate::error::Error;
 use crate::group::Group;
 use crate::schema::{ItemKind, Slot, Unit};
-use crate::stats::HierStats;
+use crate::sync::Arc;
 
 /// A (group, item) pair resolved once: the fast path for code that updates
 /// the same statistic over and over (a request counter, a per-tenant
 /// gauge).
 ///
-/// [`HierStats::add`] checks on every call that the group belongs to the
+/// [`HierStats::add`](crate::HierStats::add) checks on every call that the group belongs to the
 /// tree and the item to the schema (the contract every entry point keeps:
 /// a wrong handle is an error, never a wrong count); a `Counter` was
-/// checked when [`HierStats::counter`] made it, so its
+/// checked when [`HierStats::counter`](crate::HierStats::counter) made it, so its
 /// [`add`](Counter::add) goes straight to the update path: the owner's
 /// plain loads and stores when the calling thread owns its shard, the
 /// shared atomic path otherwise. It keeps the group alive (like a [`Group`]
@@ -35,7 +36,7 @@ use crate::stats::HierStats;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Counter {
-    stats: HierStats,
+    core: Arc<Core>,
     group: Group,
     slot: Slot,
     unit: Unit,
@@ -44,17 +45,17 @@ pub struct Counter {
 
 impl Counter {
     /// The counter of `slot` (of kind `kind`) of `group`, both checked.
-    pub(crate) fn new(stats: HierStats, group: Group, slot: Slot, kind: ItemKind) -> Self {
+    pub(crate) fn new(core: Arc<Core>, group: Group, slot: Slot, kind: ItemKind) -> Self {
         Counter {
-            unit: stats.core.params.schema.slot_unit(slot),
+            unit: core.params.schema.slot_unit(slot),
             event: kind == ItemKind::Event,
-            stats,
+            core,
             group,
             slot,
         }
     }
 
-    /// Adds `delta` (see [`HierStats::add`]).
+    /// Adds `delta` (see [`HierStats::add`](crate::HierStats::add)).
     ///
     /// # Errors
     /// [`Error::NegativeEvent`] for a negative delta to an event item;
@@ -64,8 +65,7 @@ impl Counter {
         if self.event && delta < 0 {
             return Err(self.negative(delta));
         }
-        self.stats
-            .core
+        self.core
             .update_here(&self.group, self.slot, delta, self.unit.pages(delta));
         Ok(())
     }
@@ -79,7 +79,6 @@ impl Counter {
     #[inline(never)]
     fn negative(&self, delta: i64) -> Error {
         let name = self
-            .stats
             .core
             .params
             .schema

@@ -8,9 +8,9 @@
 //! schedule — is measured and exposed, because upstream saw it slip by tens
 //! of seconds under load.
 
+use crate::engine::Core;
 use crate::error::{ConfigError, Error};
 use crate::flush::FlushKind;
-use crate::stats::{Core, HierStats};
 use crate::sync::std_only::{StdArc, StdAtomicBool, StdAtomicU64 as AtomicU64};
 use crate::sync::{Arc, Ordering};
 use std::thread::JoinHandle;
@@ -54,18 +54,18 @@ pub struct BackgroundFlusher {
 
 /// Starts the background flusher of `stats` (see
 /// [`HierStats::start_flusher`]).
-pub(crate) fn start(stats: &HierStats, period: Duration) -> Result<BackgroundFlusher, Error> {
+pub(crate) fn start(core: &Arc<Core>, period: Duration) -> Result<BackgroundFlusher, Error> {
     let period_ns = match u64::try_from(period.as_nanos()) {
         Ok(ns) if ns > 0 => ns,
         _ => return Err(ConfigError::FlusherPeriod(period).into()),
     };
     let shared = StdArc::new(Shared::default());
-    let core = stats.core.clone();
-    let stats = stats.clone();
+    let core = core.clone();
+    let thread_core = core.clone();
     let sh = shared.clone();
     let thread = std::thread::Builder::new()
         .name("hierstat-flusher".into())
-        .spawn(move || run(stats, sh, period_ns))
+        .spawn(move || run(&thread_core, sh, period_ns))
         .map_err(|e| Error::Spawn(e.to_string()))?;
     core.requests.flusher_started(true);
     Ok(BackgroundFlusher {
@@ -75,8 +75,7 @@ pub(crate) fn start(stats: &HierStats, period: Duration) -> Result<BackgroundFlu
     })
 }
 
-fn run(stats: HierStats, sh: StdArc<Shared>, period_ns: u64) {
-    let core = &stats.core;
+fn run(core: &Core, sh: StdArc<Shared>, period_ns: u64) {
     let clock = &core.params.clock;
     let mut deadline = clock.now_ns().saturating_add(period_ns);
     let root = core.groups.root().clone();

@@ -29,18 +29,19 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `stats` | [`HierStats`] — the whole public API — and the shared `Core`, made of the parts below |
+//! | `stats` | [`HierStats`]: the whole public API (the simulator's part is in `sim`) |
+//! | `engine` | `Core`, the state every handle shares: one part per module below, built from their leaf types |
 //! | `config`, `policy`, `clock` | [`Config`] and the derived parameters, [`Policy`] and its [`Preset`]s, the clock |
 //! | `schema` | items, units, counter slots ([`Schema`]) |
 //! | `state`, `group` | a group's shared state, and its handle ([`Group`]) |
-//! | `tree` | the groups: create, remove, lookup, iterate, reap |
+//! | `tree` | create, remove, lookup, iterate, reap; `tree::groups`: the groups and the structure lock |
 //! | `rows`, `table` | counter rows, allocated on first touch from per-shard arenas; a group's table of its rows |
 //! | `header` | the row header word and the owner's residue: every bit and transition of the update/flush handshake |
 //! | `seat` | which shard a thread writes (the process-wide seat pool) |
-//! | `update`, `counter` | the update paths and who writes each shard; a pre-resolved [`Counter`] |
+//! | `update`, `counter` | the update paths (`update::writers`: who writes each shard); a pre-resolved [`Counter`] |
 //! | `dirty` | lock-free update lists, persistent dirty trees |
 //! | `count` | the threshold count word |
-//! | `flush`, `flusher` | flushes and their hand-over; the background flusher |
+//! | `flush`, `flusher` | flushes and their hand-over (`flush::state`: exclusion, running count, statistics, async requests; `flush::outcome`: the public result types); the background flusher |
 //! | `read` | the bound and [`Bounded`] |
 //! | `saturation` | counters that left `i64` |
 //! | `sim`, `work`, `verify` | the simulator's API ([`sim`]): explicit shards, work counters, invariant checks |
@@ -76,6 +77,7 @@ mod config;
 mod count;
 mod counter;
 mod dirty;
+mod engine;
 mod error;
 mod flush;
 #[cfg(not(loom))]

@@ -2,10 +2,10 @@
 //! each policy's accounting gives (the plain reads are one load each, in
 //! `stats.rs`).
 
+use crate::engine::Core;
 use crate::policy::{EarlyBreak, ThresholdRule, ThresholdScheme};
 use crate::schema::{ItemKind, Slot};
 use crate::state::GroupState;
-use crate::stats::Core;
 use crate::sync::Ordering;
 
 /// A value with its current error bound.

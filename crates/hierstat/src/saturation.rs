@@ -26,7 +26,6 @@
 
 use crate::dirty::IdMap;
 use crate::state::{Flags, GroupState};
-use crate::stats::Core;
 use crate::sync::{lock, ranked, Mutex, Rank};
 
 /// The direction a saturated item left `i64` in.
@@ -70,6 +69,8 @@ impl Direction {
 #[derive(Debug)]
 pub(crate) struct Saturation {
     table: Mutex<IdMap<Box<[u8]>>>,
+    /// Slots per group (the schema's).
+    slots: usize,
 }
 
 /// One group's saturated slots, as a flush reads them once per row.
@@ -85,17 +86,28 @@ impl SaturatedSlots {
 }
 
 impl Saturation {
-    /// No item saturated.
-    pub(crate) fn new() -> Self {
+    /// No item saturated, in groups of `slots` slots.
+    pub(crate) fn new(slots: usize) -> Self {
         Saturation {
             table: Mutex::new(IdMap::default()),
+            slots,
         }
     }
 
-    /// Marks slot `slot` (of `slots`) of `g` and of each of its ancestors
-    /// saturated in direction `dir` (a slot keeps the first direction it
-    /// saturated in).
-    fn mark(&self, g: &GroupState, slot: usize, slots: usize, dir: Direction) {
+    /// Marks slot `slot` of `g` and of each of its ancestors saturated in
+    /// the direction of `delta`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn saturate(&self, g: &GroupState, slot: usize, delta: i64) {
+        self.saturate_towards(g, slot, Direction::of(i128::from(delta)));
+    }
+
+    /// Marks slot `slot` of `g` and of each of its ancestors saturated in
+    /// direction `dir` (a slot keeps the first direction it saturated in).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn saturate_towards(&self, g: &GroupState, slot: usize, dir: Direction) {
+        let slots = self.slots;
         let _leaf = ranked(Rank::Leaf);
         let mut table = lock(&self.table);
         let mut a = Some(g);
@@ -134,23 +146,5 @@ impl Saturation {
     pub(crate) fn forget(&self, id: u32) {
         let _leaf = ranked(Rank::Leaf);
         lock(&self.table).remove(&id);
-    }
-}
-
-impl Core {
-    /// Marks slot `slot` of `g` and of each of its ancestors saturated in
-    /// the direction of `delta`.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn saturate(&self, g: &GroupState, slot: usize, delta: i64) {
-        self.saturate_towards(g, slot, Direction::of(delta as i128));
-    }
-
-    /// [`saturate`](Self::saturate) with the direction given.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn saturate_towards(&self, g: &GroupState, slot: usize, dir: Direction) {
-        self.saturation
-            .mark(g, slot, self.params.schema.slots(), dir);
     }
 }

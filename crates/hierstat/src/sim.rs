@@ -62,6 +62,24 @@ pub struct ShardsWritten {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Shard(pub usize);
 
+impl Shard {
+    /// The shard's index, checked against `stats`' shard count.
+    ///
+    /// # Errors
+    /// [`Error::ShardOutOfRange`].
+    fn index(self, stats: &HierStats) -> Result<usize, Error> {
+        let shards = stats.shards();
+        if self.0 < shards {
+            Ok(self.0)
+        } else {
+            Err(Error::ShardOutOfRange {
+                shard: self.0,
+                shards,
+            })
+        }
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for crate::HierStats {}
@@ -194,7 +212,7 @@ impl Simulator for HierStats {
     ) -> Result<(), Error> {
         let g = self.core.own(group)?;
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
-        let s = self.core.check_shard(shard)?;
+        let s = shard.index(self)?;
         self.core.update_shared(s, g, slot, delta, mag, work);
         Ok(())
     }
@@ -214,7 +232,7 @@ impl Simulator for HierStats {
             .params
             .schema
             .node_slots_for_update(item, numa_node, delta)?;
-        let s = self.core.check_shard(shard)?;
+        let s = shard.index(self)?;
         self.core
             .update_node_shared(s, g, total, per_node, delta, work);
         Ok(())
@@ -262,7 +280,7 @@ impl Simulator for HierStats {
     ) -> Result<(), Error> {
         let g = self.core.own(group)?;
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
-        let s = self.core.check_shard(shard)?;
+        let s = shard.index(self)?;
         self.core.update_owned(s, g, slot, delta, mag, &mut ());
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! [`HierStats`], the engine's whole public API in one place, and the
-//! [`Core`] every handle shares, made of parts each owned by its module.
+//! [`HierStats`], the engine's whole public API in one place (the
+//! simulator's part aside).
 //!
 //! Every method here checks its handles (the group's tree, the item's
 //! schema) and hands over to the part that does the work; the simulator's
@@ -7,21 +7,15 @@
 //! trait).
 
 use crate::config::{Config, Params, MAX_SHARDS};
-use crate::count::GlobalCount;
 use crate::counter::Counter;
-use crate::dirty::Dirty;
+use crate::engine::Core;
 use crate::error::{ConfigError, Error};
-use crate::flush::{AsyncRequests, FlushKind, FlushOutcome, FlushStats, Flushes, HotPathDecision};
+use crate::flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 use crate::group::Group;
 use crate::policy::Policy;
 use crate::read::Bounded;
-use crate::saturation::Saturation;
 use crate::schema::{ItemId, NodeItemId, Schema};
-use crate::sim::Shard;
-use crate::state::GroupState;
 use crate::sync::Arc;
-use crate::tree::Groups;
-use crate::update::Writers;
 
 /// Hierarchical per-shard statistics for a tree of groups.
 ///
@@ -50,79 +44,6 @@ pub struct HierStats {
     pub(crate) core: Arc<Core>,
 }
 
-/// State shared by every handle, the flushers and the background thread:
-/// one part per module, each with private fields.
-#[derive(Debug)]
-pub(crate) struct Core {
-    /// The configuration, derived once (`config.rs`).
-    pub(crate) params: Params,
-    /// The groups: identity, root, structure lock, names (`tree.rs`).
-    pub(crate) groups: Groups,
-    /// Who writes each shard, and how owners and flushers fence each other
-    /// (`update.rs`).
-    pub(crate) writers: Writers,
-    /// Per-shard update lists and dirty trees (`dirty.rs`).
-    pub(crate) dirty: Dirty,
-    /// Flush exclusion, the flush count, outcome statistics (`flush.rs`).
-    pub(crate) flushes: Flushes,
-    /// Async flush requests and the background flusher's wake-ups
-    /// (`flush.rs`, `flusher.rs`).
-    pub(crate) requests: AsyncRequests,
-    /// The global threshold's count (`count.rs`).
-    pub(crate) global: GlobalCount,
-    /// Items that left `i64`'s range (`saturation.rs`).
-    pub(crate) saturation: Saturation,
-}
-
-impl Core {
-    /// `group`'s state, if the group belongs to this tree: the one check
-    /// every entry point makes (a compare of the handle's copy of its
-    /// tree's identity).
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    #[inline(always)]
-    pub(crate) fn own<'g>(&self, group: &'g Group) -> Result<&'g Arc<GroupState>, Error> {
-        self.check(group)?;
-        Ok(&group.state)
-    }
-
-    /// Whether `group` belongs to this tree ([`own`](Self::own) without the
-    /// state).
-    ///
-    /// # Errors
-    /// [`Error::ForeignGroup`].
-    #[inline(always)]
-    pub(crate) fn check(&self, group: &Group) -> Result<(), Error> {
-        if group.tree == self.groups.tag_id() {
-            Ok(())
-        } else {
-            Err(foreign(group))
-        }
-    }
-
-    /// An explicit shard, checked against the tree's shard count.
-    ///
-    /// # Errors
-    /// [`Error::ShardOutOfRange`].
-    pub(crate) fn check_shard(&self, shard: Shard) -> Result<usize, Error> {
-        if shard.0 < self.params.shards {
-            Ok(shard.0)
-        } else {
-            Err(Error::ShardOutOfRange {
-                shard: shard.0,
-                shards: self.params.shards,
-            })
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn foreign(group: &Group) -> Error {
-    Error::ForeignGroup(group.path().to_string())
-}
-
 /// Construction and configuration.
 impl HierStats {
     /// Creates a tree holding only its root.
@@ -142,20 +63,7 @@ impl HierStats {
             return Err(ConfigError::Shards(shards).into());
         }
         policy.check(shards)?;
-        let params = Params::new(schema, policy, shards, clock);
-        let writers = Writers::new(shards, membarrier);
-        let groups = Groups::new(&params, writers.ownable());
-        let now = params.clock.now_ns();
-        let core = Core {
-            dirty: Dirty::new(shards),
-            flushes: Flushes::new(now),
-            requests: AsyncRequests::new(),
-            global: GlobalCount::default(),
-            saturation: Saturation::new(),
-            params,
-            groups,
-            writers,
-        };
+        let core = Core::new(Params::new(schema, policy, shards, clock), membarrier);
         Ok(HierStats {
             core: Arc::new(core),
         })
@@ -256,7 +164,7 @@ impl HierStats {
     pub fn counter(&self, group: &Group, item: ItemId) -> Result<Counter, Error> {
         self.core.check(group)?;
         let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
-        Ok(Counter::new(self.clone(), group.clone(), slot, kind))
+        Ok(Counter::new(self.core.clone(), group.clone(), slot, kind))
     }
 }
 
@@ -486,7 +394,7 @@ impl HierStats {
         &self,
         period: std::time::Duration,
     ) -> Result<crate::flusher::BackgroundFlusher, Error> {
-        crate::flusher::start(self, period)
+        crate::flusher::start(&self.core, period)
     }
 }
 

@@ -90,7 +90,10 @@
 //! shared residue before its drain and must then find the rows whose
 //! pages it took (see `flush.rs`, "What a flush hands over").
 
+pub(crate) mod writers;
+
 use crate::count::COUNT_LIMIT;
+use crate::engine::Core;
 use crate::group::Group;
 use crate::header::{Header, OwnerResidue, Writer};
 use crate::policy::{ThresholdRule, ThresholdScheme};
@@ -98,116 +101,8 @@ use crate::rows::OwnerRow;
 use crate::schema::Slot;
 use crate::seat;
 use crate::state::GroupState;
-use crate::stats::Core;
-use crate::sync::{AtomicBool, AtomicU64, Barriers, Ordering};
+use crate::sync::Ordering;
 use crate::work::{Work, WorkSink};
-
-/// Who writes each shard, and how owners and flushers fence each other:
-/// the owner path's half of the tree's state.
-#[derive(Debug)]
-pub(crate) struct Writers {
-    /// How owners and flushers fence each other.
-    barriers: Barriers,
-    /// Shards whose owner may take the plain path: all of them where the
-    /// flushers have membarrier, none where they have only fences (an
-    /// owner would then pay a `SeqCst` fence per update, no cheaper than
-    /// the shared path's two RMWs).
-    ownable: usize,
-    /// Per shard: an owner wrote this tree's owner cells on the shard (set
-    /// once, see [`Core::claim_owned`]): flushes of the shard need the
-    /// heavy barrier.
-    owned: Box<[AtomicBool]>,
-    /// Per shard: a shared-path writer wrote this tree on the shard (set
-    /// once; for error bounds).
-    shared_used: Box<[AtomicBool]>,
-    /// Set flags in `owned` and `shared_used`: the residues per (group,
-    /// shard) that error bounds must cover, summed over shards.
-    /// ORDERING: Relaxed; a size for bounds.
-    residue_lanes: AtomicU64,
-}
-
-impl Writers {
-    /// The writers of a tree of `shards` shards; `membarrier`: whether
-    /// flushers may use membarrier (see `Config::membarrier`).
-    pub(crate) fn new(shards: usize, membarrier: bool) -> Self {
-        let barriers = Barriers::detect(membarrier);
-        // Owners write with plain stores only where flushers can issue the
-        // heavy barrier. Under Miri (which cannot run membarrier) owners
-        // keep the plain path and fence after their writes, so that Miri
-        // checks its unsafe row pointers and its races.
-        let ownable = if barriers == Barriers::Membarrier || cfg!(miri) {
-            shards
-        } else {
-            0
-        };
-        Writers {
-            barriers,
-            ownable,
-            owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),
-            shared_used: (0..shards).map(|_| AtomicBool::new(false)).collect(),
-            residue_lanes: AtomicU64::new(0),
-        }
-    }
-
-    /// Shards `0..ownable` may be written by their owners' plain path.
-    #[inline(always)]
-    pub(crate) fn ownable(&self) -> usize {
-        self.ownable
-    }
-
-    /// The residues per (group, shard) a bound must cover: one per shard,
-    /// plus one for each shard that both its owner and the shared path
-    /// wrote (each keeps a residue). ORDERING: Relaxed; a size for bounds.
-    pub(crate) fn lanes(&self, shards: usize) -> u64 {
-        (shards as u64).max(self.residue_lanes.load(Ordering::Relaxed))
-    }
-
-    /// How many shards their owners wrote, and how many the shared path
-    /// wrote. ORDERING: Relaxed; flags set once, read for diagnostics.
-    pub(crate) fn written(&self) -> (usize, usize) {
-        let count = |f: &[AtomicBool]| f.iter().filter(|b| b.load(Ordering::Relaxed)).count();
-        (count(&self.owned), count(&self.shared_used))
-    }
-
-    /// Marks shard `s` written by its owner, once; the caller fences after
-    /// (see [`Core::claim_owned`]).
-    fn announce_owner(&self, s: usize) {
-        // ORDERING: Relaxed; set once per (tree, shard), ordered by the
-        // caller's fence that follows.
-        if !self.owned[s].load(Ordering::Relaxed) && !self.owned[s].swap(true, Ordering::Relaxed) {
-            // ORDERING: Relaxed; a count for error bounds.
-            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Marks shard `s` written through the shared path, once.
-    #[inline(always)]
-    fn announce_shared(&self, s: usize) {
-        // ORDERING: Relaxed; a flag set once per (tree, shard), read only
-        // for error bounds.
-        if !self.shared_used[s].load(Ordering::Relaxed)
-            && !self.shared_used[s].swap(true, Ordering::Relaxed)
-        {
-            self.residue_lanes.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// The flusher's side, after a pass has dequeued its rows and before it
-    /// reads any cell: a `SeqCst` fence — which acquires the shared
-    /// writers' Release header RMWs that the drain's clears read, and
-    /// orders the owner-flag check (see [`Core::claim_owned`]) — then, if
-    /// an owner ever wrote this tree on shard `s`, the heavy barrier (the
-    /// flusher's half of the owner path's asymmetric barrier, see the
-    /// module docs).
-    pub(crate) fn barrier_before_reading<W: WorkSink>(&self, s: usize, work: &mut W) {
-        crate::sync::fence_seqcst();
-        // ORDERING: Relaxed, after the `SeqCst` fence: see `Core::claim_owned`.
-        if self.owned[s].load(Ordering::Relaxed) {
-            self.barriers.heavy();
-            work.count(Work::Barrier, 1);
-        }
-    }
-}
 
 impl Core {
     /// An update of `group` (one of this tree's) on the current thread's
@@ -230,7 +125,7 @@ impl Core {
     /// shard (or has no seat yet).
     #[inline(never)]
     fn update_here_other(&self, g: &GroupState, slot: Slot, delta: i64, mag: u64) {
-        let lane = seat::current(self.params.shards, self.writers.ownable);
+        let lane = seat::current(self.params.shards, self.writers.ownable());
         if lane.owner {
             self.update_owned(lane.shard, g, slot, delta, mag, &mut ());
         } else {
@@ -241,7 +136,7 @@ impl Core {
     /// A per-node update on the current thread's lane: the per-node slot's
     /// cell, then the total's update (which carries the magnitude).
     pub(crate) fn update_node_here(&self, g: &GroupState, total: Slot, per_node: Slot, delta: i64) {
-        let lane = seat::current(self.params.shards, self.writers.ownable);
+        let lane = seat::current(self.params.shards, self.writers.ownable());
         if lane.owner {
             let row = g.hot.rows.owned_row_or_alloc(lane.shard);
             let c = row.cell(per_node);
@@ -249,7 +144,7 @@ impl Core {
             // only writer. Published with the total's update below.
             match (c.load(Ordering::Relaxed) as i64).checked_add(delta) {
                 Some(v) => c.store(v as u64, Ordering::Relaxed),
-                None => self.saturate(g, per_node.get(), delta),
+                None => self.saturation.saturate(g, per_node.get(), delta),
             }
             let mag = self.params.schema.slot_unit(total).pages(delta);
             self.update_owned_row(row, lane.shard, g, total, delta, mag, &mut ());
@@ -278,7 +173,7 @@ impl Core {
             .shared_cell(per_node)
             .fetch_add(delta as u64, Ordering::Relaxed);
         if (old as i64).checked_add(delta).is_none() {
-            self.saturate(g, per_node.get(), delta);
+            self.saturation.saturate(g, per_node.get(), delta);
         }
         work.count(Work::Atomic, 1);
         let mag = self.params.schema.slot_unit(total).pages(delta);
@@ -332,7 +227,7 @@ impl Core {
         // would leave `i64` saturates the item instead (see `saturation.rs`).
         match (cell.load(Ordering::Relaxed) as i64).checked_add(delta) {
             Some(v) => cell.store(v as u64, Ordering::Relaxed),
-            None => self.saturate(g, slot.get(), delta),
+            None => self.saturation.saturate(g, slot.get(), delta),
         }
         // The updater's side of the asymmetric barrier: a compiler fence
         // (the owner path runs only where the flushers have membarrier).
@@ -419,7 +314,7 @@ impl Core {
             .shared_cell(slot)
             .fetch_add(delta as u64, Ordering::Relaxed);
         if (old as i64).checked_add(delta).is_none() {
-            self.saturate(g, slot.get(), delta);
+            self.saturation.saturate(g, slot.get(), delta);
         }
         let batch = self.params.batch;
         let small = if mag < batch { mag } else { 0 };

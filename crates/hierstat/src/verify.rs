@@ -5,7 +5,7 @@
 //! flushed of `n`'s own updates).
 
 use crate::dirty::NONE;
-use crate::stats::Core;
+use crate::engine::Core;
 use crate::sync::Ordering;
 use std::fmt;
 
