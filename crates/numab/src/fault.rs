@@ -2,7 +2,8 @@
 //! placement and scan-period adaptation.
 
 use crate::cost::NS_PER_MS;
-use crate::state::{pack_cpupid, CpuPid, Machine, RunState, MAX_NODES};
+use crate::plan::MAX_NODES;
+use crate::state::{pack_cpupid, CpuPid, Machine, RunState};
 
 /// `NUMA_PERIOD_SLOTS`.
 const PERIOD_SLOTS: u64 = 10;

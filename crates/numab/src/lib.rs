@@ -215,12 +215,12 @@ pub use pids::{
     distinct_bits, hash_32, pid_bit, vma_scan_ratelimit, PidWindows, GOLDEN_RATIO_32, VMA_4M,
     VMA_RATELIMIT_SCALEDOWN_F,
 };
+pub use plan::MAX_NODES;
 pub use plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, FIRST_PID, HPAGE, PAGE};
 pub use result::{metric, Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
 pub use scenario::{
     builtin_scenario, parse_scenario, NumabScenario, ScenarioFile, WorkloadSpec, BUILTIN,
 };
-pub use state::MAX_NODES;
 pub use version::{Features, ScannerVersion};
 
 use state::Machine;

@@ -10,6 +10,9 @@ pub const HPAGE: u64 = 2 << 20;
 /// Base pages per PMD.
 pub const HPAGE_PAGES: u64 = HPAGE / PAGE;
 
+/// Maximum number of NUMA nodes the model supports.
+pub const MAX_NODES: usize = 8;
+
 /// How a VMA behaves for the scanner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VmaKind {

@@ -260,11 +260,11 @@ impl NumabScenario {
 
     /// Checks the machine and builds the workload plan.
     pub fn plan(&self) -> Result<Plan, NumabError> {
-        if !(1..=crate::state::MAX_NODES as u32).contains(&self.nodes) {
+        if !(1..=crate::plan::MAX_NODES as u32).contains(&self.nodes) {
             return Err(NumabError::BadScenario(format!(
                 "nodes = {} (supported: 1..={})",
                 self.nodes,
-                crate::state::MAX_NODES
+                crate::plan::MAX_NODES
             )));
         }
         if self.cpus_per_node == 0 {

@@ -9,15 +9,12 @@
 
 use crate::cost::{CostModel, Sysctl, NS_PER_MS};
 use crate::pids::PidWindows;
-use crate::plan::{Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, PAGE};
+use crate::plan::{Op, Plan, VmaKind, HPAGE, HPAGE_PAGES, MAX_NODES, PAGE};
 use crate::result::{Counters, ScanEvent, SkipReasons};
 use crate::scenario::NumabScenario;
 use crate::version::Features;
 use crate::ScannerVersion;
 use simcore::{EventQueue, Rng};
-
-/// Maximum number of NUMA nodes the model supports.
-pub const MAX_NODES: usize = 8;
 
 /// Packed `last_cpupid`: 0 = unset, else `(cpu + 1) << 8 | (pid & 0xff)`.
 pub(crate) type CpuPid = u32;
