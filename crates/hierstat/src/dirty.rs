@@ -65,6 +65,7 @@ impl Dirty {
     /// completed before the flush began is missed because another thread's
     /// push of its row was preempted. `header` gives a listed group's row
     /// header on shard `s`, `parent` a group's parent id.
+    #[inline]
     pub(crate) fn drain_into<'h, W: WorkSink>(
         &self,
         s: usize,
@@ -147,19 +148,38 @@ impl ListHead {
 
     /// Waits until every claim that began before this call has ended.
     /// Call with the shard's tree lock held (one flusher per shard).
+    ///
+    /// Most passes find no claim in progress: both parities read 0 and the
+    /// epoch is left alone (two loads, no RMW). That is enough: a claim
+    /// that began before the flush has its increment visible to these
+    /// loads, and a parity that reads 0 has had, in its modification
+    /// order, the end of every claim whose increment precedes the value
+    /// read (each claim's decrement follows its own increment). All of the
+    /// parity's modifications are RMWs, so the Acquire load synchronizes
+    /// with each of those Release ends, and their pushes are visible to
+    /// `take_all`.
     fn wait_for_claims(&self) {
+        if self.no_claims(0) && self.no_claims(1) {
+            return;
+        }
         for _ in 0..2 {
             // ORDERING: Relaxed; the advance only steers new claims to the
             // other parity. The load below is what synchronizes.
             let old = self.epoch.fetch_add(1, Ordering::Relaxed);
             let p = (old & 1) as usize;
-            // ORDERING: Acquire; pairs with `end_claim`, so that the pushes
-            // of the claims waited for are visible to `take_all` (loom:
-            // Relaxed fails the racing-claimer models).
-            while self.claiming[p].load(Ordering::Acquire) != 0 {
+            while !self.no_claims(p) {
                 crate::sync::yield_now();
             }
         }
+    }
+
+    /// Whether parity `p` counts no claim in progress.
+    #[inline(always)]
+    fn no_claims(&self, p: usize) -> bool {
+        // ORDERING: Acquire; pairs with `end_claim`, so that the pushes of
+        // the claims waited for are visible to `take_all` (loom: Relaxed
+        // fails the racing-claimer models).
+        self.claiming[p].load(Ordering::Acquire) == 0
     }
 
     /// Pushes the row of group `id` on this shard, whose header is `hdr`
@@ -303,7 +323,16 @@ impl DirtyTree {
     /// Removes the subtree of `root` from the tree and appends its groups to
     /// `out`, every child before its parent. `parent` is the parent id of
     /// `root` (`NONE` for the tree's root).
+    #[inline]
     pub(crate) fn extract(&mut self, root: u32, parent: u32, out: &mut Vec<u32>) {
+        // Most shards' trees are empty at most flushes: no call then.
+        if !self.nodes.is_empty() {
+            self.extract_from(root, parent, out);
+        }
+    }
+
+    /// [`extract`](Self::extract) from a tree with nodes.
+    fn extract_from(&mut self, root: u32, parent: u32, out: &mut Vec<u32>) {
         let Some(links) = self.nodes.remove(&root) else {
             return;
         };
@@ -346,7 +375,7 @@ impl DirtyTree {
     /// Appends the groups of `root`'s subtree that are on the tree to `out`,
     /// leaving the tree unchanged.
     pub(crate) fn collect(&mut self, root: u32, out: &mut Vec<u32>) {
-        if !self.nodes.contains_key(&root) {
+        if self.nodes.is_empty() || !self.nodes.contains_key(&root) {
             return;
         }
         let stack = &mut self.stack;

@@ -347,7 +347,9 @@ impl Core {
                 self.drain(s, st, &mut tree, false, work);
                 list.clear();
                 tree.collect(x.hot.id, &mut list);
-                hand.snapshot(st, &list);
+                if !list.is_empty() {
+                    hand.snapshot(st, &list);
+                }
             }
             // Orders the snapshots before the passes' drains: an update
             // whose header RMW one of those drains reads (it found its pair
@@ -392,7 +394,7 @@ impl Core {
             // pass (a group on the tree for a descendant's sake may have
             // none: it was never written on the shard).
             let rows = rows_of(st, s, &list);
-            if !take_first {
+            if !take_first && !list.is_empty() {
                 // A residue that counts only its own row's updates: taken
                 // after the drain, before the counters are read (an update
                 // whose residue survives is either not flushed yet, and
@@ -440,6 +442,9 @@ impl Core {
                 .zip(rows)
                 .filter_map(|(&id, r)| Some((id, r.as_ref()?.header())))
         };
+        if ids.is_empty() {
+            return;
+        }
         work.count(Work::Atomic, ids.len() as u64);
         let global = self.params.policy.threshold == ThresholdRule::Global;
         if self.params.walks_ancestors {
@@ -684,5 +689,8 @@ impl Core {
 
 /// The row on shard `s` of each group of `ids`, if it has one.
 fn rows_of<'a>(st: &'a Structure, s: usize, ids: &[u32]) -> Vec<Option<Row<'a>>> {
+    if ids.is_empty() {
+        return Vec::new();
+    }
     ids.iter().map(|&id| st.group(id).hot.rows.row(s)).collect()
 }

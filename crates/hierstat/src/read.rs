@@ -5,7 +5,7 @@
 use crate::engine::Core;
 use crate::policy::{EarlyBreak, ThresholdRule, ThresholdScheme};
 use crate::schema::{ItemKind, Slot};
-use crate::state::GroupState;
+use crate::state::{Flags, GroupState};
 use crate::sync::Ordering;
 
 /// A value with its current error bound.
@@ -75,6 +75,29 @@ impl Core {
         // saturated aggregate, so that a pinned value comes with its flag
         // (read next).
         let signed = g.agg[slot.get()].load(Ordering::Acquire);
+        if !g.flag(Flags::SATURATED) {
+            return Bounded {
+                value: clamp(kind, signed),
+                signed,
+                bound,
+                saturated: false,
+            };
+        }
+        self.read_saturated(g, slot, kind, signed, bound)
+    }
+
+    /// [`read_bounded`](Self::read_bounded) of a group with a saturated
+    /// item (not necessarily `slot`): out of the read's fast path.
+    #[cold]
+    #[inline(never)]
+    fn read_saturated(
+        &self,
+        g: &GroupState,
+        slot: Slot,
+        kind: ItemKind,
+        signed: i64,
+        bound: Option<u64>,
+    ) -> Bounded {
         match self.saturation.of(g, slot.get()) {
             None => Bounded {
                 value: clamp(kind, signed),
