@@ -8,7 +8,8 @@
 //! * [`time`]: virtual time, integer nanoseconds.
 //! * [`queue::EventQueue`]: a priority queue of events of any type in
 //!   `(time, emission order)` order, so events scheduled for the same
-//!   instant are delivered in the order they were scheduled.
+//!   instant are delivered in the order they were scheduled (a radix heap
+//!   on virtual time).
 //! * [`stats`]: mean, median, standard deviation, nearest-rank quantiles,
 //!   the funclatency-style log2 histogram, a least-squares slope.
 //! * [`clock`]: the calling thread's CPU clock.
