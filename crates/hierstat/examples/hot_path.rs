@@ -19,7 +19,9 @@
 //!   seat is past the shard count (the shared path: atomic adds);
 //! * `add_with`, explicit shard: the simulator's shared path
 //!   ([`hierstat::sim::Simulator::add_with`]);
-//! * a clean read.
+//! * a clean read;
+//! * two `fetch_add`s on two cache lines: the shared path's floor (its two
+//!   RMWs, without anything else), printed against the shared path.
 //!
 //! Then two threads: the main thread updates first (taking seat 0), then
 //! two workers update one group; each worker's cost per update against one
@@ -73,6 +75,20 @@ fn fetch_add_loop(a: &AtomicU64) -> f64 {
     let t = Stopwatch::start();
     for _ in 0..N {
         black_box(a).fetch_add(1, Ordering::Relaxed);
+    }
+    t.per_op(N)
+}
+
+/// Two uncontended `fetch_add`s per operation, on two cache lines: the
+/// floor of a shared-path update, which adds to its cell and to its row
+/// header (the header's RMW orders the update against the flusher's drain
+/// and carries the threshold residue: see `update.rs`).
+#[inline(never)]
+fn two_fetch_adds_loop(a: &AtomicU64, b: &AtomicU64) -> f64 {
+    let t = Stopwatch::start();
+    for _ in 0..N {
+        black_box(a).fetch_add(1, Ordering::Relaxed);
+        black_box(b).fetch_add(1, Ordering::Relaxed);
     }
     t.per_op(N)
 }
@@ -211,10 +227,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
     let atomic = AtomicU64::new(0);
+    // Two lines apart (128 bytes: adjacent-line prefetch pairs 64-byte lines).
+    let pair: [AtomicU64; 32] = std::array::from_fn(|_| AtomicU64::new(0));
     let mut plain = [0u64; 16];
 
-    const NAMES: [&str; 8] = [
+    const NAMES: [&str; 9] = [
         "fetch_add",
+        "two fetch_adds (2 lines)",
         "plain add (array)",
         "add, owner, depth 1",
         "add, owner, depth 8",
@@ -228,6 +247,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ask.send(())?;
         let row = [
             fetch_add_loop(&atomic),
+            two_fetch_adds_loop(&pair[0], &pair[16]),
             plain_loop(&mut plain),
             add_loop(&stats, &chain[0], &items),
             add_loop(&stats, &chain[7], &items),
@@ -256,14 +276,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for (i, (name, v)) in NAMES.iter().zip(&ns).enumerate() {
         let (m, lo, hi) = quartiles(v.clone());
-        let (p, plo, phi) = ratio(i, 1);
+        let (p, plo, phi) = ratio(i, 2);
         let (f, flo, fhi) = ratio(i, 0);
         println!(
             "{name:<26} {m:6.2}  [{lo:.2}–{hi:.2}]  {p:5.2}x [{plo:.2}–{phi:.2}]  {f:5.2}x [{flo:.2}–{fhi:.2}]"
         );
     }
-    let (m, lo, hi) = ratio(3, 2);
+    let (m, lo, hi) = ratio(4, 3);
     println!("add depth 8 / depth 1      {m:5.2}x  [{lo:.2}–{hi:.2}]");
+    let (m, lo, hi) = ratio(6, 1);
+    println!("beyond the shards / two fetch_adds {m:5.2}x  [{lo:.2}–{hi:.2}]");
 
     // Two workers after the main thread, per shard count; each figure is
     // a worker's per-op cost over one owner thread's, alone, in the same

@@ -11,7 +11,8 @@
 //!   hierstat allocates a (group, CPU) row on its first write). Fitted
 //!   on the development host over CPUs 64–384, trees of 200–5,000 groups,
 //!   writer rates 200–5,000 per CPU and second, 200–20,000 readers (every
-//!   case within 1.6x of its CPU time).
+//!   case within 1.6x of its CPU time). Beyond that range the weight stops
+//!   growing ([`MAX_PAIR_WEIGHT`]).
 //! * **Simulated `update-path`** ([`WorkClass::StatsUpdate`]): back-to-back
 //!   updates, one unit each.
 //! * **Priced workloads** (`will-it-scale`, `netperf`, also
@@ -36,6 +37,13 @@ const READ: f64 = 0.25;
 /// relative to a burst: measured at about 50 (`stale-read` with a fifth of
 /// its spikes ran 14% faster).
 const SPIKE: f64 = 50.0;
+/// The largest square-root weight: that of the fitted range's largest tree
+/// (2^21 pairs, about `stat-readers`' 5,011 groups on 384 CPUs). Past it
+/// an event's cost measured flat, not growing: `stat-readers-full`'s
+/// 51·10^6 pairs cost about 4 µs an event, `stat-readers`' 1.9·10^6 about
+/// 6 µs (with slower policies), where the square root would have them
+/// 5× apart (its estimate was 0.23× its time).
+const MAX_PAIR_WEIGHT: f64 = 1448.0;
 /// Units per (group, CPU) pair of a periodic flush.
 const FLUSH_PAIR: f64 = 0.5;
 /// Units per byte of per-CPU state a run initialises.
@@ -182,7 +190,8 @@ pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estima
     let spike_count = spikes.map_or(0.0, |sp| secs * 1e3 / sp.every_ms);
     let pairs = groups * cpus;
     let flushes = secs * 1e3 / flusher.map_or(2000.0, |f| f.period_ms.max(1) as f64);
-    let per_run = (BURST * bursts + READ * reads + SPIKE * spike_count) * pairs.sqrt()
+    let per_run = (BURST * bursts + READ * reads + SPIKE * spike_count)
+        * pairs.sqrt().min(MAX_PAIR_WEIGHT)
         + FLUSH_PAIR * flushes * pairs
         + PER_BYTE * memory_bytes
         + TREE_RUN;
