@@ -12,7 +12,7 @@
 //!   on the development host over CPUs 64–384, trees of 200–5,000 groups,
 //!   writer rates 200–5,000 per CPU and second, 200–20,000 readers (every
 //!   case within 1.6x of its CPU time). Beyond that range the weight stops
-//!   growing ([`MAX_PAIR_WEIGHT`]).
+//!   growing (`MAX_PAIR_WEIGHT`).
 //! * **Simulated `update-path`** ([`WorkClass::StatsUpdate`]): back-to-back
 //!   updates, one unit each.
 //! * **Priced workloads** (`will-it-scale`, `netperf`, also
