@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Weakens each memory ordering (and barrier) the engine's update/flush
-# handshake keeps, one at a time, and runs the loom models: every mutant
+# handshake keeps, one at a time, and runs the loom models (the integration
+# models and the crate's unit tests built for loom): every mutant
 # must be caught by at least one model, or the ordering is not needed (and
 # its comment overstates it). Not part of CI (about a minute per mutant);
 # run it after touching an ordering:
@@ -27,7 +28,7 @@ export CARGO_TARGET_DIR="$work/target"
 cd "$work/tree/crates/hierstat" || exit 1
 run_loom() {
     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "${MUTANT_TIMEOUT:-900}" \
-        cargo test -p hierstat --test loom --release 2>&1
+        cargo test -p hierstat --lib --test loom --release --no-fail-fast 2>&1
 }
 caught_all=1
 # ONLY="a|b": only the mutants whose name contains a or b.
@@ -62,8 +63,12 @@ PY
         return
     fi
     failed=$(echo "$out" | grep -E "^test .* FAILED" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
+    # A model that fails inside a spawned loom thread aborts the process.
+    aborted=$(echo "$out" | sed -n "s/^thread '\([^']*\)'.* panicked.*/\1/p" | sort -u | tr '\n' ' ')
     if [ -n "$failed" ]; then
         echo "caught         $name  <- $failed"
+    elif [ "$rc" != 0 ] && [ -n "$aborted" ]; then
+        echo "caught (abort) $name  <- $aborted"
     else
         echo "NOT CAUGHT     $name"; caught_all=0
     fi

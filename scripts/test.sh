@@ -33,4 +33,4 @@ cargo test --workspace
 echo "== loom model checks (hierstat)"
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-    cargo test -p hierstat --test loom --release
+    cargo test -p hierstat --lib --test loom --release

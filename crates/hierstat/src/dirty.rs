@@ -415,6 +415,7 @@ impl DirtyTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::{Arc, AtomicBool};
 
     // A tree 0 <- 1 <- {2, 3}; 0 <- 4.
     fn parent(r: u32) -> u32 {
@@ -502,5 +503,63 @@ mod tests {
             on.retain(|&r| !under(r, root));
             t.check_shape(parent).unwrap();
         }
+    }
+
+    /// The state an earlier flush can leave: a claimer read the epoch
+    /// between that flush's two advances (1), and counted itself in parity
+    /// 1 after the flush's second wait had passed, so the epoch (2) names
+    /// the other parity. Its claim is in progress.
+    fn claim_in_the_other_parity() -> ListHead {
+        let list = ListHead::default();
+        list.epoch.store(2, Ordering::Relaxed);
+        list.claiming[1].store(1, Ordering::Relaxed);
+        list
+    }
+
+    /// A claim counted in the parity the epoch does not name is still
+    /// waited for: the fast path must look at both parities (a fast path
+    /// that reads one returns at once here).
+    #[cfg(loom)]
+    #[test]
+    fn a_claim_in_the_other_parity_is_waited_for() {
+        loom::model(|| {
+            let list = Arc::new(claim_in_the_other_parity());
+            let ended = Arc::new(AtomicBool::new(false));
+            let (l2, e2) = (list.clone(), ended.clone());
+            let claimer = loom::thread::spawn(move || {
+                // ORDERING: Relaxed; published by `end_claim`'s Release.
+                e2.store(true, Ordering::Relaxed);
+                l2.end_claim(ClaimToken(1));
+            });
+            list.wait_for_claims();
+            assert!(
+                ended.load(Ordering::Relaxed),
+                "the wait returned while the claim was in progress"
+            );
+            claimer.join().unwrap();
+        });
+    }
+
+    /// [`a_claim_in_the_other_parity_is_waited_for`] on real threads: the
+    /// waiter is still waiting 20 ms later, and returns once the claim
+    /// ends.
+    #[cfg(not(loom))]
+    #[test]
+    fn a_claim_in_the_other_parity_is_waited_for() {
+        let list = Arc::new(claim_in_the_other_parity());
+        let done = Arc::new(AtomicBool::new(false));
+        let (l2, d2) = (list.clone(), done.clone());
+        let waiter = std::thread::spawn(move || {
+            l2.wait_for_claims();
+            d2.store(true, Ordering::Release);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(
+            !done.load(Ordering::Acquire),
+            "the wait returned while the claim was in progress"
+        );
+        list.end_claim(ClaimToken(1));
+        waiter.join().unwrap();
+        assert!(done.load(Ordering::Acquire));
     }
 }
