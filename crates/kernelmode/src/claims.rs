@@ -13,30 +13,12 @@
 //! changing what it executes); wall-clock figures are shown for reference.
 
 use crate::metrics::{
-    cpu_ns_per_fault, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms, stat_lag_after_charge,
-    stat_lag_over_threshold, RATIO_4_2, THRESHOLD,
+    cpu_ns_per_fault, host_cases, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms,
+    stat_lag_after_charge, stat_lag_over_threshold, RATIO_4_2, THRESHOLD,
 };
 use crate::spec::HOST_POLICY;
 use crate::twin::predicted;
 use sim::report::{format_us, Claim, Claims, RunReport};
-
-/// The depths, (groups, writers) cases and spike sizes a report holds,
-/// from its metric names.
-fn cases<T: std::str::FromStr + Ord>(report: &RunReport, prefix: &str, suffix: &str) -> Vec<T> {
-    let mut v: Vec<T> = report
-        .policies
-        .get(HOST_POLICY)
-        .map(|p| {
-            p.metrics
-                .keys()
-                .filter_map(|k| k.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v.dedup();
-    v
-}
 
 fn within_2x(host: f64, predicted: f64) -> bool {
     let k = host / predicted;
@@ -50,7 +32,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
     let mean = |m: &str| report.mean_of(p, m);
     let pct = |m: &str, k: &str| report.percentile_of(p, m, k);
     // Update path: ns per fault per depth.
-    for d in cases::<usize>(report, "cpu_ns_per_fault_depth", "") {
+    for d in host_cases::<usize>(report, "cpu_ns_per_fault_depth", "") {
         if let (Some(h), Some(s)) = (
             mean(&cpu_ns_per_fault(d)),
             mean(&predicted(&ns_per_fault(d))),
@@ -81,7 +63,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
         );
     }
     // Stat readers: p50 and p99 of the read, CPU time, per case.
-    for (g, w) in cases::<String>(report, "read_cpu_ns_g", "")
+    for (g, w) in host_cases::<String>(report, "read_cpu_ns_g", "")
         .iter()
         .filter_map(|s| {
             let (g, w) = s.split_once("_w")?;
@@ -129,7 +111,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
     }
     // Stale read: the trap, its size and how long it lasts.
     let t = mean(THRESHOLD);
-    for kib in cases::<u64>(report, "stat_lag_over_threshold_", "kib") {
+    for kib in host_cases::<u64>(report, "stat_lag_over_threshold_", "kib") {
         let reps = samples_of(report, &stat_lag_after_charge(kib));
         let over = (
             mean(&stat_lag_over_threshold(kib)),

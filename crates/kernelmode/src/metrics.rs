@@ -2,7 +2,33 @@
 //! what the runner records, the twin predicts (`predicted_*`), the claims
 //! check and the reports pivot.
 
-use sim::report::PolicyResult;
+use crate::spec::HOST_POLICY;
+use sim::report::{PolicyResult, RunReport};
+
+/// The cases a report's host metrics hold, read from their names: the
+/// part between `prefix` and `suffix` of each name that has both, parsed
+/// as `T`, sorted and deduplicated (the depths of `ns_per_fault_depth*`,
+/// the spike sizes of `stat_lag_over_threshold_*kib`, …). The claims and
+/// the reports' pivots both enumerate a run's cases with it.
+pub fn host_cases<T: std::str::FromStr + Ord>(
+    report: &RunReport,
+    prefix: &str,
+    suffix: &str,
+) -> Vec<T> {
+    let mut v: Vec<T> = report
+        .policies
+        .get(HOST_POLICY)
+        .map(|p| {
+            p.metrics
+                .keys()
+                .filter_map(|k| k.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v.dedup();
+    v
+}
 
 /// Metric: faults per second at `depth`.
 pub fn faults_per_sec(depth: usize) -> String {

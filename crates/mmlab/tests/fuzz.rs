@@ -696,19 +696,7 @@ fn mutated_sweep_files_never_panic_hang_or_exhaust_memory() {
 
 /// One damage done to a results database: SQL on it, or its bytes.
 fn damage(rng: &mut Rng, db: &Path) {
-    const TABLES: &[&str] = &[
-        "runs",
-        "policies",
-        "metrics",
-        "metric_values",
-        "percentiles",
-        "histogram_buckets",
-        "series",
-        "series_points",
-        "tags",
-        "run_facts",
-        "sweep_points",
-    ];
+    use runstore::schema::TABLES;
     let table = TABLES[below(rng, TABLES.len())];
     let n = rng.below(40) as i64 - 20;
     let sql = match below(rng, 22) {

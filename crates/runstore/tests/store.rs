@@ -122,16 +122,7 @@ fn migrations_from_an_empty_file_and_from_v1() {
     let store = Store::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let names: Vec<String> = row_counts(&path).into_iter().map(|(n, _)| n).collect();
-    for t in [
-        "runs",
-        "metrics",
-        "metric_values",
-        "percentiles",
-        "histogram_buckets",
-        "series",
-        "series_points",
-        "tags",
-    ] {
+    for t in runstore::schema::TABLES {
         assert!(names.iter().any(|n| n == t), "table {t} in {names:?}");
     }
     let c = Connection::open(&path).unwrap();

@@ -8,8 +8,8 @@
 
 use kernelmode::claims::samples_of;
 use kernelmode::metrics::{
-    cpu_ns_per_fault, faults_per_sec, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms,
-    stat_lag_after_charge, stat_lag_over_threshold, THRESHOLD,
+    cpu_ns_per_fault, faults_per_sec, host_cases, ns_per_fault, read_cpu_ns, read_latency,
+    stale_for_ms, stat_lag_after_charge, stat_lag_over_threshold, THRESHOLD,
 };
 use kernelmode::twin::predicted;
 use kernelmode::HOST_POLICY;
@@ -50,26 +50,13 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-/// The numbers between `prefix` and `suffix` in the host's metric names.
-fn keys(r: &RunReport, prefix: &str, suffix: &str) -> BTreeSet<u64> {
-    r.policies
-        .get(HOST_POLICY)
-        .map(|p| {
-            p.metrics
-                .keys()
-                .filter_map(|k| k.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The pivots of a kernel-mode report (none for other modes).
 pub fn pivots(r: &RunReport) -> Vec<Pivot> {
     if r.mode != Mode::Kernel {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let depths = keys(r, "ns_per_fault_depth", "");
+    let depths = host_cases::<u64>(r, "ns_per_fault_depth", "");
     if !depths.is_empty() {
         let rows = depths
             .iter()
@@ -156,7 +143,7 @@ pub fn pivots(r: &RunReport) -> Vec<Pivot> {
             });
         }
     }
-    let spikes = keys(r, "stat_lag_over_threshold_", "kib");
+    let spikes = host_cases::<u64>(r, "stat_lag_over_threshold_", "kib");
     if !spikes.is_empty() {
         let t = mean(r, THRESHOLD);
         let rows = spikes
