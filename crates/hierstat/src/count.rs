@@ -18,7 +18,7 @@
 //! `Core::flush_subtree`); updates skipped after its reset are carried by
 //! the next.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// Updates stop adding to a count at this many pages (2^62): no threshold
 /// is anywhere near (see [`MAX_THRESHOLD`]), and no number of racing
@@ -145,9 +145,25 @@ pub(crate) struct GlobalCount {
     /// leaves them in its parent's `pending`). Bound only. ORDERING: as
     /// `GroupState::in_flight`.
     in_flight: AtomicU64,
+    /// A running root flush holds the count's snapshot (as
+    /// `GroupState::hold_snapshot`, for root flushes that overlap under a
+    /// per-pass gate).
+    held: AtomicBool,
 }
 
 impl GlobalCount {
+    /// Takes the count's snapshot for one root flush: `false` if another
+    /// running flush holds it (see `GroupState::hold_snapshot`).
+    /// ORDERING: AcqRel, as there.
+    pub(crate) fn hold_snapshot(&self) -> bool {
+        !self.held.swap(true, Ordering::AcqRel)
+    }
+
+    /// Gives back the snapshot. ORDERING: Release; after the hand-over.
+    pub(crate) fn release_snapshot(&self) {
+        self.held.store(false, Ordering::Release);
+    }
+
     /// The tree-wide count.
     #[inline]
     pub(crate) fn count(&self) -> &Count {

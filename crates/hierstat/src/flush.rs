@@ -44,6 +44,10 @@
 //! * under the kernel-exact scheme an ancestor's residue counts its
 //!   descendants' updates, so a pass takes it *before* its drain: every page
 //!   taken then belongs to a row the pass carries;
+//! * flushes that overlap (a per-pass gate, `lock_per_shard`: linux-6.17)
+//!   would each subtract a snapshot of the same pages; one of them holds
+//!   each group's snapshot (and the global count's), the others leave it
+//!   alone (`GroupState::hold_snapshot`);
 //! * a count above its break level (an early break, or its saturation)
 //!   skips updates; a reset from there flags the count so that the bound
 //!   is `None` until a reset from below (see `count.rs`).
@@ -82,6 +86,9 @@ struct Handover {
     global_taken: u64,
     /// The residues a global pass read (kept between passes).
     scratch: Vec<u64>,
+    /// Flushes may overlap (a per-pass gate): each snapshot is held, so
+    /// that one flush only subtracts it (see `GroupState::hold_snapshot`).
+    held: bool,
 }
 
 /// One group's part of a [`Handover`]. Holds the group's state itself:
@@ -108,7 +115,7 @@ impl Handover {
                 snapshot: None,
                 in_flight: 0,
             });
-            if t.snapshot.is_none() {
+            if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {
                 // ORDERING: Relaxed; see `flush_subtree` (its fence after
                 // the snapshot phase) and `hand_over`.
                 t.snapshot = Some((
@@ -330,8 +337,14 @@ impl Core {
         let whole = (!per_pass).then(|| self.groups.read());
         let parent_id = x.parent_id();
         let threshold = self.params.policy.threshold;
-        let mut hand = Handover::default();
-        if is_root && threshold == ThresholdRule::Global {
+        let mut hand = Handover {
+            held: per_pass,
+            ..Handover::default()
+        };
+        if is_root
+            && threshold == ThresholdRule::Global
+            && (!per_pass || self.global.hold_snapshot())
+        {
             hand.global = Some((
                 self.global.count().snapshot(),
                 self.global.in_flight_snapshot(),
@@ -382,28 +395,33 @@ impl Core {
                     // drain below finds every such row (waiting for a claim
                     // still pushing), and the pass carries what was taken.
                     tree.collect(x.hot.id, &mut list);
-                    let rows = rows_of(st, s, &list);
-                    self.take_residues(st, &list, &rows, &mut hand, work);
-                    list.clear();
+                    if !list.is_empty() {
+                        let rows = rows_of(st, s, &list);
+                        self.take_residues(st, &list, &rows, &mut hand, work);
+                        list.clear();
+                    }
                     crate::sync::fence_acquire();
                 }
                 self.drain(s, st, &mut tree, true, work);
                 tree.extract(x.hot.id, parent_id, &mut list);
             }
+            // Most shards have nothing queued at most flushes: nothing more
+            // to do on them.
+            if list.is_empty() {
+                continue;
+            }
             // Each listed group's row on the shard, looked up once for the
             // pass (a group on the tree for a descendant's sake may have
             // none: it was never written on the shard).
             let rows = rows_of(st, s, &list);
-            if !take_first && !list.is_empty() {
+            if !take_first {
                 // A residue that counts only its own row's updates: taken
                 // after the drain, before the counters are read (an update
                 // whose residue survives is either not flushed yet, and
                 // still counted, or flushed anyway, over-counted).
                 self.take_residues(st, &list, &rows, &mut hand, work);
             }
-            if !list.is_empty() {
-                self.writers.barrier_before_reading(s, work);
-            }
+            self.writers.barrier_before_reading(s, work);
             for (&id, &row) in list.iter().zip(&rows) {
                 self.aggregate(st.group(id), row, work);
             }
@@ -442,9 +460,6 @@ impl Core {
                 .zip(rows)
                 .filter_map(|(&id, r)| Some((id, r.as_ref()?.header())))
         };
-        if ids.is_empty() {
-            return;
-        }
         work.count(Work::Atomic, ids.len() as u64);
         let global = self.params.policy.threshold == ThresholdRule::Global;
         if self.params.walks_ancestors {
@@ -516,6 +531,9 @@ impl Core {
                     work.count(Work::Atomic, 1);
                 }
             }
+            if hand.held && t.snapshot.is_some() {
+                n.release_snapshot();
+            }
             if t.in_flight != 0 {
                 n.in_flight.fetch_sub(t.in_flight, Ordering::Release);
                 work.count(Work::Atomic, 1);
@@ -527,6 +545,9 @@ impl Core {
         if let Some((g0, i0)) = hand.global {
             self.global.hand_over(g0, i0 + hand.global_taken);
             work.count(Work::Atomic, 2);
+            if hand.held {
+                self.global.release_snapshot();
+            }
         }
     }
 
@@ -689,8 +710,5 @@ impl Core {
 
 /// The row on shard `s` of each group of `ids`, if it has one.
 fn rows_of<'a>(st: &'a Structure, s: usize, ids: &[u32]) -> Vec<Option<Row<'a>>> {
-    if ids.is_empty() {
-        return Vec::new();
-    }
     ids.iter().map(|&id| st.group(id).hot.rows.row(s)).collect()
 }

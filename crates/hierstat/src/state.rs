@@ -124,6 +124,9 @@ impl Flags {
     /// saturation table says which (see `Core::saturated`). Set, never
     /// cleared, before the table entry is readable.
     pub(crate) const SATURATED: u8 = 1;
+    /// A running flush holds the group's threshold snapshot, which its
+    /// hand-over will subtract (see [`GroupState::hold_snapshot`]).
+    pub(crate) const SNAPSHOT_HELD: u8 = 2;
 }
 
 fn zeroed(n: usize) -> Box<[AtomicI64]> {
@@ -210,6 +213,29 @@ impl GroupState {
         // ORDERING: Release; publishes what the setter wrote before (the
         // saturation table entry) to `flag`'s Acquire load.
         self.flags.fetch_or(f, Ordering::Release);
+    }
+
+    /// Takes the group's threshold snapshot for one flush: `false` if
+    /// another running flush holds it. Flushes that overlap (only under a
+    /// per-pass gate, `lock_per_shard`) would otherwise each subtract a
+    /// snapshot of the same pages, and the count would lose pages not yet
+    /// landed (a real-thread test found linux-6.17 leaves under their bound
+    /// by up to 9,700 pages). The holder's snapshot covers every page
+    /// counted before it (see `flush.rs`, "What a flush hands over");
+    /// whichever flush carries them, they land before the holder's reset.
+    ///
+    /// ORDERING: AcqRel; the Acquire half pairs with the previous holder's
+    /// [`release_snapshot`](Self::release_snapshot), so this snapshot reads
+    /// the count after that holder's reset.
+    pub(crate) fn hold_snapshot(&self) -> bool {
+        self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel) & Flags::SNAPSHOT_HELD == 0
+    }
+
+    /// Gives back the snapshot [`hold_snapshot`](Self::hold_snapshot)
+    /// took. ORDERING: Release; after the hand-over's reset.
+    pub(crate) fn release_snapshot(&self) {
+        self.flags
+            .fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Release);
     }
 
     /// Id of the parent, or `NONE`.
