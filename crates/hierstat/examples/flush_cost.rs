@@ -13,22 +13,9 @@
 
 use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, Unit};
 
-fn cpu_ns() -> u64 {
-    #[cfg(target_os = "linux")]
-    {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        use std::sync::OnceLock;
-        static START: OnceLock<std::time::Instant> = OnceLock::new();
-        START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_nanos() as u64
-    }
-}
+#[path = "common/cpu_clock.rs"]
+mod cpu_clock;
+use cpu_clock::thread_cpu_ns;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -67,9 +54,9 @@ fn flush_once(t: &HierStats, items: &[ItemId], leaves: &[Group], dirty: usize, r
             t.add(g, it, 1 + ((k + r) % 3) as i64).expect("own handles");
         }
     }
-    let t0 = cpu_ns();
+    let t0 = thread_cpu_ns();
     t.flush_forced(&t.root()).expect("own handle");
-    (cpu_ns() - t0) as f64
+    (thread_cpu_ns() - t0) as f64
 }
 
 fn main() {

@@ -36,34 +36,21 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
+#[path = "common/cpu_clock.rs"]
+mod cpu_clock;
+use cpu_clock::thread_cpu_ns;
+
 /// A stopwatch on the calling thread's own CPU time (wall time elsewhere),
 /// so time spent descheduled by other processes' load is not counted.
 struct Stopwatch(u64);
 
-fn now_ns() -> u64 {
-    #[cfg(target_os = "linux")]
-    {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        use std::sync::OnceLock;
-        static START: OnceLock<std::time::Instant> = OnceLock::new();
-        START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_nanos() as u64
-    }
-}
-
 impl Stopwatch {
     fn start() -> Self {
-        Stopwatch(now_ns())
+        Stopwatch(thread_cpu_ns())
     }
     /// Nanoseconds per operation since `start`, over `n` operations.
     fn per_op(&self, n: u64) -> f64 {
-        (now_ns() - self.0) as f64 / n as f64
+        (thread_cpu_ns() - self.0) as f64 / n as f64
     }
 }
 

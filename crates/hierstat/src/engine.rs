@@ -26,17 +26,19 @@ use crate::update::writers::Writers;
 pub(crate) struct Core {
     /// The configuration, derived once (`config.rs`).
     pub(crate) params: Params,
-    /// The groups: identity, root, structure lock, names (`tree.rs`).
+    /// The groups: identity, root, structure lock, names
+    /// (`tree/groups.rs`; what is done with them: `tree.rs`).
     pub(crate) groups: Groups,
     /// Who writes each shard, and how owners and flushers fence each other
-    /// (`update.rs`).
+    /// (`update/writers.rs`; the update paths: `update.rs`).
     pub(crate) writers: Writers,
     /// Per-shard update lists and dirty trees (`dirty.rs`).
     pub(crate) dirty: Dirty,
-    /// Flush exclusion, the flush count, outcome statistics (`flush.rs`).
+    /// Flush exclusion, the flush count, outcome statistics
+    /// (`flush/state.rs`; the flush: `flush.rs`).
     pub(crate) flushes: Flushes,
     /// Async flush requests and the background flusher's wake-ups
-    /// (`flush.rs`, `flusher.rs`).
+    /// (`flush/state.rs`, `flusher.rs`).
     pub(crate) requests: AsyncRequests,
     /// The global threshold's count (`count.rs`).
     pub(crate) global: GlobalCount,

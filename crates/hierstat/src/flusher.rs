@@ -52,15 +52,14 @@ pub struct BackgroundFlusher {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Starts the background flusher of `stats` (see
-/// [`HierStats::start_flusher`]).
+/// Starts the background flusher of the tree whose state is `core` (see
+/// [`HierStats::start_flusher`](crate::HierStats::start_flusher)).
 pub(crate) fn start(core: &Arc<Core>, period: Duration) -> Result<BackgroundFlusher, Error> {
     let period_ns = match u64::try_from(period.as_nanos()) {
         Ok(ns) if ns > 0 => ns,
         _ => return Err(ConfigError::FlusherPeriod(period).into()),
     };
     let shared = StdArc::new(Shared::default());
-    let core = core.clone();
     let thread_core = core.clone();
     let sh = shared.clone();
     let thread = std::thread::Builder::new()
@@ -69,7 +68,7 @@ pub(crate) fn start(core: &Arc<Core>, period: Duration) -> Result<BackgroundFlus
         .map_err(|e| Error::Spawn(e.to_string()))?;
     core.requests.flusher_started(true);
     Ok(BackgroundFlusher {
-        core,
+        core: core.clone(),
         shared,
         thread: Some(thread),
     })

@@ -300,7 +300,7 @@ impl AsyncRequests {
     }
 }
 
-/// How long a flush waits for a conflicting one (see `Core::enter`).
+/// How long a flush waits for a conflicting one (see [`Flushes::enter`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wait {
     /// Not at all: skip.
