@@ -180,8 +180,18 @@ fn stale_read_sees_the_spike_in_the_parent() {
 
 /// The early break's trap (6.16+): a reader flushing the parent while a
 /// spike is charged leaves the parent's count at the threshold; the
-/// parent then misses the spike until the periodic flush (2 s). Older
-/// kernels keep the bound. Needs two CPUs (the reader beside the worker).
+/// parent then misses the spike until the periodic flush. Older kernels
+/// keep the bound. Needs two CPUs (the reader beside the worker).
+///
+/// The periodic flush is a *deferrable* delayed work re-queued 2 s after
+/// each run (`stats_flush_dwork`): its timer does not wake an idle CPU, so
+/// one period can stretch past 2 s (CI saw 2.86 s on a loaded 2-vCPU
+/// host). What this test holds the kernel to is that the trap ends by a
+/// periodic flush, not by a reader: within two periods, never "forever".
+/// Two periods of the kernel's periodic flush (`FLUSH_TIME` = 2 s), plus
+/// 0.5 s for the flush itself and the follower's polling.
+const PERIODS_OF_THE_PERIODIC_FLUSH_MS: f64 = 4500.0;
+
 #[test]
 fn a_concurrent_reader_traps_the_parent_until_the_periodic_flush() {
     let Some((host, _serial)) =
@@ -203,10 +213,10 @@ fn a_concurrent_reader_traps_the_parent_until_the_periodic_flush() {
     let page = host.facts().page_size as u64;
     let cfg = StaleReadConfig {
         spikes_kib: vec![32 * threshold * page / 1024],
-        repetitions: 3,
+        repetitions: 4,
         pause: Duration::from_millis(2),
         concurrent_reader: true,
-        follow_ms: 4000.0,
+        follow_ms: 6000.0,
         follow_poll_ms: 5.0,
     };
     let r = run_stale_read(&host, &cfg, &Cancel::new()).unwrap();
@@ -217,13 +227,28 @@ fn a_concurrent_reader_traps_the_parent_until_the_periodic_flush() {
         .filter(|s| s.stat_lag_after_charge > threshold as i64)
         .collect();
     assert!(c.samples.iter().all(|s| s.reader_reads > 0), "{c:?}");
+    // Every spike is measured from a settled baseline (a stale one would
+    // count its own error as the spike's lag, and never catch up).
+    let slack = (hostkernel::BASELINE_SLACK_THRESHOLDS * threshold) as i64;
+    assert!(
+        c.samples.iter().all(|s| s.gap_before.abs() <= slack),
+        "{:?}",
+        c.samples
+    );
     if version >= (6, 16) {
-        assert!(trapped.len() >= 2, "{release}: {:?}", c.samples);
+        // Quiet hosts trap every repetition; a loaded 2-vCPU host about 2
+        // in 3 (the reader must land in the charge's window).
+        assert!(!trapped.is_empty(), "{release}: {:?}", c.samples);
+        let stale: Vec<_> = trapped.iter().map(|s| s.stale_for_ms).collect();
+        let settle: Vec<_> = c.samples.iter().map(|s| s.settle_ms).collect();
+        eprintln!(
+            "{release}: trapped samples stale for {stale:.0?} ms; baselines settled in {settle:.0?} ms"
+        );
         for s in &trapped {
             let d = s.stale_for_ms.expect("followed");
             assert!(
-                !s.follow_timed_out && d <= 2500.0,
-                "stale past the periodic flush: {s:?}"
+                !s.follow_timed_out && d <= PERIODS_OF_THE_PERIODIC_FLUSH_MS,
+                "stale past two periods of the periodic flush: {s:?}"
             );
         }
     } else {

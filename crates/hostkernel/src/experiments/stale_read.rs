@@ -178,6 +178,12 @@ pub struct StaleReadSample {
     /// Reads of the parent the concurrent reader made during the charge.
     #[serde(default)]
     pub reader_reads: u64,
+    /// How long the repetition waited, before its spike, for the parent's
+    /// stat to settle within [`BASELINE_SLACK_THRESHOLDS`] thresholds of its
+    /// page counter (0 when it already was; [`BASELINE_SETTLE_LIMIT`] when
+    /// it never did, and `gap_before` shows by how much).
+    #[serde(default)]
+    pub settle_ms: f64,
 }
 
 /// Distribution of one gap over the repetitions, in pages.
@@ -325,7 +331,42 @@ struct ParentReader {
     buf: Vec<u8>,
 }
 
+/// A baseline is settled when the parent's stat is within this many flush
+/// thresholds of its page counter: one threshold of unflushed updates and
+/// at most one of per-CPU charge stock (`MEMCG_CHARGE_BATCH` a CPU).
+pub const BASELINE_SLACK_THRESHOLDS: u64 = 2;
+
+/// The longest a repetition waits for its baseline to settle: two periods
+/// of the kernel's periodic flush (a deferrable 2 s work) and a margin.
+pub const BASELINE_SETTLE_LIMIT: Duration = Duration::from_millis(4500);
+
 impl ParentReader {
+    /// Reads `(stat, counter)` once the stat is within
+    /// [`BASELINE_SLACK_THRESHOLDS`] thresholds of the counter, polling
+    /// every `poll_ms` for at most [`BASELINE_SETTLE_LIMIT`], with the
+    /// milliseconds it waited. A spike measured from a stale baseline (an
+    /// earlier free or the worker's start-up the stat has not shown yet,
+    /// trapped on 6.16+ until the periodic flush) would count that
+    /// baseline's error as the spike's lag.
+    fn settled(
+        &mut self,
+        threshold: u64,
+        poll_ms: f64,
+        cancel: &Cancel,
+    ) -> Result<(i64, i64, f64), Error> {
+        let slack = (BASELINE_SLACK_THRESHOLDS * threshold) as i64;
+        let start = Instant::now();
+        loop {
+            let (s, c) = self.read()?;
+            let waited = start.elapsed();
+            if (c - s).abs() <= slack || waited >= BASELINE_SETTLE_LIMIT {
+                return Ok((s, c, waited.as_secs_f64() * 1e3));
+            }
+            crate::signals::check(cancel)?;
+            std::thread::sleep(Duration::from_secs_f64(poll_ms / 1e3));
+        }
+    }
+
     fn new(version: CgroupVersion, page: u64, parent: &Path) -> ParentReader {
         let counters = counter_files(version)
             .iter()
@@ -461,7 +502,7 @@ fn one_case(
         }
         for rep in 0..cfg.repetitions {
             crate::signals::check(cancel)?;
-            let (s0, c0) = reader.read()?;
+            let (s0, c0, settle_ms) = reader.settled(threshold, cfg.follow_poll_ms, cancel)?;
             // ORDERING: Relaxed (see `concurrent_reader`).
             let reads0 = reads.load(Ordering::Relaxed);
             active.store(true, Ordering::Relaxed);
@@ -513,6 +554,7 @@ fn one_case(
                 stale_for_ms,
                 follow_timed_out,
                 reader_reads,
+                settle_ms,
             });
             obs(Event::Step {
                 done: index * cfg.repetitions + rep + 1,
@@ -642,6 +684,7 @@ mod tests {
             stale_for_ms: None,
             follow_timed_out: false,
             reader_reads: 0,
+            settle_ms: 0.0,
         };
         let s = [
             mk(0.0, 200),
