@@ -118,6 +118,7 @@ mutant "flusher: fence after the snapshots removed (fold skip, early break)" src
             crate::sync::fence_seqcst();" "            // before its drains, for owners that skip a fold (see
             // \`FlushingGuard\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
+mutant "per-pass gate: overlapping flushes each subtract their snapshot" src/flush.rs "if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {" "if t.snapshot.is_none() {"
 mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
     }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);
     }"

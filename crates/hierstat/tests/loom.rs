@@ -768,6 +768,36 @@ mod engine {
         });
     }
 
+    /// linux-6.17's per-pass gate lets two flushes of one group overlap,
+    /// and each would snapshot the group's threshold count. If both
+    /// subtracted it, the count would lose pages counted after the first
+    /// reset and not yet landed: here flush A snapshots 100 pages, flush B
+    /// carries and resets them, its thread adds 100 more, and A's reset
+    /// would take those 100 from the count, leaving a bound of a few pages
+    /// on an error of 100. One flush holds the snapshot and subtracts it
+    /// (loom: without the hold this fails).
+    #[test]
+    fn overlapping_flushes_subtract_one_snapshot() {
+        model(|| {
+            let mut b = Schema::builder();
+            let x = b.event("x", Unit::Count);
+            let mut p = Preset::Linux6_17.policy();
+            p.batch = 4;
+            p.threshold_size = ThresholdSize::Fixed(1000);
+            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let a = thread::spawn(move || {
+                t2.flush_forced(&g2).unwrap();
+            });
+            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            a.join().unwrap();
+            assert_bounded_within(&t, &g, x, 200, 200);
+        });
+    }
+
     /// A flush that finds a sum past `i64::MAX` pins the aggregate and marks
     /// the item saturated; a racing reader that sees the pinned value must
     /// see the mark (the pin is a Release store after the mark, the read's
