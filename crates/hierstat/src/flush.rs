@@ -47,7 +47,9 @@
 //! * flushes that overlap (a per-pass gate, `lock_per_shard`: linux-6.17)
 //!   would each subtract a snapshot of the same pages; one of them holds
 //!   each group's snapshot (and the global count's), the others leave it
-//!   alone (`GroupState::hold_snapshot`);
+//!   alone (`GroupState::hold_snapshot`; loom:
+//!   `overlapping_flushes_subtract_one_snapshot`, which fails without the
+//!   hold);
 //! * a count above its break level (an early break, or its saturation)
 //!   skips updates; a reset from there flags the count so that the bound
 //!   is `None` until a reset from below (see `count.rs`).
