@@ -105,8 +105,35 @@ impl Count {
     /// the break level.
     #[inline]
     pub(crate) fn add(&self, m: u64) {
-        // ORDERING: Relaxed; a trigger and a bound, no data.
+        // ORDERING: Relaxed; a trigger and a bound, no data. A per-group
+        // flush snapshots only the counts of groups it drained, so a fold
+        // it counts belongs to a row it carries without any ordering here
+        // (see `Core::flush_subtree`).
         self.0.fetch_add(m.min(MAX_FOLD), Ordering::Relaxed);
+    }
+
+    /// [`add_below`](Self::add_below) for the tree-wide count of a global
+    /// threshold. ORDERING: Release; pairs with
+    /// [`snapshot_acquire`](Self::snapshot_acquire): a root flush whose
+    /// snapshot counts this fold sees the push of the row it came from
+    /// (sequenced before it, see `Core::claim`), so its drains carry the
+    /// row (loom: Relaxed fails
+    /// `a_fold_racing_a_root_flush_under_a_global_threshold`).
+    #[inline]
+    pub(crate) fn add_below_release(&self, m: u64, level: u64) -> bool {
+        if self.pages() > level {
+            return false;
+        }
+        self.0.fetch_add(m.min(MAX_FOLD), Ordering::Release);
+        true
+    }
+
+    /// The count for a global threshold's root flush snapshot. ORDERING:
+    /// Acquire; pairs with [`add_below_release`](Self::add_below_release).
+    /// A per-group count needs no such pairing: the flush snapshots it only
+    /// after draining the group's rows.
+    pub(crate) fn snapshot_acquire(&self) -> u64 {
+        self.0.load(Ordering::Acquire) & COUNT_MASK
     }
 
     /// A flush's reset, after it landed what it carried: subtracts its

@@ -48,8 +48,14 @@
 //!   would each subtract a snapshot of the same pages; one of them holds
 //!   each group's snapshot (and the global count's), the others leave it
 //!   alone (`GroupState::hold_snapshot`; loom:
-//!   `overlapping_flushes_subtract_one_snapshot`, which fails without the
-//!   hold);
+//!   `overlapping_flushes_subtract_one_snapshot` and
+//!   `overlapping_root_flushes_subtract_one_global_snapshot` fail without
+//!   the hold);
+//! * a per-group flush snapshots only the counts of groups it drained, so a
+//!   fold it counts belongs to a row it carries; a global threshold's root
+//!   flush snapshots the tree's count before its drains, so a fold is
+//!   Release and that snapshot Acquire: a counted fold's row was pushed
+//!   before the drains (see `Count::add_below_release`);
 //! * a count above its break level (an early break, or its saturation)
 //!   skips updates; a reset from there flags the count so that the bound
 //!   is `None` until a reset from below (see `count.rs`).
@@ -348,7 +354,10 @@ impl Core {
             && (!per_pass || self.global.hold_snapshot())
         {
             hand.global = Some((
-                self.global.count().snapshot(),
+                // ORDERING: Acquire (see `Count::add_below_release`): every
+                // fold it counts comes from a row pushed before, which the
+                // passes' drains find.
+                self.global.count().snapshot_acquire(),
                 self.global.in_flight_snapshot(),
             ));
         }

@@ -386,7 +386,7 @@ impl Core {
             // No threshold to feed.
             ThresholdRule::None => {}
             ThresholdRule::Global => {
-                if self.global.count().add_below(m, COUNT_LIMIT) {
+                if self.global.count().add_below_release(m, COUNT_LIMIT) {
                     work.count(Work::Atomic, 1);
                 }
             }

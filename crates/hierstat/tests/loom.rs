@@ -778,23 +778,81 @@ mod engine {
     /// (loom: without the hold this fails).
     #[test]
     fn overlapping_flushes_subtract_one_snapshot() {
-        model(|| {
+        overlapping_flushes_of(Preset::Linux6_17.policy(), false);
+    }
+
+    /// The same for the global threshold's count under a per-pass gate (no
+    /// preset combines the two; a policy may): two root flushes overlap,
+    /// one holds the tree's snapshot.
+    #[test]
+    fn overlapping_root_flushes_subtract_one_global_snapshot() {
+        let mut p = Preset::Linux5_15.policy();
+        p.concurrency = hierstat::Concurrency::Serialize;
+        p.lock_per_shard = true;
+        overlapping_flushes_of(p, true);
+    }
+
+    /// A fold of 100 pages (over the batch, so it reaches the threshold
+    /// count at once) races a forced root flush. Under a global threshold
+    /// the flush snapshots the tree's count before its drains: if it counts
+    /// the fold it must find the row the fold came from, or its reset takes
+    /// 100 pages from the count that no aggregate holds (loom: a Relaxed
+    /// fold and snapshot read 0 of 100 with a bound of 6 after both ended).
+    #[test]
+    fn a_fold_racing_a_root_flush_under_a_global_threshold() {
+        fold_racing_a_root_flush(Preset::Linux5_15.policy());
+    }
+
+    /// The same per group: a flush snapshots only the counts of groups it
+    /// drained, so a fold it counts belongs to a row it carries.
+    #[test]
+    fn a_fold_racing_a_root_flush_per_group() {
+        for preset in [Preset::Linux6_8, Preset::Linux6_17, Preset::Hierstat] {
+            fold_racing_a_root_flush(preset.policy());
+        }
+    }
+
+    fn fold_racing_a_root_flush(mut p: hierstat::Policy) {
+        p.batch = 4;
+        p.threshold_size = ThresholdSize::Fixed(1000);
+        model(move || {
             let mut b = Schema::builder();
             let x = b.event("x", Unit::Count);
-            let mut p = Preset::Linux6_17.policy();
-            p.batch = 4;
-            p.threshold_size = ThresholdSize::Fixed(1000);
             let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
             let g = t.create(&t.root(), "g").unwrap();
-            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
+            let t2 = t.clone();
             let a = thread::spawn(move || {
-                t2.flush_forced(&g2).unwrap();
+                t2.flush_forced(&t2.root()).unwrap();
             });
-            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            a.join().unwrap();
+            assert_bounded_within(&t, &g, x, 100, 100);
+            assert_bounded_within(&t, &t.root(), x, 100, 100);
+        });
+    }
+
+    /// Two forced flushes, of `/g` or of the root, overlap; the main
+    /// thread adds 100 to `/g` after its own flush, before the other's
+    /// ends: `/g` and the root must stay bounded at 200.
+    fn overlapping_flushes_of(mut p: hierstat::Policy, root: bool) {
+        p.batch = 4;
+        p.threshold_size = ThresholdSize::Fixed(1000);
+        model(move || {
+            let mut b = Schema::builder();
+            let x = b.event("x", Unit::Count);
+            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            let target = if root { t.root() } else { g.clone() };
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            let (t2, f2) = (t.clone(), target.clone());
+            let a = thread::spawn(move || {
+                t2.flush_forced(&f2).unwrap();
+            });
+            t.flush_forced(&target).unwrap();
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             a.join().unwrap();
             assert_bounded_within(&t, &g, x, 200, 200);
+            assert_bounded_within(&t, &t.root(), x, 200, 200);
         });
     }
 

@@ -514,6 +514,12 @@ fn bounds_hold_on_real_threads_with_the_background_flusher() {
         .map(|p| (p.name().to_string(), p.policy()))
         .collect();
     policies.push(("hierstat wait-ongoing 1 ms".into(), wait));
+    // A global threshold under a per-pass gate: overlapping root flushes
+    // hold the global count's snapshot (no preset combines the two).
+    let mut global_per_pass = Preset::Linux5_15.policy();
+    global_per_pass.concurrency = Concurrency::Serialize;
+    global_per_pass.lock_per_shard = true;
+    policies.push(("linux-5.15, per-pass gate".into(), global_per_pass));
     for (name, policy) in policies {
         let (mut reads, mut bounded, mut groups) = (0u64, 0u64, 0);
         for seed in 0..seeds as u64 {
