@@ -812,14 +812,21 @@ mod engine {
         }
     }
 
-    fn fold_racing_a_root_flush(mut p: hierstat::Policy) {
+    /// One shard, batch 4 (an update of 100 folds at once), `T` = 1000
+    /// (nothing crosses it), and a group `/g` under the root.
+    fn folding_tree(mut p: hierstat::Policy) -> (HierStats, ItemId, hierstat::Group) {
         p.batch = 4;
         p.threshold_size = ThresholdSize::Fixed(1000);
+        let mut b = Schema::builder();
+        let x = b.event("x", Unit::Count);
+        let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+        let g = t.create(&t.root(), "g").unwrap();
+        (t, x, g)
+    }
+
+    fn fold_racing_a_root_flush(p: hierstat::Policy) {
         model(move || {
-            let mut b = Schema::builder();
-            let x = b.event("x", Unit::Count);
-            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
-            let g = t.create(&t.root(), "g").unwrap();
+            let (t, x, g) = folding_tree(p);
             let t2 = t.clone();
             let a = thread::spawn(move || {
                 t2.flush_forced(&t2.root()).unwrap();
@@ -834,14 +841,9 @@ mod engine {
     /// Two forced flushes, of `/g` or of the root, overlap; the main
     /// thread adds 100 to `/g` after its own flush, before the other's
     /// ends: `/g` and the root must stay bounded at 200.
-    fn overlapping_flushes_of(mut p: hierstat::Policy, root: bool) {
-        p.batch = 4;
-        p.threshold_size = ThresholdSize::Fixed(1000);
+    fn overlapping_flushes_of(p: hierstat::Policy, root: bool) {
         model(move || {
-            let mut b = Schema::builder();
-            let x = b.event("x", Unit::Count);
-            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
-            let g = t.create(&t.root(), "g").unwrap();
+            let (t, x, g) = folding_tree(p);
             let target = if root { t.root() } else { g.clone() };
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             let (t2, f2) = (t.clone(), target.clone());
