@@ -94,10 +94,17 @@ impl Count {
     /// break level, at most [`COUNT_LIMIT`]); returns whether it added.
     #[inline]
     pub(crate) fn add_below(&self, m: u64, level: u64) -> bool {
+        // ORDERING: Relaxed; see `add`.
+        self.add_below_ordered(m, level, Ordering::Relaxed)
+    }
+
+    /// [`add_below`](Self::add_below) with the fold's ordering.
+    #[inline]
+    fn add_below_ordered(&self, m: u64, level: u64, order: Ordering) -> bool {
         if self.pages() > level {
             return false;
         }
-        self.add(m);
+        self.0.fetch_add(m.min(MAX_FOLD), order);
         true
     }
 
@@ -121,11 +128,7 @@ impl Count {
     /// `a_fold_racing_a_root_flush_under_a_global_threshold`).
     #[inline]
     pub(crate) fn add_below_release(&self, m: u64, level: u64) -> bool {
-        if self.pages() > level {
-            return false;
-        }
-        self.0.fetch_add(m.min(MAX_FOLD), Ordering::Release);
-        true
+        self.add_below_ordered(m, level, Ordering::Release)
     }
 
     /// The count for a global threshold's root flush snapshot. ORDERING:

@@ -102,7 +102,7 @@ pub use experiments::calibrate::{run_calibration, CalibrateConfig, CalibrationRe
 pub use experiments::stale_read::{
     counter_files, longest_stale_window, run_stale_read, run_stale_read_observed, GapSummary,
     StaleReadCase, StaleReadConfig, StaleReadResult, StaleReadSample, StaleWindow,
-    BASELINE_SETTLE_LIMIT, BASELINE_SLACK_THRESHOLDS,
+    BASELINE_SLACK_THRESHOLDS, TWO_PERIODIC_FLUSHES,
 };
 pub use experiments::stat_readers::{
     run_stat_readers, run_stat_readers_observed, StatReadersCase, StatReadersConfig,

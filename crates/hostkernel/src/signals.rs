@@ -90,6 +90,9 @@ mod tests {
     /// guards nest.
     #[test]
     fn one_handler_linked_tokens_and_nested_guards() {
+        let _counting = sys::DEFERRING_TESTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let a = install(None).unwrap();
         let b = install(Some(b"ignored\n")).unwrap();
         assert_eq!(sys::current_handler(libc::SIGTERM), sys::our_handler());

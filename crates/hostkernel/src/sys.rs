@@ -222,6 +222,12 @@ pub(crate) static SIGNALLED: AtomicBool = AtomicBool::new(false);
 /// first signal only sets [`SIGNALLED`] (cleanup runs in normal code).
 pub(crate) static DEFERRING: AtomicUsize = AtomicUsize::new(0);
 
+/// Held by the unit tests that create [`DeferExit`](crate::signals::DeferExit)
+/// guards (a tree's creation takes one) while one of them counts
+/// [`DEFERRING`]: tests run on parallel threads of one process.
+#[cfg(test)]
+pub(crate) static DEFERRING_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The message written to stderr before an immediate exit (set once, before
 /// the handler is installed; null: none).
 static EXIT_MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());

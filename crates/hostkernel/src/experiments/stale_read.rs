@@ -180,7 +180,7 @@ pub struct StaleReadSample {
     pub reader_reads: u64,
     /// How long the repetition waited, before its spike, for the parent's
     /// stat to settle within [`BASELINE_SLACK_THRESHOLDS`] thresholds of its
-    /// page counter (0 when it already was; [`BASELINE_SETTLE_LIMIT`] when
+    /// page counter (0 when it already was; [`TWO_PERIODIC_FLUSHES`] when
     /// it never did, and `gap_before` shows by how much).
     #[serde(default)]
     pub settle_ms: f64,
@@ -336,14 +336,19 @@ struct ParentReader {
 /// at most one of per-CPU charge stock (`MEMCG_CHARGE_BATCH` a CPU).
 pub const BASELINE_SLACK_THRESHOLDS: u64 = 2;
 
-/// The longest a repetition waits for its baseline to settle: two periods
-/// of the kernel's periodic flush (a deferrable 2 s work) and a margin.
-pub const BASELINE_SETTLE_LIMIT: Duration = Duration::from_millis(4500);
+/// Two periods of the kernel's periodic flush (`FLUSH_TIME` = 2 s) and
+/// 0.5 s for the flush itself and a poll: the flush is a *deferrable*
+/// delayed work re-queued 2 s after each run (`stats_flush_dwork`), whose
+/// timer does not wake an idle CPU, so one period can stretch past 2 s
+/// (2.86 s on a loaded 2-vCPU host). Whatever the trap left unflushed, a
+/// periodic flush has landed it by then; it is also the longest a
+/// repetition waits for its baseline to settle.
+pub const TWO_PERIODIC_FLUSHES: Duration = Duration::from_millis(4500);
 
 impl ParentReader {
     /// Reads `(stat, counter)` once the stat is within
     /// [`BASELINE_SLACK_THRESHOLDS`] thresholds of the counter, polling
-    /// every `poll_ms` for at most [`BASELINE_SETTLE_LIMIT`], with the
+    /// every `poll_ms` for at most [`TWO_PERIODIC_FLUSHES`], with the
     /// milliseconds it waited. A spike measured from a stale baseline (an
     /// earlier free or the worker's start-up the stat has not shown yet,
     /// trapped on 6.16+ until the periodic flush) would count that
@@ -359,7 +364,7 @@ impl ParentReader {
         loop {
             let (s, c) = self.read()?;
             let waited = start.elapsed();
-            if (c - s).abs() <= slack || waited >= BASELINE_SETTLE_LIMIT {
+            if (c - s).abs() <= slack || waited >= TWO_PERIODIC_FLUSHES {
                 return Ok((s, c, waited.as_secs_f64() * 1e3));
             }
             crate::signals::check(cancel)?;
