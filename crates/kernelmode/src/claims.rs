@@ -18,7 +18,7 @@ use crate::metrics::{
 };
 use crate::spec::HOST_POLICY;
 use crate::twin::predicted;
-use sim::report::{format_us, Claim, Claims, RunReport};
+use lab::report::{format_us, Claim, Claims, RunReport};
 
 fn within_2x(host: f64, predicted: f64) -> bool {
     let k = host / predicted;

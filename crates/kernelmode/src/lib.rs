@@ -5,10 +5,9 @@
 //! with the host's facts (kernel release, cgroup version, online CPUs, the
 //! flush threshold).
 //!
-//! The crate sits above `sim` (whose [`sim::scenario::Kind`] interface it
-//! implements) and `hostkernel` (which measures); `sim` does not know it.
-//! A program that wants kernel mode parses with [`catalog`], the simulated
-//! kinds plus this one.
+//! The crate implements the framework's [`lab::Kind`] interface above
+//! `hostkernel` (which measures) and `sim` (for the twin); neither knows
+//! it. A program that wants kernel mode adds [`KIND`] to its catalog.
 //!
 //! * [`spec`]: the file (`kind = "kernel"`) and its ranges;
 //! * [`run`]: the runner and the metric names;
@@ -24,7 +23,7 @@
 //! The host is detected once per process ([`host`]); a host that cannot
 //! run kernel mode (not root, no writable memory controller) makes every
 //! kernel scenario unavailable with the reason
-//! ([`sim::Scenario::availability`]).
+//! ([`lab::Scenario::availability`]).
 
 #![warn(missing_docs)]
 
@@ -39,10 +38,9 @@ pub use spec::{Experiment, KernelScenario, HOST_POLICY};
 pub use twin::{era_preset, side_by_side, SideBySide, SideRow};
 
 use hostkernel::Host;
-use sim::cost::CostModel;
-use sim::report::{Claim, RunReport};
-use sim::scenario::{Estimate, Header, Kind, RunOutput, Source, Spec};
-use sim::{Catalog, ScenarioError, SimError, Steps};
+use lab::report::{Claim, RunReport};
+use lab::{Estimate, Header, Kind, RunOutput, Source, Spec, WorkClass};
+use lab::{RunError, ScenarioError, Steps};
 use std::sync::OnceLock;
 
 /// The host, detected once per process; `Err` holds why it cannot run
@@ -55,17 +53,24 @@ pub fn host() -> Result<&'static Host, &'static str> {
         .map_err(String::as_str)
 }
 
-/// The simulated kinds and the kernel kind: what `mmlab` parses with.
-pub fn catalog() -> Catalog {
-    Catalog::simulated().with(&KIND)
-}
-
 /// The `kernel` kind.
 pub static KIND: Kind = Kind {
     name: "kernel",
     ranges: spec::RANGES,
     builtins: BUILTIN,
+    work_classes: &[&KERNEL_WORK],
     parse,
+};
+
+/// Work the host's kernel does for a kernel-mode experiment (page faults,
+/// cgroup creation, `memory.stat` reads), in nanoseconds at the
+/// development host's speed; no probe (a kernel run needs cgroup
+/// delegation), so only the CPU share adjusts it.
+pub static KERNEL_WORK: WorkClass = WorkClass {
+    name: "kernel",
+    reference_rate: 1e9,
+    probe: None,
+    simulated: false,
 };
 
 /// The built-in kernel scenarios, in list order.
@@ -105,13 +110,13 @@ impl Spec for KernelScenario {
 
     /// The memory its worker processes map, the processes (counted as
     /// threads), the kernel's work in nanoseconds at the development
-    /// host's costs ([`sim::scenario::WorkClass::Kernel`]: a page fault
+    /// host's costs ([`KERNEL_WORK`]: a page fault
     /// ~2.5 µs, creating and removing a cgroup ~0.1 ms, a `memory.stat`
     /// read ~25 µs, a worker's setup 5–20 ms; stretched by the CPU share
     /// on a busy host) and the seconds it waits (warm-ups, read periods,
     /// pauses). Within 1.5x of the built-in scenarios' wall time on the
     /// development host.
-    fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
+    fn estimate(&self, header: &Header, _ctx: &lab::Context) -> Estimate {
         const FAULT_NS: f64 = 2500.0;
         const GROUP_NS: f64 = 1e5;
         const READ_NS: f64 = 25e3;
@@ -119,7 +124,7 @@ impl Spec for KernelScenario {
         let repeats = header.policies.len().max(1) as f64 * f64::from(header.runs);
         let mut e = Estimate {
             threads: 1,
-            class: Some(sim::scenario::WorkClass::Kernel),
+            class: Some(&KERNEL_WORK),
             ..Estimate::default()
         };
         match &self.experiment {
@@ -160,8 +165,8 @@ impl Spec for KernelScenario {
         e
     }
 
-    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
-        let host = host().map_err(|why| SimError::Kind {
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError> {
+        let host = host().map_err(|why| RunError::Kind {
             kind: "kernel",
             source: why.into(),
         })?;
@@ -188,4 +193,4 @@ impl Spec for KernelScenario {
     }
 }
 
-pub use sim::Scenario;
+pub use lab::Scenario;

@@ -3,7 +3,7 @@
 //! check and the reports pivot.
 
 use crate::spec::HOST_POLICY;
-use sim::report::{PolicyResult, RunReport};
+use lab::report::{PolicyResult, RunReport};
 
 /// The cases a report's host metrics hold, read from their names: the
 /// part between `prefix` and `suffix` of each name that has both, parsed

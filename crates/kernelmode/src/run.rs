@@ -12,17 +12,17 @@
 //! figures (`predicted_*`, [`crate::twin::predict_into`]) under the host
 //! kernel's era preset, priced with the run's costs.
 //!
-//! Cancellation: the experiments poll [`sim::RunOptions::cancel`] (the
+//! Cancellation: the experiments poll [`lab::RunOptions::cancel`] (the
 //! binary links it to its SIGINT/SIGTERM handler, `hostkernel::signals`);
 //! a cancelled experiment kills and reaps its workers, removes its groups
-//! and the run returns [`SimError::Cancelled`].
+//! and the run returns [`RunError::Cancelled`].
 
 use crate::metrics::*;
 use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
 use hostkernel::{Event, Host, RunFacts};
-use sim::report::{PolicyResult, Series};
-use sim::scenario::{Header, RunOutput};
-use sim::{SimError, Steps};
+use lab::report::{PolicyResult, Series};
+use lab::{Header, RunOutput};
+use lab::{RunError, Steps};
 use std::collections::BTreeMap;
 
 /// The run facts as the report's `facts` (for the results store and the
@@ -48,11 +48,11 @@ pub fn facts_map(f: &RunFacts) -> BTreeMap<String, String> {
 }
 
 /// A hostkernel error as a run error: cancellation is
-/// [`SimError::Cancelled`], the one "interrupted" of the workspace.
-pub fn run_error(e: hostkernel::Error) -> SimError {
+/// [`RunError::Cancelled`], the one "interrupted" of the workspace.
+pub fn run_error(e: hostkernel::Error) -> RunError {
     match e {
-        hostkernel::Error::Interrupted => SimError::Cancelled,
-        e => SimError::Kind {
+        hostkernel::Error::Interrupted => RunError::Cancelled,
+        e => RunError::Kind {
             kind: "kernel",
             source: Box::new(e),
         },
@@ -70,9 +70,9 @@ pub fn run(
     header: &Header,
     sc: &KernelScenario,
     steps: &mut Steps<'_>,
-) -> Result<RunOutput, SimError> {
+) -> Result<RunOutput, RunError> {
     let cancel = steps.opts().cancel.clone();
-    let costs = steps.costs().clone();
+    let costs = sim::cost::CostModel::of(steps.context()).into_owned();
     let mut r = PolicyResult::default();
     steps.total(sc.steps_per_run() * u64::from(header.runs));
     for run in 0..header.runs {

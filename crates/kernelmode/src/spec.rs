@@ -23,10 +23,10 @@
 //! keys are errors; a table of another experiment is an error too.
 
 use hostkernel::{StaleReadConfig, StatReadersConfig, UpdatePathConfig};
+use lab::report::Mode;
+use lab::ScenarioError;
+use lab::{Header, Range, Source};
 use serde::{Deserialize, Serialize};
-use sim::report::Mode;
-use sim::scenario::{Header, Range, Source};
-use sim::ScenarioError;
 
 /// The only policy of a kernel scenario: the host's kernel.
 pub const HOST_POLICY: &str = "host";
@@ -273,7 +273,7 @@ mod tests {
     const OK: &str = "kind = \"kernel\"\nmode = \"kernel\"\nname = \"k\"\nexperiment = \"stat-readers\"\n\n[stat_readers]\ngroups = [20]\nwriters = [0]\n";
 
     fn parse(text: &str) -> Result<crate::Scenario, ScenarioError> {
-        crate::catalog().parse("k.toml", text)
+        lab::Catalog::new().with(&crate::KIND).parse("k.toml", text)
     }
 
     #[test]

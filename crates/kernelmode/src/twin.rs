@@ -23,14 +23,14 @@ use crate::metrics::{
 use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
 use hierstat::Preset;
 use hostkernel::RunFacts;
+use lab::report::{Mode, PolicyResult, RunReport};
+use lab::Header;
+use lab::{RunError, RunOptions, Scenario};
 use sim::cost::CostModel;
 use sim::kinds::stats::{stat_readers, Readers, StatsScenario, Workload};
 use sim::priced::{machine, spike, Op, PricedSetup};
-use sim::report::{Mode, PolicyResult, RunReport};
-use sim::scenario::Header;
 use sim::select::PolicyChoice;
 use sim::workload::{FlusherSpec, ReadersSpec, Targets, TreeSpec, WritersSpec};
-use sim::{RunOptions, Scenario, SimError};
 use simcore::time::{MILLIS, SECONDS};
 
 /// The preset of the era of a kernel release: `linux-6.17` from 6.16 (the
@@ -64,7 +64,7 @@ pub fn predict_into(
     facts: &RunFacts,
     costs: &CostModel,
     seed: u64,
-) -> Result<(), SimError> {
+) -> Result<(), RunError> {
     let cpus = facts.online_cpus.max(1);
     let preset = era_preset(&facts.kernel_release);
     let policy = PolicyChoice::Engine(preset);
@@ -130,7 +130,7 @@ pub fn predict_into(
                         threads: None,
                     };
                     let opts = RunOptions {
-                        costs: costs.clone(),
+                        context: lab::Context::default().with(costs.clone()),
                         ..RunOptions::default()
                     };
                     let rep = run_twin("stat-readers-kernel-sim", preset, seed, twin, &opts)?;
@@ -244,7 +244,7 @@ pub fn side_by_side(
     report: &RunReport,
     facts: &RunFacts,
     opts: &RunOptions,
-) -> Result<SideBySide, SimError> {
+) -> Result<SideBySide, RunError> {
     let cpus = facts.online_cpus.max(1);
     let preset = era_preset(&facts.kernel_release);
     let host = report
@@ -254,7 +254,7 @@ pub fn side_by_side(
         .unwrap_or_default();
     let mut pred = host.clone();
     if !pred.metrics.keys().any(|k| k.starts_with("predicted_")) {
-        predict_into(&mut pred, sc, facts, &opts.costs, seed)?;
+        predict_into(&mut pred, sc, facts, &CostModel::of(&opts.context), seed)?;
     }
     let one = |p: &PolicyResult, m: &str| {
         p.metrics
@@ -377,7 +377,7 @@ fn run_twin(
     seed: u64,
     spec: StatsScenario,
     opts: &RunOptions,
-) -> Result<RunReport, SimError> {
+) -> Result<RunReport, RunError> {
     let header = Header {
         name: name.into(),
         mode: Mode::Sim,
@@ -390,7 +390,7 @@ fn run_twin(
     };
     let sc =
         Scenario::from_parts(&sim::kinds::stats::KIND, header, Box::new(spec)).map_err(|m| {
-            SimError::Kind {
+            RunError::Kind {
                 kind: "kernel",
                 source: m.into(),
             }

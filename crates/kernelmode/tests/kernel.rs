@@ -8,8 +8,8 @@ use kernelmode::metrics::{
 };
 use kernelmode::twin::{predict_into, predicted};
 use kernelmode::{KernelScenario, HOST_POLICY};
-use sim::report::PolicyResult;
-use sim::{Progress, RunOptions};
+use lab::report::PolicyResult;
+use lab::{Progress, RunOptions};
 
 #[path = "../../hostkernel/tests/support/mod.rs"]
 mod support;
@@ -25,7 +25,11 @@ fn builtin_kernel_scenarios_report_like_any_run() {
         ("stat-readers-kernel", read_latency(2000, 2)),
         ("stale-read-kernel", stat_lag_after_charge(16384)),
     ] {
-        let mut sc = kernelmode::catalog().builtin(name).unwrap().unwrap();
+        let mut sc = lab::Catalog::new()
+            .with(&kernelmode::KIND)
+            .builtin(name)
+            .unwrap()
+            .unwrap();
         sc.shrink_for_smoke_test();
         let mut steps = 0;
         let report = sc
@@ -36,7 +40,7 @@ fn builtin_kernel_scenarios_report_like_any_run() {
             })
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(steps > 0, "{name}: no progress");
-        assert_eq!(report.mode, sim::report::Mode::Kernel);
+        assert_eq!(report.mode, lab::report::Mode::Kernel);
         assert_eq!(report.policy_order, vec![HOST_POLICY.to_string()]);
         let m = &report.policies[HOST_POLICY].metrics[&metric];
         assert_eq!(m.values.len(), 1, "{name}: {metric}");
@@ -65,7 +69,8 @@ fn a_panic_in_the_progress_callback_leaves_no_cgroup_behind() {
     else {
         return;
     };
-    let mut sc = kernelmode::catalog()
+    let mut sc = lab::Catalog::new()
+        .with(&kernelmode::KIND)
         .builtin("stat-readers-kernel")
         .unwrap()
         .unwrap();
@@ -83,7 +88,8 @@ fn a_panic_in_the_progress_callback_leaves_no_cgroup_behind() {
 
 #[test]
 fn the_twin_predicts_the_trap_from_the_early_break_era_on() {
-    let sc = kernelmode::catalog()
+    let sc = lab::Catalog::new()
+        .with(&kernelmode::KIND)
         .builtin("stale-read-kernel")
         .unwrap()
         .unwrap();

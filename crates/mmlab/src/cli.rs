@@ -238,7 +238,7 @@ pub struct CommonRunArgs {
 
 impl CommonRunArgs {
     /// The pre-run limits ([`LimitArgs::limits`]).
-    pub fn limits(&self) -> sim::scenario::Limits {
+    pub fn limits(&self) -> lab::Limits {
         self.limits.limits()
     }
 }
@@ -267,8 +267,8 @@ pub struct LimitArgs {
 impl LimitArgs {
     /// The limits: the defaults, lowered or raised by `--max-events`,
     /// `--max-memory-mib` and `--max-seconds`.
-    pub fn limits(&self) -> sim::scenario::Limits {
-        let mut l = sim::scenario::Limits::default();
+    pub fn limits(&self) -> lab::Limits {
+        let mut l = lab::Limits::default();
         if let Some(e) = self.max_events {
             l.events = e;
         }

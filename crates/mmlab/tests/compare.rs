@@ -1,11 +1,11 @@
 //! `compare` with known inputs: policy matching, the table, and the Welch
 //! t-test values behind the marks, checked against SciPy.
 
+use lab::report::{MetricSamples, Mode, PolicyResult, RunReport};
 use mmlab::analysis::compare::{compare_runs, compare_stored, CompareError, ComparedRun};
 use mmlab::analysis::stats::{self, Significance};
 use mmlab::render::compare::render_comparison;
 use runstore::{HostFacts, Store};
-use sim::report::{MetricSamples, Mode, PolicyResult, RunReport};
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 

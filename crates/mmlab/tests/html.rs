@@ -5,8 +5,8 @@ use mmlab::render::html::plots::{bucket_label, cdf_points, plots};
 use mmlab::render::html::{render_html, table_html};
 mod common;
 use common::sample;
+use lab::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
 use mmlab::analysis::table::ComparisonTable;
-use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
 use std::collections::BTreeMap;
 
 fn kinds(r: &RunReport) -> Vec<&'static str> {

@@ -2,12 +2,12 @@
 //! as one full sweep; interrupted sweeps resume; stored user policies re-run
 //! exactly; merges are idempotent and refuse other schema versions.
 
+use lab::report::PolicyResult;
+use lab::RunOptions;
 use mmlab::cmd::sweep::{collect_rows, load_sweep, run_jobs, LoadedSweep};
 use mmlab::pipeline::Pipeline;
 use runstore::{Store, StoreError};
 use sim::cost::CostModel;
-use sim::report::PolicyResult;
-use sim::RunOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

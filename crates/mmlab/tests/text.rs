@@ -1,10 +1,10 @@
 //! The text renderers reproduce the source threads' formats byte for byte.
 
+use lab::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
 use mmlab::analysis::table::ComparisonTable;
 use mmlab::render::text::{
     comparison_table, percentile_label, render_histogram, render_percentiles, render_report, stars,
 };
-use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
 use std::collections::BTreeMap;
 
 fn metric(unit: &str, values: &[f64]) -> MetricSamples {
@@ -314,8 +314,8 @@ fn long_column_labels_wrap_instead_of_being_cut() {
 
 #[test]
 fn claims_render_with_their_marks() {
+    use lab::report::Claim;
     use mmlab::render::claims::render_claims;
-    use sim::report::Claim;
     let claim = |claim: &str, pass: bool, info: bool| Claim {
         scenario: "s".into(),
         claim: claim.into(),

@@ -675,9 +675,9 @@ fn stored_runs_record_commit_and_dirty_flag() {
 /// The suite's summary says MISS, and never cuts a claim's figures.
 #[test]
 fn the_summary_names_misses_and_keeps_explanations_whole() {
+    use lab::report::Claim;
     use mmlab::render::claims::render_claims_compact;
     use mmlab::render::suite::summary_line;
-    use sim::report::Claim;
     let miss = Claim {
         scenario: "s".into(),
         claim: "a claim".into(),

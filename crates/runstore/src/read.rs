@@ -2,8 +2,8 @@
 //! `show`, `compare` and `report`.
 
 use super::{time, HostFacts, RunId, Store, StoreError};
+use lab::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
 use rusqlite::{params, OptionalExtension, Row};
-use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 

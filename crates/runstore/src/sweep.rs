@@ -5,8 +5,8 @@
 //! that was interrupted, sharded or merged knows which jobs are done.
 
 use super::{HostFacts, RunId, Store, StoreError};
+use lab::report::RunReport;
 use rusqlite::{params, OptionalExtension};
-use sim::report::RunReport;
 use std::time::SystemTime;
 
 /// What a sweep point row says about its run.

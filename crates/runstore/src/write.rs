@@ -1,8 +1,8 @@
 //! Writing a run: one immediate transaction per run.
 
 use super::{sql_err, time, HostFacts, RunId, Store, StoreError};
+use lab::report::{Mode, RunReport};
 use rusqlite::{params, Transaction, TransactionBehavior};
-use sim::report::{Mode, RunReport};
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 

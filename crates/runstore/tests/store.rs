@@ -437,13 +437,13 @@ fn run_facts_round_trip() {
     let (_d, path) = tmp_db();
     let mut store = Store::open(&path).unwrap();
     let mut r = sample::update_path(5);
-    r.mode = sim::report::Mode::Kernel;
+    r.mode = lab::report::Mode::Kernel;
     r.facts.insert("kernel_release".into(), "6.18.44".into());
     r.facts.insert("cgroup_version".into(), "v1".into());
     let id = store.save(&r, &host(), t(1), t(2)).unwrap();
     let back = store.load(id).unwrap();
     assert_eq!(back.report, r);
-    assert_eq!(back.summary.mode, sim::report::Mode::Kernel);
+    assert_eq!(back.summary.mode, lab::report::Mode::Kernel);
     assert_eq!(store.facts_of(id).unwrap()["cgroup_version"], "v1");
 }
 

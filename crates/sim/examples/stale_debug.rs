@@ -1,15 +1,14 @@
 //! Prints the first stale reads of a readers scenario under a policy
 //! (diagnosis).
 //! `cargo run -p sim --release --example stale_debug -- stat-readers hierstat`
+use lab::report::Mode;
 use sim::kinds::stats::{StatsScenario, Workload};
-use sim::report::Mode;
 use sim::select::{AnyBackend, PolicyChoice};
 use sim::workload::TreeShape;
-use sim::Catalog;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let file = Catalog::simulated()
+    let file = sim::catalog()
         .builtin(&args[1])
         .expect("builtin")
         .expect("parses");

@@ -17,10 +17,10 @@
 //! the host (kernel mode) and writes the file's `host` line, the machine
 //! the figures came from; see [`crate::priced`] for how they are used.
 
-use crate::error::ScenarioError;
-use crate::scenario::ranges::Range;
-use crate::scenario::source::Source;
 use hierstat::WorkCounters;
+use lab::ranges::Range;
+use lab::source::Source;
+use lab::ScenarioError;
 use serde::{Deserialize, Serialize};
 
 /// The cost file's ranges: every cost in ns. An engine call costs at least
@@ -181,13 +181,22 @@ fn to_ps(ns: f64) -> u64 {
 }
 
 impl CostModel {
+    /// The costs the front end handed the run (`mmlab --costs`), or the
+    /// shipped defaults.
+    pub fn of(ctx: &lab::Context) -> std::borrow::Cow<'_, CostModel> {
+        match ctx.get::<CostModel>() {
+            Some(c) => std::borrow::Cow::Borrowed(c),
+            None => std::borrow::Cow::Owned(CostModel::defaults()),
+        }
+    }
+
     /// The costs shipped in [`DEFAULT_COSTS_TOML`].
     pub fn defaults() -> Self {
         static SHIPPED: std::sync::OnceLock<CostModel> = std::sync::OnceLock::new();
         SHIPPED
             .get_or_init(|| {
                 let src = Source::new("<costs>", DEFAULT_COSTS_TOML);
-                crate::scenario::ranges::check(&src, &[RANGES])
+                lab::ranges::check(&src, &[RANGES])
                     .and_then(|()| src.deserialize::<ShippedCosts>())
                     .map(CostModel::from)
                     .expect("shipped cost defaults parse")
@@ -212,7 +221,7 @@ impl CostModel {
     /// problem (syntax, unknown key, missing key, range).
     pub fn parse(file: &str, text: &str) -> Result<Self, ScenarioError> {
         let src = Source::new(file, text);
-        crate::scenario::ranges::check(&src, &[RANGES])?;
+        lab::ranges::check(&src, &[RANGES])?;
         src.deserialize()
     }
 
@@ -358,14 +367,9 @@ mod tests {
     fn every_default_cost_has_a_range() {
         let t: toml::Table = DEFAULT_COSTS_TOML.parse().unwrap();
         for k in t.keys() {
-            assert!(crate::scenario::ranges::find(&[RANGES], k).is_some(), "{k}");
+            assert!(lab::ranges::find(&[RANGES], k).is_some(), "{k}");
         }
-        assert_eq!(
-            crate::scenario::ranges::find(&[RANGES], "call_ns")
-                .unwrap()
-                .min,
-            0.1
-        );
+        assert_eq!(lab::ranges::find(&[RANGES], "call_ns").unwrap().min, 0.1);
     }
 
     #[test]

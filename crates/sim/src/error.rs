@@ -1,30 +1,18 @@
-//! The crate's errors: [`ScenarioError`] for a bad file, [`SimError`] for
-//! everything a run can meet.
+//! The simulator's error: what a simulated or real-thread run can meet,
+//! converted to the framework's [`lab::RunError`] at the
+//! [`lab::Spec::run`] boundary.
 
+use lab::{RunError, ScenarioError};
 use thiserror::Error;
-
-/// A problem in a scenario (or cost, policy, sweep) file: which file,
-/// where, which field, and what.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("{file}{}: {}{message}", line.map(|l| format!(":{l}")).unwrap_or_default(), if field.is_empty() { String::new() } else { format!("field `{field}`: ") })]
-pub struct ScenarioError {
-    /// The file name (or `<builtin NAME>` for embedded scenarios).
-    pub file: String,
-    /// 1-based line of the problem, when known.
-    pub line: Option<usize>,
-    /// Dotted path of the offending field (`readers.period_ms`), or empty.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
 
 /// Errors of the simulator.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SimError {
-    /// A scenario (or cost) file is malformed or inconsistent.
+    /// What the framework reports (a bad file, an unknown policy, a thread
+    /// that could not start, a cancelled run).
     #[error(transparent)]
-    Scenario(#[from] ScenarioError),
+    Run(#[from] RunError),
     /// The engine refused an operation (a bug in the workload or the engine).
     #[error("engine: {0}")]
     Engine(#[from] hierstat::Error),
@@ -37,31 +25,28 @@ pub enum SimError {
     /// The NUMA-balancing model refused its input.
     #[error("NUMA-balancing model: {0}")]
     Numab(#[from] numab::NumabError),
-    /// A policy name that no runner knows.
-    #[error("unknown policy `{name}` for scenario `{scenario}` (known: {known})")]
-    UnknownPolicy {
-        /// The policy asked for.
-        name: String,
-        /// The scenario.
-        scenario: String,
-        /// The names that are accepted.
-        known: String,
-    },
-    /// A runner thread could not be started (a thread or address-space
-    /// limit).
-    #[error("{0}; lower `threads` or `writers.cpus`")]
-    Thread(#[from] simcore::thread::SpawnError),
-    /// The failure of a scenario kind registered from another crate (kernel
-    /// mode: a cgroup or process operation).
-    #[error("{kind}")]
-    Kind {
-        /// The kind's name.
-        kind: &'static str,
-        /// What failed.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The run was cancelled ([`crate::RunOptions::cancel`], or the
-    /// process's SIGINT/SIGTERM handler); a kernel run has cleaned up.
-    #[error("interrupted")]
-    Cancelled,
+}
+
+impl From<ScenarioError> for SimError {
+    fn from(e: ScenarioError) -> SimError {
+        SimError::Run(e.into())
+    }
+}
+
+impl From<simcore::thread::SpawnError> for SimError {
+    fn from(e: simcore::thread::SpawnError) -> SimError {
+        SimError::Run(e.into())
+    }
+}
+
+impl From<SimError> for RunError {
+    fn from(e: SimError) -> RunError {
+        match e {
+            SimError::Run(e) => e,
+            e => RunError::Kind {
+                kind: "simulator",
+                source: Box::new(e),
+            },
+        }
+    }
 }

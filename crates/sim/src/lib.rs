@@ -1,16 +1,9 @@
-//! sim: the scenario kinds of the lab and the runners they share.
+//! sim: the simulator behind the lab's simulated scenario kinds.
 //!
-//! A scenario is a TOML file whose `kind` picks a **scenario kind** ([`scenario::Kind`]):
-//! its schema and numeric ranges, its pre-run estimate, its runner and the
-//! claims of the source thread it reproduces. This crate has the simulated
-//! kinds ([`kinds`]: `stats`, `numab`, `refault`); kernel mode registers
-//! its `kernel` kind from its own crate. [`Catalog`] holds the kinds a
-//! program knows and parses any file through them into one
-//! [`Scenario`]; [`Scenario::run`] gives the shared results model
-//! ([`report::RunReport`]) and [`Scenario::claims`] the source thread's
-//! claims on it.
-//!
-//! The runners run a workload two ways:
+//! The kinds ([`kinds`]: `stats`, `numab`, `refault`) implement the
+//! framework's interface (`lab::Kind`, `lab::Spec`: schema and ranges,
+//! estimate, runner, claims); [`catalog()`] lists them for a front end.
+//! Their runners run a workload two ways:
 //!
 //! * **Simulated mode** ([`runner::sim`]): N logical CPUs (1–1024) in
 //!   deterministic virtual time. Every engine call runs for real against a
@@ -25,41 +18,51 @@
 //! * **Real mode** ([`runner::real`]): real threads on real cores,
 //!   wall-clock timing, hdrhistogram latencies.
 //!
-//! Module map: [`scenario`] (the kind interface, file parsing with
-//! positions, ranges, estimates, user policies, sweeps) · [`kinds`] (one
-//! folder per kind) · [`progress`] (run options and progress, a leaf) ·
-//! [`report`] (results model and claims) · [`interleave`] (the loop over
-//! runs and policies every runner shares) · [`runner`], [`select`],
+//! Whole kernel operations (a page fault, a send, a `memory.stat` read)
+//! are priced in [`priced`].
+//!
+//! Module map: [`kinds`] (one folder per kind) · [`runner`], [`select`],
 //! [`backend`], [`engine`], [`baselines`], [`workload`], [`cost`],
-//! [`lock`], [`cpu`], [`event`] (what the runners are built from).
+//! [`priced`], [`lock`], [`cpu`], [`event`] (what the runners are built
+//! from) · [`error`].
 
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod baselines;
-pub mod catalog;
 pub mod cost;
 pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod event;
-pub mod interleave;
 pub mod kinds;
 pub mod lock;
 pub mod priced;
-pub mod progress;
-pub mod report;
 pub mod runner;
-pub mod scenario;
 pub mod select;
 pub mod workload;
 
-pub use catalog::Catalog;
-pub use error::{ScenarioError, SimError};
-pub use progress::{Progress, RunOptions, Steps};
-pub use scenario::Scenario;
+pub use error::SimError;
+
+/// The simulated kinds, `stats`, `numab` and `refault`, in the order
+/// their built-in scenarios are listed.
+pub fn catalog() -> lab::Catalog {
+    lab::Catalog::new()
+        .with(&kinds::stats::KIND)
+        .with(&kinds::numab::KIND)
+        .with(&kinds::refault::KIND)
+}
+
+#[cfg(test)]
+mod tests;
 
 /// The README's example, compiled and run as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;
+
+/// The `lab` crate's README example (it needs a kind crate to run, so it is
+/// compiled and run here).
+#[cfg(doctest)]
+#[doc = include_str!("../../lab/README.md")]
+pub struct LabReadmeExample;

@@ -6,9 +6,9 @@ use crate::backend::StatsBackend;
 use crate::baselines::EagerTree;
 use crate::engine::EngineBackend;
 use crate::error::SimError;
-use crate::scenario::policy::{self, PolicySpec};
 use crate::workload::TreeShape;
 use hierstat::{Policy, Preset};
+use lab::policy::{self, PolicySpec};
 
 /// A flush policy a stats scenario can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,8 +20,8 @@
 //! [`crate::analysis::stats::significance`]).
 
 use crate::analysis::table::{report_columns, ComparisonTable};
+use lab::report::{PolicyResult, RunReport};
 use runstore::{RunId, RunSummary, Store, StoreError};
-use sim::report::{PolicyResult, RunReport};
 
 /// Errors of `compare`.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 //! %stddev and the change against the first column with its significance.
 
 use crate::analysis::stats::{self, Significance};
-use sim::report::{MetricSamples, PolicyResult, RunReport};
+use lab::report::{MetricSamples, PolicyResult, RunReport};
 
 /// Order in which percentile rows follow their metric; other names follow
 /// alphabetically.

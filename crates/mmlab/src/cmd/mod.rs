@@ -13,9 +13,9 @@ use crate::cli::{Cli, Command, CommonRunArgs, StoreCommand};
 use crate::pipeline::{input, Outcome, Pipeline};
 use crate::render;
 use anyhow::Result;
+use lab::report::RunReport;
+use lab::{RunError, RunOptions};
 use runstore::Store;
-use sim::report::RunReport;
-use sim::{RunOptions, SimError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<()> {
 /// Whether `e` is a run stopped by SIGINT/SIGTERM (after its cleanup).
 pub fn is_interrupted(e: &anyhow::Error) -> bool {
     e.chain()
-        .any(|c| matches!(c.downcast_ref::<SimError>(), Some(SimError::Cancelled)))
+        .any(|c| matches!(c.downcast_ref::<RunError>(), Some(RunError::Cancelled)))
 }
 
 /// Installs the process's signal handler (`hostkernel::signals`) with the
@@ -111,7 +111,7 @@ impl Session {
     /// The options a run outside the pipeline uses (the simulated twin).
     pub fn run_options(&self) -> RunOptions {
         RunOptions {
-            costs: self.pipeline.costs.clone(),
+            context: self.pipeline.context(),
             cancel: self.pipeline.cancel.clone(),
         }
     }

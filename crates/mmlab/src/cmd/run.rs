@@ -8,7 +8,7 @@ use crate::pipeline::{input, StoreAs};
 use crate::render::{self, json};
 use anyhow::{bail, Result};
 use kernelmode::KernelScenario;
-use sim::scenario::Overrides;
+use lab::Overrides;
 use std::io::Write;
 use std::path::Path;
 

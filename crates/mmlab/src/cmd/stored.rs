@@ -114,7 +114,7 @@ pub fn cmd_compare(a: &CompareArgs, db: &Path, out: &mut dyn Write) -> Result<()
     }
     write!(out, "{}", render_comparison(&c))?;
     if let Some(p) = &a.html {
-        let claims: Vec<Vec<sim::report::Claim>> = c
+        let claims: Vec<Vec<lab::report::Claim>> = c
             .runs
             .iter()
             .map(|r| {

@@ -1,5 +1,5 @@
 //! `mmlab sweep FILE`: runs the grid of a `[sweep]` file (every policy
-//! point under every seed, [`sim::scenario::sweep`]) through the pipeline,
+//! point under every seed, [`lab::sweep`]) through the pipeline,
 //! stores each job as it finishes, prints the trade-off table and writes
 //! the HTML plot.
 //!
@@ -21,12 +21,12 @@ use crate::pipeline::{input, Pipeline, StoreAs};
 use crate::render::html::sweep::{render_sweep_html, SweepRow};
 use crate::render::sweep::render_sweep_table;
 use anyhow::{bail, Context, Result};
+use lab::report::{mean, RunReport};
+use lab::sweep::{Job, Sweep};
+use lab::Overrides;
+use lab::Scenario;
 use runstore::sweep::{job_key, PointMeta};
 use runstore::Store;
-use sim::report::{mean, RunReport};
-use sim::scenario::sweep::{Job, Sweep};
-use sim::scenario::Overrides;
-use sim::Scenario;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -319,8 +319,8 @@ pub fn check_axes(ls: &LoadedSweep, pipeline: &Pipeline) -> Result<()> {
     };
     let mut sc = ls.job_scenario(&first)?;
     sc.set_sweep_durations(Some(AXIS_PROBE_MS), Some(0));
-    let opts = sim::RunOptions {
-        costs: pipeline.costs.clone(),
+    let opts = lab::RunOptions {
+        context: pipeline.context(),
         cancel: pipeline.cancel.clone(),
     };
     let report = sc

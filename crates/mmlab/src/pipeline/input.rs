@@ -3,18 +3,19 @@
 //! parsed with file, line and field in their errors.
 
 use anyhow::{bail, Context, Result};
+use lab::PolicyFile;
+use lab::{Catalog, Scenario};
 use sim::cost::CostModel;
-use sim::scenario::PolicyFile;
-use sim::{Catalog, Scenario};
 use std::path::Path;
 
 /// The most bytes an input file (scenario, cost, policy, sweep) may have:
 /// the largest built-in scenario is under 8 KiB.
 pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 
-/// The scenario kinds mmlab knows: the simulated ones and kernel mode.
+/// The scenario kinds mmlab knows: the simulated ones (`sim`) and kernel
+/// mode's (`kernelmode`), in the order `mmlab list` shows them.
 pub fn catalog() -> Catalog {
-    kernelmode::catalog()
+    sim::catalog().with(&kernelmode::KIND)
 }
 
 /// Reads a text input file of at most [`MAX_INPUT_BYTES`] (`/dev/zero` or

@@ -19,12 +19,12 @@ pub mod progress;
 pub mod rates;
 
 use anyhow::{bail, Context, Result};
+use lab::report::{Claim, RunReport};
+use lab::{Estimate, Limits, Rates};
+use lab::{RunOptions, Scenario};
 use runstore::sweep::PointMeta;
 use runstore::{HostFacts, RunId, Store};
 use sim::cost::CostModel;
-use sim::report::{Claim, RunReport};
-use sim::scenario::{Estimate, Limits, Rates};
-use sim::{RunOptions, Scenario};
 use simcore::Cancel;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -98,9 +98,14 @@ impl Pipeline {
             .get_or_insert_with(|| rates::host_rates(path, costs))
     }
 
+    /// What the kinds are handed: the costs.
+    pub fn context(&self) -> lab::Context {
+        lab::Context::default().with(self.costs.clone())
+    }
+
     /// The pre-run estimate of `sc` and its wall time on this host.
     pub fn estimate(&mut self, sc: &Scenario) -> (Estimate, f64) {
-        let est = sc.estimate(&self.costs);
+        let est = sc.estimate(&self.context());
         let wall = est.wall_seconds(self.rates());
         (est, wall)
     }
@@ -111,7 +116,7 @@ impl Pipeline {
     /// # Errors
     /// The estimate is over a limit.
     pub fn check(&mut self, sc: &Scenario) -> Result<()> {
-        let est = sc.estimate(&self.costs);
+        let est = sc.estimate(&self.context());
         let (limits, force) = (self.limits, self.force);
         let rates = self.rates();
         if let Some(why) = est.exceeds(&limits, rates) {
@@ -149,8 +154,8 @@ impl Pipeline {
         if total > self.limits.seconds {
             let why = format!(
                 "{what}: {n} runs would take about {} on this host (limit {})",
-                sim::scenario::estimate::duration_words(total),
-                sim::scenario::estimate::duration_words(self.limits.seconds)
+                lab::estimate::duration_words(total),
+                lab::estimate::duration_words(self.limits.seconds)
             );
             if self.force {
                 eprintln!("mmlab: warning: {why}; running anyway (--force)");
@@ -168,13 +173,13 @@ impl Pipeline {
     /// and computes its claims.
     ///
     /// # Errors
-    /// The run fails (a cancelled run: [`sim::SimError::Cancelled`] in the
+    /// The run fails (a cancelled run: [`lab::RunError::Cancelled`] in the
     /// chain), or storing it fails.
     pub fn run(&mut self, sc: &Scenario, store_as: StoreAs) -> Result<Outcome> {
         let t = Instant::now();
         let started = SystemTime::now();
         let opts = RunOptions {
-            costs: self.costs.clone(),
+            context: self.context(),
             cancel: self.cancel.clone(),
         };
         let mut reporter = self

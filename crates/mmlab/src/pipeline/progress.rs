@@ -3,7 +3,7 @@
 //! is a pipe or a file. The one progress display of every command.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sim::Progress;
+use lab::Progress;
 use std::io::IsTerminal;
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
-//! The host's speed for the pre-run estimates ([`sim::scenario::Rates`]):
+//! The host's speed for the pre-run estimates ([`lab::Rates`]):
 //! simulated work units per CPU second of each work class, measured by
 //! running each class's probe scenario on this host with the costs in use
-//! (stated at the reference speed of [`sim::scenario::estimate::spin`]'s
+//! (stated at the reference speed of [`lab::estimate::spin`]'s
 //! loop), and the speed this process runs at now.
 //!
 //! * The rates are cached: beside the cost file (`COSTS.rates.toml`) when
@@ -19,11 +19,11 @@
 //!   cache uses the reference rates and says so.
 
 use anyhow::{Context, Result};
+use lab::estimate::{spin, REFERENCE_SPEED};
+use lab::Rates;
+use lab::RunOptions;
 use serde::{Deserialize, Serialize};
 use sim::cost::CostModel;
-use sim::scenario::estimate::{spin, REFERENCE_SPEED};
-use sim::scenario::{Rates, WorkClass};
-use sim::RunOptions;
 use simcore::clock::CpuTimer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,39 +114,39 @@ pub fn fingerprint(costs: &CostModel) -> String {
 ///
 /// # Errors
 /// A probe that does not parse or run (a bug: the probes are tested).
-pub fn measure(costs: &CostModel) -> Result<BTreeMap<WorkClass, f64>> {
+pub fn measure(costs: &CostModel) -> Result<BTreeMap<String, f64>> {
     let catalog = super::input::catalog();
     let opts = RunOptions {
-        costs: costs.clone(),
+        context: lab::Context::default().with(costs.clone()),
         cancel: simcore::Cancel::new(),
     };
     let mut out = BTreeMap::new();
-    for class in WorkClass::ALL {
-        let Some(probe) = class.probe() else {
+    for class in catalog.work_classes() {
+        let Some(probe) = class.probe else {
             continue;
         };
         let sc = catalog
-            .parse(&format!("<probe {}>", class.name()), probe)
-            .with_context(|| format!("the {} probe", class.name()))?;
-        let units = sc.estimate(costs).work;
+            .parse(&format!("<probe {}>", class.name), probe)
+            .with_context(|| format!("the {} probe", class.name))?;
+        let units = sc.estimate(&opts.context).work;
         let mut best: f64 = 0.0;
         for rep in 0..2 {
             let (_, before) = spin(Duration::from_millis(20));
             let t = CpuTimer::start();
             sc.run(&opts, &mut |_| {})
-                .with_context(|| format!("running the {} probe", class.name()))?;
+                .with_context(|| format!("running the {} probe", class.name))?;
             let s = (t.elapsed_ns() / 1e9).max(1e-6);
             let (_, after) = spin(Duration::from_millis(20));
             let speed = (before + after) / 2.0;
             if std::env::var_os("MMLAB_RATES_DEBUG").is_some() {
-                eprintln!("probe {}: {units:.3e} units in {s:.3} CPU s, loop {before:.3e} / {after:.3e} per CPU s", class.name());
+                eprintln!("probe {}: {units:.3e} units in {s:.3} CPU s, loop {before:.3e} / {after:.3e} per CPU s", class.name);
             }
             best = best.max(units / s * REFERENCE_SPEED / speed);
             if rep == 0 && s > 0.2 {
                 break;
             }
         }
-        out.insert(class, best);
+        out.insert(class.name.to_string(), best);
     }
     Ok(out)
 }
@@ -177,26 +177,27 @@ fn read_cache(path: &Path) -> CacheFile {
         .unwrap_or_default()
 }
 
-fn lookup(path: &Path, fp: &str) -> Option<BTreeMap<WorkClass, f64>> {
+fn lookup(path: &Path, fp: &str) -> Option<BTreeMap<String, f64>> {
     let e = read_cache(path)
         .entry
         .into_iter()
         .rev()
         .find(|e| e.fingerprint == fp)?;
-    let rates: BTreeMap<WorkClass, f64> = e
-        .rates
-        .iter()
-        .filter_map(|(k, v)| Some((WorkClass::from_name(k)?, *v)))
-        .filter(|(_, v)| v.is_finite() && *v > 0.0)
+    let probed: Vec<&str> = super::input::catalog()
+        .work_classes()
+        .into_iter()
+        .filter(|c| c.probe.is_some())
+        .map(|c| c.name)
         .collect();
-    let probed = WorkClass::ALL
-        .iter()
-        .filter(|c| c.probe().is_some())
-        .count();
-    (rates.len() == probed).then_some(rates)
+    let rates: BTreeMap<String, f64> = e
+        .rates
+        .into_iter()
+        .filter(|(k, v)| probed.contains(&k.as_str()) && v.is_finite() && *v > 0.0)
+        .collect();
+    (rates.len() == probed.len()).then_some(rates)
 }
 
-fn store(path: &Path, fp: &str, rates: &BTreeMap<WorkClass, f64>) -> Result<()> {
+fn store(path: &Path, fp: &str, rates: &BTreeMap<String, f64>) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -204,10 +205,7 @@ fn store(path: &Path, fp: &str, rates: &BTreeMap<WorkClass, f64>) -> Result<()> 
     file.entry.retain(|e| e.fingerprint != fp);
     file.entry.push(Entry {
         fingerprint: fp.to_string(),
-        rates: rates
-            .iter()
-            .map(|(c, v)| (c.name().to_string(), *v))
-            .collect(),
+        rates: rates.iter().map(|(c, v)| (c.clone(), *v)).collect(),
     });
     let skip = file.entry.len().saturating_sub(KEEP);
     file.entry.drain(..skip);
@@ -330,10 +328,11 @@ mod tests {
     fn cache_round_trip_keeps_the_newest_entries() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.toml");
-        let rates: BTreeMap<WorkClass, f64> = WorkClass::ALL
-            .iter()
-            .filter(|c| c.probe().is_some())
-            .map(|c| (*c, 1e6))
+        let rates: BTreeMap<String, f64> = crate::pipeline::input::catalog()
+            .work_classes()
+            .into_iter()
+            .filter(|c| c.probe.is_some())
+            .map(|c| (c.name.to_string(), 1e6))
             .collect();
         for i in 0..KEEP + 3 {
             store(&p, &format!("fp{i}"), &rates).unwrap();

@@ -3,7 +3,7 @@
 //! ([`render_claims_compact`]).
 
 use super::{pad, wrap};
-use sim::report::Claim;
+use lab::report::Claim;
 use std::fmt::Write as _;
 
 /// The widest line the compact form prints.

@@ -22,9 +22,9 @@ pub fn render_comparison(c: &Comparison) -> String {
     for r in &c.runs {
         let rep = &r.report;
         let mode = match rep.mode {
-            sim::report::Mode::Sim => "sim",
-            sim::report::Mode::Real => "real",
-            sim::report::Mode::Kernel => "kernel",
+            lab::report::Mode::Sim => "sim",
+            lab::report::Mode::Real => "real",
+            lab::report::Mode::Kernel => "kernel",
         };
         let mut line = format!(
             "  {}  {}/{mode}/{}/{}",

@@ -76,9 +76,9 @@ pub fn render_history(runs: &[RunSummary]) -> String {
 
 fn mode(r: &RunSummary) -> &'static str {
     match r.mode {
-        sim::report::Mode::Sim => "sim",
-        sim::report::Mode::Real => "real",
-        sim::report::Mode::Kernel => "kernel",
+        lab::report::Mode::Sim => "sim",
+        lab::report::Mode::Real => "real",
+        lab::report::Mode::Kernel => "kernel",
     }
 }
 
@@ -102,11 +102,7 @@ pub fn render_show(run: &StoredRun) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "run:      {}", s.id);
     if !s.tags.is_empty() {
-        let tags: Vec<String> = s
-            .tags
-            .iter()
-            .map(|t| sim::scenario::source::escape(t))
-            .collect();
+        let tags: Vec<String> = s.tags.iter().map(|t| lab::source::escape(t)).collect();
         let _ = writeln!(out, "tags:     {}", tags.join(", "));
     }
     let _ = writeln!(

@@ -15,8 +15,8 @@
 
 use crate::analysis::stats;
 use anyhow::{Context, Result};
+use lab::report::{Claim, MetricSamples, Mode, RunReport};
 use serde_json::{json, Map, Value};
-use sim::report::{Claim, MetricSamples, Mode, RunReport};
 use std::io::Write;
 use std::path::Path;
 
@@ -136,7 +136,7 @@ pub fn write_json(path: &Path, value: &Value, out: &mut dyn Write) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sim::report::{Log2Histogram, PolicyResult};
+    use lab::report::{Log2Histogram, PolicyResult};
 
     #[test]
     fn metric_has_the_documented_keys() {

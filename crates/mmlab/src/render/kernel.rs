@@ -13,7 +13,7 @@ use kernelmode::metrics::{
 };
 use kernelmode::twin::predicted;
 use kernelmode::HOST_POLICY;
-use sim::report::{format_us, Mode, RunReport};
+use lab::report::{format_us, Mode, RunReport};
 use std::collections::BTreeSet;
 
 /// One pivoted table.
@@ -216,7 +216,7 @@ pub fn render_pivots(r: &RunReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sim::report::PolicyResult;
+    use lab::report::PolicyResult;
     use std::collections::BTreeMap;
 
     fn kernel_report(rows: &[(&str, f64)]) -> RunReport {

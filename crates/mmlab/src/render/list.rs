@@ -2,9 +2,9 @@
 //! CPU or thread count, their policies), the flush policies and the NUMA
 //! scanner versions.
 
+use lab::report::Mode;
+use lab::Scenario;
 use serde_json::{json, Value};
-use sim::report::Mode;
-use sim::Scenario;
 use std::fmt::Write as _;
 
 /// What each flush policy is, in one line (distinct for every preset).

@@ -125,7 +125,7 @@ pub fn pad(s: &str, width: usize, right: bool) -> String {
 /// recolour the terminal) and at most `max` characters, the rest elided
 /// with `…`.
 pub fn display_name(s: &str, max: usize) -> String {
-    let escaped = sim::scenario::source::escape(s);
+    let escaped = lab::source::escape(s);
     if escaped.chars().count() <= max {
         return escaped;
     }
@@ -142,7 +142,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut len = 0;
-    for word in sim::scenario::source::escape(text).split(' ') {
+    for word in lab::source::escape(text).split(' ') {
         let mut word: Vec<char> = word.chars().collect();
         while word.len() > width {
             if len > 0 {
@@ -189,7 +189,7 @@ pub fn shell_quote(s: &str) -> String {
 /// through it.
 pub fn escape_controls(s: &str) -> String {
     s.split('\n')
-        .map(sim::scenario::source::escape)
+        .map(lab::source::escape)
         .collect::<Vec<_>>()
         .join("\n")
 }

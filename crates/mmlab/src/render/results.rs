@@ -3,8 +3,8 @@
 //! source threads' claims on it, as Markdown. Generated, never edited by
 //! hand.
 
+use lab::report::Claim;
 use runstore::{format_utc, RunSummary};
-use sim::report::Claim;
 use std::fmt::Write as _;
 
 /// A Markdown table cell: `|` escaped, line breaks removed.

@@ -4,8 +4,8 @@
 
 use super::claims::{render_claims, render_claims_compact};
 use super::display_name;
+use lab::report::Claim;
 use runstore::RunId;
-use sim::report::Claim;
 use std::fmt::Write as _;
 use std::time::Duration;
 

@@ -19,7 +19,7 @@
 
 use crate::analysis::stats::{self, Significance};
 use crate::analysis::table::{self, Cell, ComparisonTable};
-use sim::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
+use lab::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
 use std::fmt::Write as _;
 
 /// Width of the star bar in histograms, as in bcc.
@@ -349,14 +349,14 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(out, "{}", "=".repeat(89));
     let _ = writeln!(out, "scenario/mode/runs/seed:");
     let mode = match report.mode {
-        sim::report::Mode::Sim => "sim",
-        sim::report::Mode::Real => "real",
-        sim::report::Mode::Kernel => "kernel",
+        lab::report::Mode::Sim => "sim",
+        lab::report::Mode::Real => "real",
+        lab::report::Mode::Kernel => "kernel",
     };
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        sim::scenario::source::escape(&report.scenario),
+        lab::source::escape(&report.scenario),
         report.runs,
         report.seed
     );

@@ -5,7 +5,7 @@
 //! Deterministic: the same seed gives the same reports. The numbers follow the source threads' orders of magnitude; they are
 //! not measurements.
 
-use sim::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
+use lab::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
 use std::collections::BTreeMap;
 
 /// A small deterministic generator for the synthetic data: the SplitMix64

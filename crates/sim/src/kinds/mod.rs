@@ -1,6 +1,6 @@
 //! The scenario kinds of this crate, one folder each: its file's schema
 //! and ranges, its estimate, its runner and its claims, behind the
-//! [`crate::scenario::Kind`] and [`crate::scenario::Spec`] traits.
+//! [`lab::Kind`] and [`lab::Spec`] traits.
 
 pub mod numab;
 pub mod refault;

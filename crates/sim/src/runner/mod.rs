@@ -11,7 +11,7 @@ use crate::error::SimError;
 pub use simcore::thread::Gate;
 
 /// Spawns a scoped runner thread ([`simcore::thread::spawn_scoped`]); a
-/// failure (a thread or address-space limit) is [`SimError::Thread`].
+/// failure (a thread or address-space limit) is [`lab::RunError::Thread`].
 ///
 /// # Errors
 /// The thread cannot be started.

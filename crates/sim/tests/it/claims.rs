@@ -1,13 +1,13 @@
 //! The source threads' claims at reduced size (the default suite checks
 //! them at full size): each test runs a built-in scenario, smaller, and
-//! asserts that every claim [`sim::Scenario::claims`] makes on the run
+//! asserts that every claim [`lab::Scenario::claims`] makes on the run
 //! holds. The claims are defined once, next to their scenarios; nothing
 //! here restates them.
 
+use lab::report::RunReport;
+use lab::Header;
+use lab::RunOptions;
 use sim::kinds::stats::{StatsScenario, Workload};
-use sim::report::RunReport;
-use sim::scenario::Header;
-use sim::{Catalog, RunOptions};
 
 /// Runs built-in `name` adjusted by `adjust`, asserts every claim on it
 /// holds (there must be at least `min_claims`), returns the report.
@@ -16,7 +16,7 @@ fn claims_hold(
     min_claims: usize,
     adjust: impl FnOnce(&mut Header, &mut StatsScenario),
 ) -> RunReport {
-    let mut sc = Catalog::simulated().builtin(name).unwrap().unwrap();
+    let mut sc = sim::catalog().builtin(name).unwrap().unwrap();
     let mut h = sc.header().clone();
     adjust(&mut h, sc.spec_as_mut().expect("a stats scenario"));
     *sc.header_mut() = h;

@@ -1,10 +1,10 @@
 //! The same seed gives byte-identical results; different seeds differ.
 
+use lab::{RunOptions, Scenario};
 use sim::kinds::stats::{StatsScenario, Workload};
-use sim::{Catalog, RunOptions, Scenario};
 
 fn small(name: &str, seed: u64) -> Scenario {
-    let mut file = Catalog::simulated().builtin(name).unwrap().unwrap();
+    let mut file = sim::catalog().builtin(name).unwrap().unwrap();
     file.header_mut().seed = seed;
     file.header_mut().runs = 1;
     let sc: &mut StatsScenario = file.spec_as_mut().expect("a stats scenario");

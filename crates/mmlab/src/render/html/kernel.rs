@@ -15,7 +15,7 @@ use kernelmode::metrics::{
 };
 use kernelmode::twin::predicted;
 use kernelmode::HOST_POLICY;
-use sim::report::{Mode, RunReport};
+use lab::report::{Mode, RunReport};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use svgplot::{esc, Axis, Chart, Line, ScaleKind, TickFormat};

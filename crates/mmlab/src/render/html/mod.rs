@@ -14,9 +14,9 @@ pub mod sweep;
 use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
 use crate::analysis::stats::Significance;
 use crate::analysis::table::{robot_numbers, ComparisonTable};
+use lab::report::{Claim, Mode, RunReport};
 use runstore::HostFacts;
 use runstore::{format_utc, StoredRun};
-use sim::report::{Claim, Mode, RunReport};
 use std::fmt::Write as _;
 use svgplot::esc;
 

@@ -14,7 +14,7 @@
 
 use crate::analysis::stats;
 use crate::analysis::table::report_columns;
-use sim::report::{Log2Histogram, RunReport};
+use lab::report::{Log2Histogram, RunReport};
 use svgplot::{Axis, Chart, Line, ScaleKind, TickFormat};
 
 /// Deepest percentile a CDF shows: 99.9999% (six nines).

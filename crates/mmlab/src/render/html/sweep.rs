@@ -10,7 +10,7 @@
 use super::{palette_css, CSS};
 use crate::analysis::sweep::{column_numbers, noise_sd};
 pub use crate::analysis::sweep::{pareto_front, SweepRow};
-use sim::scenario::sweep::SweepSpec;
+use lab::sweep::SweepSpec;
 use std::fmt::Write as _;
 use svgplot::{esc, Axis, Chart, Line, ScaleKind, TickFormat};
 

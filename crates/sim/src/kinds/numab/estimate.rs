@@ -1,15 +1,23 @@
 //! The `numab` kind's pre-run estimate ([`estimate`]) and its probe
-//! ([`WorkClass::Numab`]): the model steps through the pages its threads
+//! ([`NUMAB`]): the model steps through the pages its threads
 //! write in 2 MiB chunks, one event (and one work unit) each, plus a fixed
 //! part per run.
 
-use crate::scenario::{Estimate, Header, WorkClass};
+use lab::{Estimate, Header, WorkClass};
 use numab::NumabScenario;
 
 /// Units of a run's fixed work (page tables, the report).
 const RUN: f64 = 1e5;
 
-/// The [`WorkClass::Numab`] probe: `numa02` under one scanner version
+/// The `numab` kind's work: 2 MiB chunks of page sweeps.
+pub static NUMAB: WorkClass = WorkClass {
+    name: "numab",
+    reference_rate: 1.8e7,
+    probe: Some(PROBE),
+    simulated: true,
+};
+
+/// The [`NUMAB`] probe: `numa02` under one scanner version
 /// (about 4·10^5 chunks).
 pub const PROBE: &str = r#"
 name = "probe-numab"
@@ -46,7 +54,7 @@ pub fn estimate(n: &NumabScenario, header: &Header) -> Estimate {
         events: chunks * repeats,
         seconds: 0.0,
         work: (chunks + RUN) * repeats,
-        class: Some(WorkClass::Numab),
+        class: Some(&NUMAB),
     }
 }
 

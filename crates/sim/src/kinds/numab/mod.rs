@@ -8,11 +8,10 @@
 pub mod estimate;
 pub mod run;
 
-use crate::cost::CostModel;
-use crate::error::{ScenarioError, SimError};
-use crate::progress::Steps;
-use crate::report::{Claim, Mode, RunReport};
-use crate::scenario::{Estimate, Header, Kind, Range, RunOutput, Source, Spec};
+use lab::progress::Steps;
+use lab::report::{Claim, Mode, RunReport};
+use lab::ScenarioError;
+use lab::{Context, Estimate, Header, Kind, Range, RunError, RunOutput, Source, Spec};
 use numab::{NumabScenario, ScannerVersion, ScenarioFile};
 
 /// The ranges of the numab kind's numeric fields.
@@ -56,6 +55,7 @@ pub static KIND: Kind = Kind {
     name: "numab",
     ranges: RANGES,
     builtins: &numab::BUILTIN,
+    work_classes: &[&estimate::NUMAB],
     parse,
 };
 
@@ -123,11 +123,11 @@ impl Spec for NumabSpec {
         self.numab.ncpus()
     }
 
-    fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
+    fn estimate(&self, header: &Header, _ctx: &Context) -> Estimate {
         estimate::estimate(&self.numab, header)
     }
 
-    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError> {
         Ok(run::run(header, &self.numab, steps)?.into())
     }
 
@@ -187,9 +187,7 @@ mod tests {
         let (_, numa02) = ::numab::BUILTIN[3];
         let bad = numa02.replace("[numab]", "[numab]\n# a comment");
         let bad = bad.replace("passes = 800", "passes = 800\nthreads = 1000");
-        let e = crate::Catalog::simulated()
-            .parse("n.toml", &bad)
-            .unwrap_err();
+        let e = crate::catalog().parse("n.toml", &bad).unwrap_err();
         assert_eq!(e.file, "n.toml");
         assert!(e.field.starts_with("numab"), "{e}");
         assert!(e.line.is_some(), "{e}");

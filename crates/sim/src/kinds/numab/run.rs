@@ -2,10 +2,10 @@
 //! side by side, its counters turned into metrics; and source 004's claims.
 
 use crate::error::SimError;
-use crate::interleave::interleaved;
-use crate::progress::Steps;
-use crate::report::{Claim, Claims, PolicyResult, RunReport, Series};
-use crate::scenario::Header;
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{Claim, Claims, PolicyResult, RunReport, Series};
+use lab::Header;
 use numab::metric::{ELAPSED_S, PTE_UPDATES, STARVED_VMAS};
 use numab::{self, NumabScenario, ScannerVersion};
 use std::collections::BTreeMap;
@@ -72,7 +72,7 @@ pub fn run(
                 },
             );
         }
-        steps.step(run.label())
+        Ok(steps.step(run.label())?)
     })
 }
 

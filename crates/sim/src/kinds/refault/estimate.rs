@@ -1,5 +1,5 @@
 //! The `refault` kind's pre-run estimate ([`estimate`]) and its probe
-//! ([`WorkClass::Refault`]): background update bursts and workload
+//! ([`REFAULT`]): background update bursts and workload
 //! accesses over warm-up and measurement, each weighed by the square root
 //! of the tree's groups (the flushes they trigger walk the tree; an access
 //! weighs two bursts), the bursts of the first 0.3 simulated seconds
@@ -10,7 +10,7 @@
 //! 1.4x of its CPU time, averaged over the policies).
 
 use super::spec::RefaultSpec;
-use crate::scenario::{Estimate, Header, WorkClass};
+use lab::{Estimate, Header, WorkClass};
 
 /// Units of an access, relative to a burst.
 const ACCESS: f64 = 2.0;
@@ -24,7 +24,16 @@ const EARLY_S: f64 = 0.3;
 /// `hierstat`-only run is then overestimated by about as much).
 const EARLY: f64 = 0.5;
 
-/// The [`WorkClass::Refault`] probe: a short storm on the built-in
+/// The `refault` kind's work: background update bursts and workload
+/// accesses, weighed by the square root of the tree's groups.
+pub static REFAULT: WorkClass = WorkClass {
+    name: "refault",
+    reference_rate: 3.7e6,
+    probe: Some(PROBE),
+    simulated: true,
+};
+
+/// The [`REFAULT`] probe: a short storm on the built-in
 /// scenario's tree (96 CPUs, 120 services, 0.3 s simulated: the expensive
 /// start of a storm and some of its steady state; about 10^6 units) under
 /// `hierstat`, whose cost per unit is near the average of the built-in
@@ -72,6 +81,6 @@ pub fn estimate(r: &RefaultSpec, header: &Header) -> Estimate {
         events: (bursts + accesses) * repeats,
         seconds: 0.0,
         work: ((bursts + early + ACCESS * accesses) * groups.sqrt() + RUN) * repeats,
-        class: Some(WorkClass::Refault),
+        class: Some(&REFAULT),
     }
 }

@@ -29,12 +29,13 @@ pub use spec::{BackgroundSpec, LatencySpec, RefaultScenario, RefaultSpec, Worklo
 pub use storm::{run_once, run_once_policy, StormOutcome};
 
 use crate::cost::CostModel;
-use crate::error::{ScenarioError, SimError};
-use crate::interleave::interleaved;
-use crate::progress::Steps;
-use crate::report::{Claim, Claims, InSize, PolicyResult, RunReport};
-use crate::scenario::{Estimate, Header, Kind, PolicySpec, RunOutput, Source, Spec};
+use crate::error::SimError;
 use hierstat::{Policy, Preset};
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{Claim, Claims, InSize, PolicyResult, RunReport};
+use lab::ScenarioError;
+use lab::{Context, Estimate, Header, Kind, PolicySpec, RunError, RunOutput, Source, Spec};
 use std::collections::BTreeMap;
 
 /// The `refault` kind.
@@ -42,6 +43,7 @@ pub static KIND: Kind = Kind {
     name: "refault",
     ranges: spec::RANGES,
     builtins: BUILTIN,
+    work_classes: &[&estimate::REFAULT],
     parse,
 };
 
@@ -65,11 +67,11 @@ impl Spec for RefaultSpec {
         self.cpus
     }
 
-    fn estimate(&self, header: &Header, _costs: &CostModel) -> Estimate {
+    fn estimate(&self, header: &Header, _ctx: &Context) -> Estimate {
         estimate::estimate(self, header)
     }
 
-    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError> {
         Ok(run_with(self, header, steps)?.into())
     }
 
@@ -123,14 +125,17 @@ fn parse_policies(
     names
         .iter()
         .map(|n| {
-            crate::scenario::policy::knobs_of(user, n).ok_or_else(|| SimError::UnknownPolicy {
-                name: n.clone(),
-                scenario: scenario.to_string(),
-                known: known_policies()
-                    .into_iter()
-                    .chain(user.iter().map(|u| u.name.clone()))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+            lab::policy::knobs_of(user, n).ok_or_else(|| {
+                lab::RunError::UnknownPolicy {
+                    name: n.clone(),
+                    scenario: scenario.to_string(),
+                    known: known_policies()
+                        .into_iter()
+                        .chain(user.iter().map(|u| u.name.clone()))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+                .into()
             })
         })
         .collect()
@@ -168,7 +173,7 @@ pub fn push_outcome(r: &mut PolicyResult, o: &StormOutcome) {
 /// results by policy name.
 ///
 /// # Errors
-/// [`SimError::UnknownPolicy`], engine errors, cancellation.
+/// [`lab::RunError::UnknownPolicy`], engine errors, cancellation.
 pub fn run_with(
     spec: &RefaultSpec,
     header: &Header,
@@ -181,9 +186,9 @@ pub fn run_with(
             .iter()
             .position(|p| p == run.policy)
             .expect("a header policy");
-        let o = run_once_policy(spec, knobs[i], run.seed, steps.costs())?;
+        let o = run_once_policy(spec, knobs[i], run.seed, &CostModel::of(steps.context()))?;
         push_outcome(r, &o);
-        steps.step(run.label())
+        Ok(steps.step(run.label())?)
     })
 }
 

@@ -43,23 +43,19 @@
 //! ```
 
 use crate::cpu::MAX_CPUS;
-use crate::error::ScenarioError;
-use crate::report::Mode;
-use crate::scenario::{Header, PolicySpec, Range, Source};
+use lab::report::Mode;
+use lab::ScenarioError;
+use lab::{Header, PolicySpec, Range, Source};
 use serde::{Deserialize, Serialize};
 
 /// The ranges of the refault kind's numeric fields.
 pub const RANGES: &[Range] = &[
     Range::int("refault.cpus", 1, MAX_CPUS as u64),
     Range::int("refault.nodes", 1, 64),
-    Range::int("refault.duration_ms", 1, crate::scenario::ranges::MS_MAX),
-    Range::int("refault.warmup_ms", 0, crate::scenario::ranges::MS_MAX),
+    Range::int("refault.duration_ms", 1, lab::ranges::MS_MAX),
+    Range::int("refault.warmup_ms", 0, lab::ranges::MS_MAX),
     Range::int("refault.services", 1, 10_000),
-    Range::int(
-        "refault.flush_period_ms",
-        1,
-        crate::scenario::ranges::MS_MAX,
-    ),
+    Range::int("refault.flush_period_ms", 1, lab::ranges::MS_MAX),
     Range::real("refault.background.updates_per_sec_per_cpu", 0.0, 1e7),
     Range::int("refault.background.pages", 1, 1 << 20),
     Range::int("refault.background.services_per_cpu", 1, 10_000),
@@ -73,11 +69,7 @@ pub const RANGES: &[Range] = &[
     Range::real("refault.workload.hot_access", 0.0, 1.0),
     Range::int("refault.workload.anon_min_mb", 0, 1 << 20),
     Range::int("refault.workload.anon_max_mb", 0, 1 << 20),
-    Range::int(
-        "refault.workload.anon_period_ms",
-        1,
-        crate::scenario::ranges::MS_MAX,
-    ),
+    Range::int("refault.workload.anon_period_ms", 1, lab::ranges::MS_MAX),
     Range::int("refault.workload.anon_touch_per_tick", 0, 1 << 20),
     Range::int("refault.latency.base_ns", 1, 1_000_000_000),
     Range::int("refault.latency.counters_per_line", 1, 64),
@@ -112,7 +104,7 @@ pub struct RefaultScenario {
     /// Parameters.
     #[serde(default)]
     pub refault: RefaultSpec,
-    /// User policies (`[[policy]]` tables, [`crate::scenario::policy`]).
+    /// User policies (`[[policy]]` tables, [`lab::policy`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy: Vec<PolicySpec>,
 }

@@ -1,9 +1,9 @@
 use super::*;
 use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::progress::{Progress, RunOptions, Steps};
-use crate::scenario::Source;
 use hierstat::Preset;
+use lab::progress::{Progress, RunOptions, Steps};
+use lab::Source;
 
 /// [`run_with`] under the default options, `progress` told of each step.
 fn run(
@@ -14,9 +14,9 @@ fn run(
     seed: u64,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let header = crate::scenario::Header {
+    let header = lab::Header {
         name: "refault-storm".into(),
-        mode: crate::report::Mode::Sim,
+        mode: lab::report::Mode::Sim,
         description: String::new(),
         reproduces: String::new(),
         policies: policies.to_vec(),
@@ -28,7 +28,7 @@ fn run(
     run_with(spec, &header, &mut Steps::new(&opts, progress))
 }
 
-fn parse(file: &str, text: &str) -> Result<RefaultScenario, crate::error::ScenarioError> {
+fn parse(file: &str, text: &str) -> Result<RefaultScenario, lab::ScenarioError> {
     RefaultScenario::parse(&Source::new(file, text))
 }
 
@@ -167,7 +167,10 @@ fn builtin_file_parses_and_errors_name_line_and_field() {
         &mut |_| {},
     )
     .unwrap_err();
-    assert!(matches!(e, SimError::UnknownPolicy { .. }));
+    assert!(matches!(
+        e,
+        SimError::Run(lab::RunError::UnknownPolicy { .. })
+    ));
 }
 
 #[test]
@@ -256,9 +259,7 @@ fn report_has_the_metric_names() {
 fn full_scenario_report() {
     let text = include_str!("../../../../../scenarios/refault-storm.toml");
     let t = std::time::Instant::now();
-    let sc = crate::Catalog::simulated()
-        .parse("refault-storm.toml", text)
-        .unwrap();
+    let sc = crate::catalog().parse("refault-storm.toml", text).unwrap();
     let r = sc.run(&RunOptions::default(), &mut |_| {}).unwrap();
     eprintln!("host {:?}, {} runs", t.elapsed(), r.runs);
     let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
@@ -324,7 +325,7 @@ fn a_user_policy_runs_its_knobs() {
     s.duration_ms = 200;
     s.warmup_ms = 50;
     let mut rl = PolicySpec::new("hierstat-rl", Preset::Hierstat);
-    rl.hot_path = Some(crate::scenario::policy::HotPathName::Ratelimited);
+    rl.hot_path = Some(lab::policy::HotPathName::Ratelimited);
     let same = PolicySpec::new("same-as-68", Preset::Linux6_8);
     let names = [
         "hierstat-rl".to_string(),
@@ -334,7 +335,7 @@ fn a_user_policy_runs_its_knobs() {
     let out = run(&s, &names, &[rl.clone(), same], 1, 3, &mut |_| {}).unwrap();
     assert_eq!(out["same-as-68"], out["linux-6.8"]);
     let direct = run_once_policy(&s, rl.resolve().unwrap(), 3, &CostModel::defaults()).unwrap();
-    let mut want = crate::report::PolicyResult::default();
+    let mut want = lab::report::PolicyResult::default();
     super::push_outcome(&mut want, &direct);
     assert_eq!(out["hierstat-rl"], want);
     let e = run(&s, &["nope".into()], &[rl], 1, 3, &mut |_| {}).unwrap_err();

@@ -2,7 +2,7 @@
 //! its work classes.
 //!
 //! * **Simulated tree workloads** (`stat-readers`, `stale-read`,
-//!   [`WorkClass::StatsTree`]): a writer burst, a read and a spike each
+//!   [`STATS_TREE`]): a writer burst, a read and a spike each
 //!   touch the tree's (group, CPU) pairs in proportion to the square root
 //!   of their number (flushes amortised over bursts, reads over the groups
 //!   they visit), so each is weighed by that square root (a read a quarter
@@ -13,18 +13,18 @@
 //!   writer rates 200–5,000 per CPU and second, 200–20,000 readers (every
 //!   case within 1.6x of its CPU time). Beyond that range the weight stops
 //!   growing (`MAX_PAIR_WEIGHT`).
-//! * **Simulated `update-path`** ([`WorkClass::StatsUpdate`]): back-to-back
+//! * **Simulated `update-path`** ([`STATS_UPDATE`]): back-to-back
 //!   updates, one unit each.
 //! * **Priced workloads** (`will-it-scale`, `netperf`, also
-//!   [`WorkClass::StatsUpdate`]): each operation's steps (its charge and
+//!   [`STATS_UPDATE`]): each operation's steps (its charge and
 //!   stat updates), one unit each.
 //! * **Real mode**: the measurement itself (every policy, run and depth
 //!   for its duration) plus the setup of each.
 
 use super::{StatsScenario, Workload};
 use crate::cost::CostModel;
-use crate::report::Mode;
-use crate::scenario::{Estimate, Header, WorkClass};
+use lab::report::Mode;
+use lab::{Estimate, Header, WorkClass};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -57,7 +57,27 @@ const UPDATE_RUN: f64 = 1e5;
 /// and depth.
 const REAL_SETUP_S: f64 = 0.03;
 
-/// The [`WorkClass::StatsTree`] probe: a small `stat-readers` (128 CPUs,
+/// The `stats` kind's tree workloads (`stat-readers`, `stale-read`) in
+/// simulated mode: writer bursts, reads and spikes, each weighed by the
+/// square root of the tree's (group, CPU) pairs it works on, plus the
+/// per-CPU state the run initialises.
+pub static STATS_TREE: WorkClass = WorkClass {
+    name: "stats-tree",
+    reference_rate: 1.2e8,
+    probe: Some(PROBE_TREE),
+    simulated: true,
+};
+
+/// The `stats` kind's `update-path` in simulated mode: back-to-back engine
+/// updates.
+pub static STATS_UPDATE: WorkClass = WorkClass {
+    name: "stats-update",
+    reference_rate: 9.0e7,
+    probe: Some(PROBE_UPDATE),
+    simulated: true,
+};
+
+/// The [`STATS_TREE`] probe: a small `stat-readers` (128 CPUs,
 /// 409 groups, 0.1 s simulated; about 8·10^6 units).
 pub const PROBE_TREE: &str = r#"
 kind = "stats"
@@ -88,7 +108,7 @@ targets = "all"
 items = 8
 "#;
 
-/// The [`WorkClass::StatsUpdate`] probe: `update-path` on 22 CPUs for a
+/// The [`STATS_UPDATE`] probe: `update-path` on 22 CPUs for a
 /// simulated millisecond at two depths (about 4·10^6 updates).
 pub const PROBE_UPDATE: &str = r#"
 kind = "stats"
@@ -166,14 +186,14 @@ pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estima
     if let Some(ops) = priced_steps(s, cpus, secs, costs) {
         e.events = ops * repeats;
         e.work = (ops + UPDATE_RUN) * repeats;
-        e.class = Some(WorkClass::StatsUpdate);
+        e.class = Some(&STATS_UPDATE);
         return e;
     }
     if update.is_some() {
         let updates = cpus * back_to_back_rate(costs) * secs * depths;
         e.events = updates * repeats;
         e.work = (updates + UPDATE_RUN) * repeats;
-        e.class = Some(WorkClass::StatsUpdate);
+        e.class = Some(&STATS_UPDATE);
         return e;
     }
     let Some(w) = writers else {
@@ -197,7 +217,7 @@ pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estima
         + TREE_RUN;
     e.events = (bursts + reads + spike_count) * repeats;
     e.work = per_run * repeats;
-    e.class = Some(WorkClass::StatsTree);
+    e.class = Some(&STATS_TREE);
     e
 }
 
@@ -242,7 +262,7 @@ fn engine_bytes(s: &StatsScenario, groups: f64, cpus: f64) -> f64 {
 /// over the warm-up and the measured time, for every case, times the steps
 /// an operation takes in the simulation (its charge and its stat updates;
 /// a step costs about an update-path update, so they count in
-/// [`WorkClass::StatsUpdate`] units). `None` for the other workloads.
+/// [`STATS_UPDATE`] units). `None` for the other workloads.
 fn priced_steps(s: &StatsScenario, cpus: f64, secs: f64, costs: &CostModel) -> Option<f64> {
     let (cases, warmup_ms, op_ns, steps) = match &s.workload {
         Workload::WillItScale(w) => (

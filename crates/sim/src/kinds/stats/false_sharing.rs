@@ -17,11 +17,11 @@
 
 use super::StatsScenario;
 use crate::error::SimError;
-use crate::interleave::interleaved;
-use crate::progress::Steps;
-use crate::report::{Claim, Claims, InSize, PolicyResult, RunReport};
 use crate::runner::{spawn_scoped, Gate};
-use crate::scenario::Header as ScenarioHeader;
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{Claim, Claims, InSize, PolicyResult, RunReport};
+use lab::Header as ScenarioHeader;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -316,7 +316,7 @@ pub fn run(
             true,
         );
         r.push(CPU_SHARE, "ratio", o.cpu_share, true);
-        steps.step(run.label())
+        Ok(steps.step(run.label())?)
     })
 }
 
@@ -372,7 +372,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::test_support::report;
+    use lab::report::report_from_rows as report;
     use std::mem::{align_of, offset_of, size_of};
 
     #[test]

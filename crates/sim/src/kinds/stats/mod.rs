@@ -35,17 +35,19 @@ pub mod will_it_scale;
 pub use spec::{Readers, Spikes, StatsScenario, Workload, WorkloadName, MAX_GROUPS};
 
 use crate::cost::CostModel;
-use crate::error::{ScenarioError, SimError};
-use crate::progress::Steps;
-use crate::report::{Claim, Mode, RunReport};
-use crate::scenario::{Estimate, Header, Kind, RunOutput, Source, Spec};
+use crate::error::SimError;
 use crate::select::PolicyChoice;
+use lab::progress::Steps;
+use lab::report::{Claim, Mode, RunReport};
+use lab::ScenarioError;
+use lab::{Context, Estimate, Header, Kind, RunError, RunOutput, Source, Spec};
 
 /// The `stats` kind.
 pub static KIND: Kind = Kind {
     name: "stats",
     ranges: spec::RANGES,
     builtins: BUILTIN,
+    work_classes: &[&estimate::STATS_TREE, &estimate::STATS_UPDATE],
     parse,
 };
 
@@ -126,11 +128,11 @@ impl Spec for StatsScenario {
         StatsScenario::parallelism(self, header.mode)
     }
 
-    fn estimate(&self, header: &Header, costs: &CostModel) -> Estimate {
-        estimate::estimate(self, header, costs)
+    fn estimate(&self, header: &Header, ctx: &Context) -> Estimate {
+        estimate::estimate(self, header, &CostModel::of(ctx))
     }
 
-    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError> {
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError> {
         let out = match &self.workload {
             Workload::UpdatePath(u) => update_path::run(header, self, u, steps)?,
             Workload::StatReaders(r) => stat_readers::run(header, self, r, steps)?,
@@ -199,7 +201,7 @@ impl Spec for StatsScenario {
 
 /// The error for a policy name the workload's runner does not know.
 pub(crate) fn unknown_policy(header: &Header, sc: &StatsScenario, name: &str) -> SimError {
-    SimError::UnknownPolicy {
+    lab::RunError::UnknownPolicy {
         name: name.to_string(),
         scenario: header.name.clone(),
         known: sc
@@ -209,6 +211,7 @@ pub(crate) fn unknown_policy(header: &Header, sc: &StatsScenario, name: &str) ->
             .collect::<Vec<_>>()
             .join(", "),
     }
+    .into()
 }
 
 /// The backend selection of policy `name`, or the error naming the known

@@ -13,13 +13,14 @@
 
 use super::will_it_scale::record;
 use super::StatsScenario;
+use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::interleave::interleaved;
 use crate::priced::{machine, Op, PricedSetup};
-use crate::progress::Steps;
-use crate::report::{pct_change, Claim, Claims, InSize, PolicyResult, RunReport, Series};
-use crate::scenario::Header;
 use crate::workload::NetperfSpec;
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{pct_change, Claim, Claims, InSize, PolicyResult, RunReport, Series};
+use lab::Header;
 use simcore::time::{MILLIS, SECONDS};
 use std::collections::BTreeMap;
 
@@ -66,7 +67,7 @@ pub fn run(
                 duration: sc.duration_ms * MILLIS,
                 policy: choice,
                 flush_period: Some(2 * SECONDS),
-                costs: steps.costs().clone(),
+                costs: CostModel::of(steps.context()).into_owned(),
             };
             let o = machine::run(&setup);
             let mbps = o.ops_per_sec_per_task() * f64::from(n.clients) * SEND_BYTES * 8.0 / 1e6;
@@ -78,7 +79,7 @@ pub fn run(
                 run.index + 1
             ))?;
         }
-        Ok(())
+        Ok::<(), SimError>(())
     })?;
     for r in out.values_mut() {
         let points = n
@@ -179,7 +180,7 @@ pub fn claims(report: &RunReport, n: &NetperfSpec) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::test_support::report;
+    use lab::report::report_from_rows as report;
 
     #[test]
     fn depth_and_policy_claims_are_in_size() {

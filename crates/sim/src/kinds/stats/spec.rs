@@ -33,13 +33,13 @@
 //! | `netperf` | `[netperf]` (sim) |
 
 use crate::cpu::MAX_CPUS;
-use crate::error::ScenarioError;
-use crate::report::Mode;
-use crate::scenario::{Header, PolicySpec, Range, Source};
 use crate::workload::{
     FlusherSpec, NetperfSpec, ReadersSpec, SpikeSpec, TreeSpec, UpdateSpec, WillItScaleSpec,
     WritersSpec,
 };
+use lab::report::Mode;
+use lab::ScenarioError;
+use lab::{Header, PolicySpec, Range, Source};
 use serde::{Deserialize, Serialize};
 
 /// The most groups a tree may have.
@@ -49,35 +49,27 @@ pub const MAX_THREADS: u64 = 256;
 
 /// The ranges of the stats kind's numeric fields.
 pub const RANGES: &[Range] = &[
-    Range::int("duration_ms", 1, crate::scenario::ranges::MS_MAX),
+    Range::int("duration_ms", 1, lab::ranges::MS_MAX),
     Range::int("cpus", 1, MAX_CPUS as u64),
     Range::int("threads", 1, MAX_THREADS),
     Range::int("tree.fanout", 1, MAX_GROUPS),
     Range::int("writers.cpus", 1, MAX_CPUS as u64),
     Range::real("writers.rate_per_cpu", 0.0, 1e7),
     Range::real("writers.hot_fraction", 1e-6, 1.0),
-    Range::int("writers.pages", 1, crate::scenario::ranges::PAGES_MAX),
+    Range::int("writers.pages", 1, lab::ranges::PAGES_MAX),
     Range::real("writers.thp_fraction", 0.0, 1.0),
     Range::int("writers.items", 1, 64),
     Range::real("writers.uncharge_fraction", 0.0, 1.0),
     Range::int("writers.burst", 1, 4096),
     Range::int("readers.count", 0, 1_000_000),
-    Range::real(
-        "readers.period_ms",
-        0.001,
-        crate::scenario::ranges::MS_MAX as f64,
-    ),
+    Range::real("readers.period_ms", 0.001, lab::ranges::MS_MAX as f64),
     Range::int("readers.items", 1, 64),
-    Range::int("flusher.period_ms", 1, crate::scenario::ranges::MS_MAX),
-    Range::real(
-        "spikes.every_ms",
-        0.001,
-        crate::scenario::ranges::MS_MAX as f64,
-    ),
-    Range::int("spikes.pages", 1, crate::scenario::ranges::PAGES_MAX),
+    Range::int("flusher.period_ms", 1, lab::ranges::MS_MAX),
+    Range::real("spikes.every_ms", 0.001, lab::ranges::MS_MAX as f64),
+    Range::int("spikes.pages", 1, lab::ranges::PAGES_MAX),
     Range::int("spikes.read_after_us", 0, 10_000_000),
     Range::int("update.depths", 1, 64),
-    Range::int("update.pages", 1, crate::scenario::ranges::PAGES_MAX),
+    Range::int("update.pages", 1, lab::ranges::PAGES_MAX),
     Range::int("update.items", 1, 64),
     Range::int("will_it_scale.depth", 0, 64),
     Range::int("will_it_scale.region_mib", 1, 1 << 20),
@@ -547,7 +539,6 @@ fn check_writers(
 
 #[cfg(test)]
 mod tests {
-    use crate::Catalog;
 
     const GOOD: &str = r#"
 kind = "stats"
@@ -569,8 +560,8 @@ count = 4
 period_ms = 10.0
 "#;
 
-    fn parse(text: &str) -> Result<crate::Scenario, crate::ScenarioError> {
-        Catalog::simulated().parse("bad.toml", text)
+    fn parse(text: &str) -> Result<lab::Scenario, lab::ScenarioError> {
+        crate::catalog().parse("bad.toml", text)
     }
 
     #[test]
@@ -582,7 +573,7 @@ period_ms = 10.0
             panic!("{st:?}")
         };
         assert_eq!(r.writers.burst, 16);
-        let again = Catalog::simulated().parse("stored", &s.source()).unwrap();
+        let again = crate::catalog().parse("stored", &s.source()).unwrap();
         assert_eq!(again.spec_as::<super::StatsScenario>(), Some(st));
     }
 

@@ -9,14 +9,14 @@
 use super::stat_readers::{record_sim, sim_setup};
 use super::{Spikes, StatsScenario};
 use crate::error::SimError;
-use crate::interleave::interleaved;
-use crate::progress::Steps;
-use crate::report::{Claim, Claims, Mode, PolicyResult, RunReport};
 use crate::runner::{real_spikes, sim};
-use crate::scenario::Header;
 use crate::select::AnyBackend;
 use crate::with_backend;
 use crate::workload::TreeShape;
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{Claim, Claims, Mode, PolicyResult, RunReport};
+use lab::Header;
 use std::collections::BTreeMap;
 
 /// Metric: the fraction of spike reads that missed the spike.
@@ -66,7 +66,7 @@ pub fn run(
         r.push(MISSED_EVENTS, "count", o.missed_spikes as f64, false);
         r.push("spike_reads", "count", o.spike_reads as f64, true);
         r.push(CHILD_GT_PARENT, "count", o.child_gt_parent as f64, false);
-        steps.step(run.label())
+        Ok(steps.step(run.label())?)
     })
 }
 
@@ -114,7 +114,7 @@ fn run_real(
         r.push("spike_reads", "count", o.spike_reads as f64, true);
         r.push(CHILD_GT_PARENT, "count", o.child_gt_parent as f64, false);
         r.push("flusher_reads", "count", o.flusher_reads as f64, true);
-        steps.step(run.label())
+        Ok(steps.step(run.label())?)
     })
 }
 
@@ -170,7 +170,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::test_support::report;
+    use lab::report::report_from_rows as report;
 
     #[test]
     fn claims_pass_and_fail_on_the_figures() {

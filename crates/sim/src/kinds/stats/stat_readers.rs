@@ -6,16 +6,17 @@
 //! and per-memcg thresholds.
 
 use super::{Readers, StatsScenario};
+use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::interleave::interleaved;
-use crate::progress::Steps;
-use crate::report::{format_us, Claim, Claims, RunReport};
-use crate::report::{Mode, PolicyResult};
 use crate::runner::{real, sim};
-use crate::scenario::Header;
 use crate::select::AnyBackend;
 use crate::with_backend;
 use crate::workload::{FlusherSpec, ReadersSpec, SpikeSpec, TreeShape, WritersSpec};
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{format_us, Claim, Claims, RunReport};
+use lab::report::{Mode, PolicyResult};
+use lab::Header;
 use simcore::time::{MILLIS, SECONDS};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -90,7 +91,7 @@ pub fn run(
                 );
             }
         }
-        steps.step(run.label())
+        Ok(steps.step(run.label())?)
     })
 }
 
@@ -110,7 +111,7 @@ pub(crate) fn sim_setup(
         cpus: sc.cpus.unwrap_or(1) as usize,
         duration: sc.duration_ms * MILLIS,
         seed,
-        costs: steps.costs().clone(),
+        costs: CostModel::of(steps.context()).into_owned(),
         items,
         writers: writers.clone(),
         readers: readers.cloned(),
@@ -172,7 +173,7 @@ pub fn record_sim(r: &mut PolicyResult, o: &sim::SimOutcome) {
 pub fn claims(report: &RunReport) -> Vec<Claim> {
     let mut claims = Claims::new(report);
     let m = READ_LATENCY_NS;
-    let real = report.mode == crate::report::Mode::Real;
+    let real = report.mode == lab::report::Mode::Real;
     if let (Some(p999), Some(max)) = (
         report.percentile_of("hierstat", m, "p999"),
         report.percentile_of("hierstat", m, "max"),

@@ -9,16 +9,17 @@
 
 use super::StatsScenario;
 use super::{CPU_SHARE, MIN_CPU_SHARE};
+use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::interleave::interleaved;
-use crate::progress::Steps;
-use crate::report::{pct_change, Claim, Claims, RunReport};
-use crate::report::{Mode, PolicyResult, Series};
 use crate::runner::{real, sim};
-use crate::scenario::Header;
 use crate::select::AnyBackend;
 use crate::with_backend;
 use crate::workload::{Targets, TreeShape, UpdateSpec, WritersSpec};
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{pct_change, Claim, Claims, RunReport};
+use lab::report::{Mode, PolicyResult, Series};
+use lab::Header;
 use simcore::time::MILLIS;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -72,7 +73,7 @@ pub fn run(
                         cpus,
                         duration: sc.duration_ms * MILLIS,
                         seed: run.seed,
-                        costs: steps.costs().clone(),
+                        costs: CostModel::of(steps.context()).into_owned(),
                         items,
                         writers: WritersSpec {
                             cpus: None,
@@ -111,7 +112,7 @@ pub fn run(
         if share.is_finite() {
             r.push(CPU_SHARE, "ratio", share, true);
         }
-        Ok(())
+        Ok::<(), SimError>(())
     })?;
     // Throughput vs depth, mean over runs.
     for r in out.values_mut() {
@@ -207,7 +208,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::test_support::report;
+    use lab::report::report_from_rows as report;
 
     #[test]
     fn claims_use_the_depth_ratio() {

@@ -17,13 +17,14 @@
 //! per-group walk.
 
 use super::StatsScenario;
+use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::interleave::interleaved;
 use crate::priced::{machine, Op, PricedOutcome, PricedSetup};
-use crate::progress::Steps;
-use crate::report::{pct_change, Claim, Claims, InSize, PolicyResult, RunReport};
-use crate::scenario::Header;
 use crate::workload::{FaultTest, TaskMode, WillItScaleSpec};
+use lab::interleave::interleaved;
+use lab::progress::Steps;
+use lab::report::{pct_change, Claim, Claims, InSize, PolicyResult, RunReport};
+use lab::Header;
 use simcore::time::{MILLIS, SECONDS};
 use std::collections::BTreeMap;
 
@@ -130,7 +131,7 @@ pub fn run(
                 duration: sc.duration_ms * MILLIS,
                 policy: choice,
                 flush_period: Some(2 * SECONDS),
-                costs: steps.costs().clone(),
+                costs: CostModel::of(steps.context()).into_owned(),
             };
             let o = machine::run(&setup);
             r.push(&ops_metric(mode), "ops/s", o.ops_per_sec_per_task(), true);
@@ -223,7 +224,7 @@ pub fn claims(report: &RunReport, w: &WillItScaleSpec) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::test_support::report;
+    use lab::report::report_from_rows as report;
 
     #[test]
     fn claims_are_in_size() {

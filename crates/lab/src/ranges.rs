@@ -6,15 +6,15 @@
 //!
 //! The tables: the header keys every kind shares ([`HEADER`]) and the
 //! `[[policy]]` knobs ([`POLICY`]) here, each scenario kind's own next to
-//! its parser (`Kind::ranges`), the cost file's in [`crate::cost::RANGES`].
+//! its parser (`Kind::ranges`), the cost file's in `sim::cost::RANGES`.
 //! A range is `min..=max` over `f64` (integers are compared exactly: every
 //! bound fits in 53 bits). An array's elements share the array's range.
 //! Fields not listed are either not numeric or refused by
 //! `deny_unknown_fields`; each kind's tests check that every numeric field
 //! of its built-in files has a range.
 
-use super::source::Source;
 use crate::error::ScenarioError;
+use crate::source::Source;
 
 /// A documented range: the dotted field (the last segment may be `*`,
 /// every key of that table), its bounds, and whether it is an integer.
@@ -174,7 +174,7 @@ fn walk(
         };
         let line = key
             .span()
-            .map(|s| super::source::line_of(src.text, s.start));
+            .map(|s| crate::source::line_of(src.text, s.start));
         check_item(src, tables, &field, line, item)?;
     }
     Ok(())

@@ -26,81 +26,24 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// A kind of simulated work whose units cost about the same CPU time: the
-/// classes and their probes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum WorkClass {
-    /// The `stats` kind's tree workloads (`stat-readers`, `stale-read`)
-    /// in simulated mode: writer bursts, reads and spikes, each weighed by
-    /// the square root of the tree's (group, CPU) pairs it works on, plus
-    /// the per-CPU state the run initialises.
-    StatsTree,
-    /// The `stats` kind's `update-path` in simulated mode: back-to-back
-    /// engine updates.
-    StatsUpdate,
-    /// The `numab` kind: 2 MiB chunks of page sweeps.
-    Numab,
-    /// The `refault` kind: background update bursts and workload accesses,
-    /// weighed by the square root of the tree's groups.
-    Refault,
-    /// Work the host's kernel does for a kernel-mode experiment (page
-    /// faults, cgroup creation, `memory.stat` reads), in nanoseconds at
-    /// the development host's speed; no probe (a kernel run needs cgroup
-    /// delegation), so only the CPU share adjusts it.
-    Kernel,
-}
-
-impl WorkClass {
-    /// Every class, in a fixed order.
-    pub const ALL: [WorkClass; 5] = [
-        WorkClass::StatsTree,
-        WorkClass::StatsUpdate,
-        WorkClass::Numab,
-        WorkClass::Refault,
-        WorkClass::Kernel,
-    ];
-
+/// A kind of simulated work whose units cost about the same CPU time,
+/// declared by the scenario kind that does it (`Kind::work_classes`): its
+/// name, its rate on the development host and its probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkClass {
     /// The class's name (in the rate cache and messages).
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkClass::StatsTree => "stats-tree",
-            WorkClass::StatsUpdate => "stats-update",
-            WorkClass::Numab => "numab",
-            WorkClass::Refault => "refault",
-            WorkClass::Kernel => "kernel",
-        }
-    }
-
-    /// The class named `name`.
-    pub fn from_name(name: &str) -> Option<WorkClass> {
-        WorkClass::ALL.into_iter().find(|c| c.name() == name)
-    }
-
+    pub name: &'static str,
+    /// Units per CPU second measured on the development host (a 2-vCPU
+    /// KVM guest, release build): the rate used where none was measured.
+    pub reference_rate: f64,
     /// The probe: a small scenario of this class (a few tens of
     /// milliseconds of CPU in a release build) whose estimated units over
     /// its measured CPU time are the host's rate; `None` for a class
-    /// measured at its reference rate.
-    pub fn probe(self) -> Option<&'static str> {
-        match self {
-            WorkClass::StatsTree => Some(crate::kinds::stats::estimate::PROBE_TREE),
-            WorkClass::StatsUpdate => Some(crate::kinds::stats::estimate::PROBE_UPDATE),
-            WorkClass::Numab => Some(crate::kinds::numab::estimate::PROBE),
-            WorkClass::Refault => Some(crate::kinds::refault::estimate::PROBE),
-            WorkClass::Kernel => None,
-        }
-    }
-
-    /// Units per CPU second measured on the development host (a 2-vCPU
-    /// KVM guest, release build): the rate used where none was measured.
-    pub fn reference_rate(self) -> f64 {
-        match self {
-            WorkClass::StatsTree => 1.2e8,
-            WorkClass::StatsUpdate => 9.0e7,
-            WorkClass::Numab => 1.8e7,
-            WorkClass::Refault => 3.7e6,
-            WorkClass::Kernel => 1e9,
-        }
-    }
+    /// measured at its reference rate (work the host's kernel does).
+    pub probe: Option<&'static str>,
+    /// What the units are, for messages: `simulation`, or the kernel's
+    /// work `at the development host's speed`.
+    pub simulated: bool,
 }
 
 /// A scenario's estimated cost.
@@ -119,7 +62,7 @@ pub struct Estimate {
     /// Simulated work over all policies and runs, in units of `class`.
     pub work: f64,
     /// The class of the simulated work (`None`: no simulated work).
-    pub class: Option<WorkClass>,
+    pub class: Option<&'static WorkClass>,
 }
 
 /// Iterations per CPU second of [`spin`]'s loop on the development host
@@ -137,9 +80,9 @@ pub const REFERENCE_SPEED: f64 = 6.0e9;
 /// the share of a CPU, frequency or steal the host gives the process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rates {
-    /// Units per second at [`REFERENCE_SPEED`], by class (a class not
-    /// listed uses its [`WorkClass::reference_rate`]).
-    pub per_class: BTreeMap<WorkClass, f64>,
+    /// Units per second at [`REFERENCE_SPEED`], by class name (a class
+    /// not listed uses its [`WorkClass::reference_rate`]).
+    pub per_class: BTreeMap<String, f64>,
     /// [`spin`]'s iterations per wall second expected during the run
     /// (from its speed now: the front end decides how).
     pub speed: f64,
@@ -183,12 +126,12 @@ pub fn spin(wall: std::time::Duration) -> (f64, f64) {
 
 impl Rates {
     /// Units per CPU second of `class`.
-    pub fn rate(&self, class: WorkClass) -> f64 {
+    pub fn rate(&self, class: &WorkClass) -> f64 {
         self.per_class
-            .get(&class)
+            .get(class.name)
             .copied()
             .filter(|r| r.is_finite() && *r > 0.0)
-            .unwrap_or_else(|| class.reference_rate())
+            .unwrap_or(class.reference_rate)
     }
 }
 
@@ -246,7 +189,7 @@ impl fmt::Display for Estimate {
             self.events,
         )?;
         if let Some(c) = self.class {
-            write!(f, ", {:.3e} {} work units", self.work, c.name())?;
+            write!(f, ", {:.3e} {} work units", self.work, c.name)?;
         }
         if self.seconds > 0.0 {
             write!(f, ", {} of measurement", duration_words(self.seconds))?;
@@ -277,16 +220,16 @@ impl Estimate {
         let wall = self.wall_seconds(rates);
         let mut parts = Vec::new();
         if let Some(c) = self.class {
-            parts.push(if c == WorkClass::Kernel {
-                format!(
-                    "{} of the kernel's work at the development host's speed",
-                    duration_words(self.cpu_seconds(rates))
-                )
-            } else {
+            parts.push(if c.simulated {
                 format!(
                     "{} of simulation at the speed {}",
                     duration_words(self.cpu_seconds(rates)),
                     rates.source
+                )
+            } else {
+                format!(
+                    "{} of the kernel's work at the development host's speed",
+                    duration_words(self.cpu_seconds(rates))
                 )
             });
             if rates.cpu_share < 0.95 {
@@ -345,72 +288,23 @@ impl Estimate {
 mod tests {
     use super::*;
 
-    use crate::cost::CostModel;
-    use crate::Catalog;
-
-    #[test]
-    fn every_builtin_fits_the_default_limits_with_room() {
-        let costs = CostModel::defaults();
-        let limits = Limits::default();
-        let rates = Rates::default();
-        let c = Catalog::simulated();
-        for name in c.builtin_names() {
-            let e = c.builtin(name).unwrap().unwrap().estimate(&costs);
-            assert!(e.exceeds(&limits, &rates).is_none(), "{name}: {e}");
-            assert!(e.memory_bytes * 4.0 < limits.memory_bytes, "{name}: {e}");
-            assert!(e.events * 4.0 < limits.events, "{name}: {e}");
-            assert!(e.wall_seconds(&rates) * 4.0 < limits.seconds, "{name}: {e}");
-            assert!(e.class.is_some() || e.seconds > 0.0, "{name}: no time");
-        }
-    }
-
-    #[test]
-    fn every_probe_parses_and_has_work_of_its_class() {
-        let costs = CostModel::defaults();
-        let c = Catalog::simulated();
-        for class in WorkClass::ALL {
-            let Some(probe) = class.probe() else {
-                continue;
-            };
-            let sc = c
-                .parse(&format!("<probe {}>", class.name()), probe)
-                .unwrap_or_else(|e| panic!("{}: {e}", class.name()));
-            let e = sc.estimate(&costs);
-            assert_eq!(e.class, Some(class), "{}", class.name());
-            // Tens of milliseconds at the reference rate: long enough to
-            // measure, short enough to run before a command.
-            let s = e.cpu_seconds(&Rates::default());
-            assert!((0.01..0.4).contains(&s), "{}: {s} s", class.name());
-            assert_eq!(WorkClass::from_name(class.name()), Some(class));
-        }
-    }
-
-    #[test]
-    fn huge_scenarios_exceed() {
-        let costs = CostModel::defaults();
-        let (_, numa02) = ::numab::BUILTIN[3];
-        let big = numa02.replace("buffer_mib = 1024", "buffer_mib = 65536");
-        let big = big.replace("passes = 800", "passes = 100000");
-        let e = Catalog::simulated()
-            .parse("n.toml", &big)
-            .unwrap()
-            .estimate(&costs);
-        assert!(
-            e.exceeds(&Limits::default(), &Rates::default()).is_some(),
-            "{e}"
-        );
-    }
+    static CLASS: WorkClass = WorkClass {
+        name: "test",
+        reference_rate: 1e6,
+        probe: None,
+        simulated: true,
+    };
 
     #[test]
     fn a_busy_host_stretches_simulations_not_measurements() {
         let e = Estimate {
             work: 1e9,
-            class: Some(WorkClass::Numab),
+            class: Some(&CLASS),
             seconds: 10.0,
             ..Default::default()
         };
         let mut r = Rates::default();
-        r.per_class.insert(WorkClass::Numab, 1e8);
+        r.per_class.insert(CLASS.name.into(), 1e8);
         assert!((e.wall_seconds(&r) - 20.0).abs() < 1e-9);
         r.speed = REFERENCE_SPEED / 4.0;
         assert!((e.wall_seconds(&r) - 50.0).abs() < 1e-9);
@@ -420,5 +314,21 @@ mod tests {
             "{per_wall} {per_cpu}"
         );
         assert_eq!(duration_words(5.7 * 3600.0), "5.7 h");
+    }
+
+    #[test]
+    fn a_class_without_a_measured_rate_runs_at_its_reference() {
+        let e = Estimate {
+            work: 2e6,
+            class: Some(&CLASS),
+            ..Default::default()
+        };
+        assert!((e.cpu_seconds(&Rates::default()) - 2.0).abs() < 1e-9);
+        let mut r = Rates::default();
+        r.per_class.insert(CLASS.name.into(), f64::NAN);
+        assert!(
+            (e.cpu_seconds(&r) - 2.0).abs() < 1e-9,
+            "a NaN rate is ignored"
+        );
     }
 }

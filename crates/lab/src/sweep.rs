@@ -26,10 +26,10 @@
 //! swept knob) named after its values (`pages_per_shard=16`), so a stored
 //! point holds its full definition like any user policy.
 
-use super::policy::PolicySpec;
-use super::ranges::{Range, MS_MAX};
-use super::source::Source;
 use crate::error::ScenarioError;
+use crate::policy::PolicySpec;
+use crate::ranges::{Range, MS_MAX};
+use crate::source::Source;
 use hierstat::Preset;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 pub const MAX_JOBS: usize = 100_000;
 
 /// The ranges of a sweep file's own numeric fields (the knobs' values are
-/// checked against [`super::ranges::POLICY`]).
+/// checked against [`crate::ranges::POLICY`]).
 pub const RANGES: &[Range] = &[
     Range::int("sweep.duration_ms", 1, MS_MAX),
     Range::int("sweep.warmup_ms", 0, MS_MAX),
@@ -216,7 +216,7 @@ impl Sweep {
     /// (`sweep.knobs.batch`, …).
     pub fn parse(file: &str, text: &str) -> Result<Sweep, ScenarioError> {
         let src = Source::new(file, text);
-        super::ranges::check(&src, &[RANGES])?;
+        crate::ranges::check(&src, &[RANGES])?;
         let SweepFile { sweep: spec } = src.deserialize()?;
         let err = |field: &str, message: String| src.error(field, message);
         if spec.name.is_empty()

@@ -426,9 +426,33 @@ pub fn format_us(ns: f64) -> String {
     }
 }
 
+/// A one-run simulated report of `scenario` with `(policy, metric, value)`
+/// rows, built by hand: for claims' unit tests and examples.
+pub fn report_from_rows(scenario: &str, rows: &[(&str, &str, f64)]) -> RunReport {
+    let mut policies: BTreeMap<String, PolicyResult> = BTreeMap::new();
+    for (p, m, v) in rows {
+        policies.entry(p.to_string()).or_default().metrics.insert(
+            m.to_string(),
+            MetricSamples {
+                values: vec![*v],
+                ..Default::default()
+            },
+        );
+    }
+    RunReport {
+        scenario: scenario.into(),
+        mode: Mode::Sim,
+        runs: 1,
+        seed: 0,
+        scenario_toml: String::new(),
+        policy_order: vec![],
+        policies,
+        facts: BTreeMap::new(),
+    }
+}
+
 #[cfg(test)]
-pub(crate) mod test_support {
-    //! Reports built by hand, for the claims' unit tests.
+mod tests {
     use super::*;
 
     #[test]
@@ -443,29 +467,5 @@ pub(crate) mod test_support {
         assert!(!c(-6.0, 6.0).holds(), "opposite sign");
         assert!(!c(0.0, 0.0).holds(), "no figure to be within 2x of");
         assert_eq!(c(-4.0, -2.0).describe(), "-2.00% (0.50× the source's)");
-    }
-
-    /// A one-run report of `scenario` with `(policy, metric, value)` rows.
-    pub(crate) fn report(scenario: &str, rows: &[(&str, &str, f64)]) -> RunReport {
-        let mut policies: BTreeMap<String, PolicyResult> = BTreeMap::new();
-        for (p, m, v) in rows {
-            policies.entry(p.to_string()).or_default().metrics.insert(
-                m.to_string(),
-                MetricSamples {
-                    values: vec![*v],
-                    ..Default::default()
-                },
-            );
-        }
-        RunReport {
-            scenario: scenario.into(),
-            mode: Mode::Sim,
-            runs: 1,
-            seed: 0,
-            scenario_toml: String::new(),
-            policy_order: vec![],
-            policies,
-            facts: BTreeMap::new(),
-        }
     }
 }

@@ -2,8 +2,8 @@
 //! and the one handle ([`Scenario`]) the front ends use.
 //!
 //! A scenario file is TOML whose `kind` key picks its [`Kind`]: the
-//! simulated kinds of this crate (`stats`, `numab`, `refault`, in
-//! [`crate::kinds`]) or one registered from another crate (kernel mode).
+//! simulated kinds of the `sim` crate (`stats`, `numab`, `refault`) or
+//! kernel mode's `kernel` kind.
 //! A [`Kind`] is data: its name, numeric ranges, built-in files and a
 //! parser that makes the shared [`Header`] and the kind's own [`Spec`]; a
 //! spec estimates its cost, runs, and states its claims.
@@ -20,21 +20,13 @@
 //!                                          RunReport
 //! ```
 
-pub mod estimate;
-pub mod policy;
-pub mod ranges;
-pub mod source;
-pub mod sweep;
-
-pub use estimate::{Estimate, Limits, Rates, WorkClass};
-pub use policy::{PolicyFile, PolicySpec};
-pub use ranges::Range;
-pub use source::Source;
-
-use crate::cost::CostModel;
-use crate::error::{ScenarioError, SimError};
-use crate::progress::{Progress, RunOptions, Steps};
+use crate::error::{RunError, ScenarioError};
+use crate::estimate::{Estimate, WorkClass};
+use crate::policy::{self, PolicySpec};
+use crate::progress::{Context, Progress, RunOptions, Steps};
+use crate::ranges::{self, Range};
 use crate::report::{Claim, Mode, PolicyResult, RunReport};
+use crate::source::{self, Source};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -75,6 +67,8 @@ pub struct Kind {
     /// The scenarios of this kind embedded in the binary, `(name, TOML)`,
     /// in the order `mmlab list` shows them.
     pub builtins: &'static [(&'static str, &'static str)],
+    /// The classes of work its estimates count in, with their probes.
+    pub work_classes: &'static [&'static WorkClass],
     /// Parses and validates a file of this kind (its ranges are checked
     /// before): the shared header and the kind's own spec, or a
     /// [`ScenarioError`] with the file, line and field of the first
@@ -133,15 +127,16 @@ pub trait Spec: SpecObject + fmt::Debug + Send + Sync + 'static {
     /// threads in real mode.
     fn parallelism(&self, header: &Header) -> u32;
 
-    /// The estimated cost of running it as it stands.
-    fn estimate(&self, header: &Header, costs: &CostModel) -> Estimate;
+    /// The estimated cost of running it as it stands (`ctx`: what the
+    /// front end hands the kinds, the simulator's costs among them).
+    fn estimate(&self, header: &Header, ctx: &Context) -> Estimate;
 
     /// Runs every policy `header.runs` times (run `i` with seed
     /// `header.seed + i`, runs interleaved across policies).
     ///
     /// # Errors
-    /// Engine and model errors, [`SimError::Cancelled`].
-    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, SimError>;
+    /// Engine and model errors, [`RunError::Cancelled`].
+    fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError>;
 
     /// The source threads' claims on `report`, a run of this scenario.
     fn claims(&self, report: &RunReport) -> Vec<Claim>;
@@ -352,8 +347,8 @@ impl Scenario {
     }
 
     /// The estimated cost of running it as it stands (after overrides).
-    pub fn estimate(&self, costs: &CostModel) -> Estimate {
-        self.spec.estimate(&self.header, costs)
+    pub fn estimate(&self, ctx: &Context) -> Estimate {
+        self.spec.estimate(&self.header, ctx)
     }
 
     /// Whether this host can run it (`Err`: the reason).
@@ -463,12 +458,12 @@ impl Scenario {
     /// Runs it and assembles its report (the one place a report is made).
     ///
     /// # Errors
-    /// Unknown policies, engine and model errors, [`SimError::Cancelled`].
+    /// Unknown policies, engine and model errors, [`RunError::Cancelled`].
     pub fn run(
         &self,
         opts: &RunOptions,
         progress: &mut dyn FnMut(Progress),
-    ) -> Result<RunReport, SimError> {
+    ) -> Result<RunReport, RunError> {
         if let Err(message) = self.check_policies() {
             return Err(ScenarioError {
                 file: format!("<scenario {}>", self.header.name),

@@ -3,7 +3,6 @@
 //! that a drift of the host during a real-mode scenario affects every
 //! policy alike; run `i` uses seed `seed + i`.
 
-use crate::error::SimError;
 use crate::progress::Steps;
 use crate::report::PolicyResult;
 use crate::scenario::Header;
@@ -34,12 +33,12 @@ impl Run<'_> {
 ///
 /// # Errors
 /// The first error of `one`.
-pub fn interleaved(
+pub fn interleaved<E>(
     header: &Header,
     steps: &mut Steps<'_>,
     steps_per_run: u64,
-    mut one: impl FnMut(Run<'_>, &mut PolicyResult, &mut Steps<'_>) -> Result<(), SimError>,
-) -> Result<BTreeMap<String, PolicyResult>, SimError> {
+    mut one: impl FnMut(Run<'_>, &mut PolicyResult, &mut Steps<'_>) -> Result<(), E>,
+) -> Result<BTreeMap<String, PolicyResult>, E> {
     steps.total(u64::from(header.runs) * header.policies.len() as u64 * steps_per_run);
     let mut out: BTreeMap<String, PolicyResult> = BTreeMap::new();
     for index in 0..header.runs {

@@ -26,7 +26,7 @@
 //! | `batch` | pages, integer | `batch` |
 //! | `period_ms` | integer | `period_ns` |
 //!
-//! The numeric knobs' bounds are in [`super::ranges::POLICY`], checked on
+//! The numeric knobs' bounds are in [`crate::ranges::POLICY`], checked on
 //! the file and on every sweep point ([`PolicySpec::with_knob`]).
 //!
 //! A policy is resolved once, at parse time ([`PolicySpec::resolve`]); the
@@ -34,8 +34,8 @@
 //! holds each user policy's full definition and re-running that text runs
 //! the same knobs.
 
-use super::source::Source;
 use crate::error::ScenarioError;
+use crate::source::Source;
 use hierstat::{
     Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
     ThresholdScheme, ThresholdSize,
@@ -392,7 +392,7 @@ impl PolicySpec {
                 KNOBS.join(", ")
             ));
         }
-        super::ranges::check_value(&[&super::ranges::POLICY], &format!("policy.{key}"), value)?;
+        crate::ranges::check_value(&[&crate::ranges::POLICY], &format!("policy.{key}"), value)?;
         let mut table = toml::Value::try_from(self).map_err(|e| e.to_string())?;
         let t = table.as_table_mut().ok_or("policy is not a table")?;
         if matches!(key, "threshold_size" | "pages_per_shard" | "fixed_pages") {
@@ -425,7 +425,7 @@ impl PolicyFile {
     /// A [`ScenarioError`] with the line and field of the first problem.
     pub fn parse(file: &str, text: &str) -> Result<PolicyFile, ScenarioError> {
         let src = Source::new(file, text);
-        super::ranges::check(&src, &[&super::ranges::POLICY])?;
+        crate::ranges::check(&src, &[&crate::ranges::POLICY])?;
         let f: PolicyFile = src.deserialize()?;
         validate(&src, &f.policy)?;
         if f.policy.is_empty() {
