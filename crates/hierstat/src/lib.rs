@@ -113,8 +113,8 @@ pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 pub use flusher::{BackgroundFlusher, FlusherStats};
 pub use group::Group;
 pub use policy::{
-    Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
-    ThresholdScheme, ThresholdSize, UnknownPreset,
+    BadThresholdSize, Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset,
+    ThresholdRule, ThresholdScheme, ThresholdSize, UnknownPreset,
 };
 pub use read::Bounded;
 pub use schema::{ItemId, ItemInfo, ItemKind, NodeItemId, Schema, SchemaBuilder, Unit, PAGE_SIZE};

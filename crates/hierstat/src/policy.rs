@@ -17,6 +17,11 @@ use std::str::FromStr;
 
 /// How much unflushed update magnitude makes a flush necessary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 #[non_exhaustive]
 pub enum ThresholdRule {
     /// No threshold: every read flushes (5.13, `cgroup_rstat_flush` on each
@@ -30,6 +35,11 @@ pub enum ThresholdRule {
 
 /// How per-group magnitudes are accounted on the update path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 #[non_exhaustive]
 pub enum ThresholdScheme {
     /// The kernel's exact accounting: every update adds its magnitude to a
@@ -51,6 +61,11 @@ pub enum ThresholdScheme {
 
 /// When the per-group walk stops early (2025 `memcg_rstat_updated` early break).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 #[non_exhaustive]
 pub enum EarlyBreak {
     /// Never: walk to the root.
@@ -65,6 +80,10 @@ pub enum EarlyBreak {
 }
 
 /// Size of the flush threshold `T` in pages of update magnitude.
+///
+/// Written as text (its [`FromStr`] and [`Display`](fmt::Display) forms,
+/// and its serde form with the `serde` feature): `batch-per-shard`,
+/// `sqrt`, `kernel-worst-case`, `N-per-shard`, or `N` fixed pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ThresholdSize {
@@ -85,6 +104,11 @@ pub enum ThresholdSize {
 /// Which group a threshold-guarded flush flushes: the whole tree or the
 /// read group's subtree (there is nothing between, so the enum is closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum FlushScope {
     /// Always the whole tree (5.15–6.7).
     Root,
@@ -119,8 +143,64 @@ pub enum Concurrency {
     },
 }
 
+impl Concurrency {
+    /// The rule's name in policy files: `skip`, `serialize`,
+    /// `disjoint-parallel` or `wait-ongoing` (whose bound is a number of its
+    /// own, [`Concurrency::max_wait_ms`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Concurrency::Skip => "skip",
+            Concurrency::Serialize => "serialize",
+            Concurrency::DisjointParallel => "disjoint-parallel",
+            Concurrency::WaitOngoing { .. } => "wait-ongoing",
+        }
+    }
+
+    /// The bound of [`Concurrency::WaitOngoing`]'s wait, `None` for the
+    /// other rules.
+    pub fn max_wait_ms(self) -> Option<u32> {
+        match self {
+            Concurrency::WaitOngoing { max_wait_ms } => Some(max_wait_ms),
+            _ => None,
+        }
+    }
+
+    /// The rule called `name` ([`Concurrency::name`]), with its wait bound:
+    /// `wait-ongoing` needs one and the other rules take none.
+    ///
+    /// # Errors
+    /// A message naming the rules, or the misplaced or missing bound.
+    pub fn from_name(name: &str, max_wait_ms: Option<u32>) -> Result<Concurrency, String> {
+        let rule = match name {
+            "skip" => Concurrency::Skip,
+            "serialize" => Concurrency::Serialize,
+            "disjoint-parallel" => Concurrency::DisjointParallel,
+            "wait-ongoing" => {
+                return max_wait_ms
+                    .map(|max_wait_ms| Concurrency::WaitOngoing { max_wait_ms })
+                    .ok_or_else(|| "`wait-ongoing` needs max_wait_ms".to_string())
+            }
+            other => {
+                return Err(format!(
+                    "unknown concurrency `{other}` (known: skip, serialize, disjoint-parallel, \
+                     wait-ongoing)"
+                ))
+            }
+        };
+        match max_wait_ms {
+            Some(_) => Err("max_wait_ms only with `wait-ongoing`".into()),
+            None => Ok(rule),
+        }
+    }
+}
+
 /// What the refault / reclaim path does about stale stats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 #[non_exhaustive]
 pub enum HotPathFlush {
     /// Nothing (5.13 and before: stats were propagated eagerly).
@@ -353,6 +433,83 @@ impl FromStr for Preset {
     }
 }
 
+impl fmt::Display for ThresholdSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ThresholdSize::BatchPerShard => f.write_str("batch-per-shard"),
+            ThresholdSize::BatchSqrtShards => f.write_str("sqrt"),
+            ThresholdSize::KernelWorstCase => f.write_str("kernel-worst-case"),
+            ThresholdSize::PagesPerShard(p) => write!(f, "{p}-per-shard"),
+            ThresholdSize::Fixed(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+/// Error for a threshold size that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadThresholdSize(pub String);
+
+impl fmt::Display for BadThresholdSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` is not a threshold size (batch-per-shard, sqrt, kernel-worst-case, \
+             N-per-shard, or N fixed pages, N >= 1)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadThresholdSize {}
+
+impl FromStr for ThresholdSize {
+    type Err = BadThresholdSize;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadThresholdSize(s.to_string());
+        let n = |t: &str| match t.trim().parse::<u64>() {
+            Ok(v) if v >= 1 => Ok(v),
+            _ => Err(bad()),
+        };
+        match s.trim() {
+            "batch-per-shard" => Ok(ThresholdSize::BatchPerShard),
+            "sqrt" | "batch-sqrt-shards" => Ok(ThresholdSize::BatchSqrtShards),
+            "kernel-worst-case" => Ok(ThresholdSize::KernelWorstCase),
+            t => match t.strip_suffix("-per-shard") {
+                Some(p) => n(p).map(ThresholdSize::PagesPerShard),
+                None => n(t).map(ThresholdSize::Fixed),
+            },
+        }
+    }
+}
+
+/// With the `serde` feature, [`Preset`] and [`ThresholdSize`] are written
+/// as their text forms.
+#[cfg(feature = "serde")]
+mod serde_text {
+    use super::{Preset, ThresholdSize};
+    use std::str::FromStr;
+
+    macro_rules! as_text {
+        ($t:ty) => {
+            impl serde::Serialize for $t {
+                fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                    s.collect_str(self)
+                }
+            }
+
+            impl<'de> serde::Deserialize<'de> for $t {
+                fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                    <$t>::from_str(&text).map_err(serde::de::Error::custom)
+                }
+            }
+        };
+    }
+
+    as_text!(Preset);
+    as_text!(ThresholdSize);
+}
+
 impl Policy {
     /// The threshold `T` in pages for a tree with `shards` shards
     /// (saturating at `u64::MAX`; [`check`](Self::check) refuses more than
@@ -431,6 +588,33 @@ mod tests {
             assert_eq!(p.name().parse::<Preset>().unwrap(), p);
         }
         assert!("linux-4.0".parse::<Preset>().is_err());
+    }
+
+    #[test]
+    fn sizes_and_concurrency_rules_round_trip_through_their_names() {
+        for s in [
+            ThresholdSize::BatchPerShard,
+            ThresholdSize::BatchSqrtShards,
+            ThresholdSize::KernelWorstCase,
+            ThresholdSize::PagesPerShard(16),
+            ThresholdSize::Fixed(4096),
+        ] {
+            assert_eq!(s.to_string().parse::<ThresholdSize>(), Ok(s));
+        }
+        for bad in ["0", "0-per-shard", "x-per-shard", "", "sqrt2"] {
+            assert!(bad.parse::<ThresholdSize>().is_err(), "{bad}");
+        }
+        for c in [
+            Concurrency::Skip,
+            Concurrency::Serialize,
+            Concurrency::DisjointParallel,
+            Concurrency::WaitOngoing { max_wait_ms: 50 },
+        ] {
+            assert_eq!(Concurrency::from_name(c.name(), c.max_wait_ms()), Ok(c));
+        }
+        assert!(Concurrency::from_name("wait-ongoing", None).is_err());
+        assert!(Concurrency::from_name("skip", Some(5)).is_err());
+        assert!(Concurrency::from_name("nope", None).is_err());
     }
 
     #[test]

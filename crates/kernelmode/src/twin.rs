@@ -23,13 +23,13 @@ use crate::metrics::{
 use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
 use hierstat::Preset;
 use hostkernel::RunFacts;
+use lab::policy::FlushPolicy;
 use lab::report::{Mode, PolicyResult, RunReport};
 use lab::Header;
 use lab::{RunError, RunOptions, Scenario};
 use sim::cost::CostModel;
 use sim::kinds::stats::{stat_readers, Readers, StatsScenario, Workload};
 use sim::priced::{machine, spike, Op, PricedSetup};
-use sim::select::PolicyChoice;
 use sim::workload::{FlusherSpec, ReadersSpec, Targets, TreeSpec, WritersSpec};
 use simcore::time::{MILLIS, SECONDS};
 
@@ -67,7 +67,7 @@ pub fn predict_into(
 ) -> Result<(), RunError> {
     let cpus = facts.online_cpus.max(1);
     let preset = era_preset(&facts.kernel_release);
-    let policy = PolicyChoice::Engine(preset);
+    let policy = FlushPolicy::Preset(preset);
     match &sc.experiment {
         Experiment::UpdatePath(cfg) => {
             for &d in &cfg.depths {

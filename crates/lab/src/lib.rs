@@ -44,7 +44,7 @@ pub mod sweep;
 pub use catalog::Catalog;
 pub use error::{RunError, ScenarioError};
 pub use estimate::{Estimate, Limits, Rates, WorkClass};
-pub use policy::{PolicyFile, PolicySpec};
+pub use policy::{FlushPolicy, PolicyFile, PolicySpec, UserPolicy};
 pub use progress::{Context, Progress, RunOptions, Steps};
 pub use ranges::Range;
 pub use scenario::{Header, Kind, Overrides, RunOutput, Scenario, Spec};

@@ -1,5 +1,6 @@
 //! User flush policies: the `[[policy]]` tables of a scenario file (or of a
-//! policy file holding only such tables).
+//! policy file holding only such tables), and the one route from a policy
+//! name to what a runner runs ([`resolve`]).
 //!
 //! ```toml
 //! [[policy]]
@@ -26,13 +27,18 @@
 //! | `batch` | pages, integer | `batch` |
 //! | `period_ms` | integer | `period_ns` |
 //!
-//! The numeric knobs' bounds are in [`crate::ranges::POLICY`], checked on
-//! the file and on every sweep point ([`PolicySpec::with_knob`]).
+//! The values are hierstat's own types in their text forms (its `serde`
+//! feature); the knobs are listed once, in [`knobs!`]'s invocation below,
+//! which makes the table's fields, [`KNOBS`] and the overrides. The numeric
+//! knobs' bounds are in [`crate::ranges::POLICY`], checked on the file and
+//! on every sweep point ([`PolicySpec::with_knob`]).
 //!
-//! A policy is resolved once, at parse time ([`PolicySpec::resolve`]); the
-//! scenario keeps the tables themselves, so the text stored with a run
-//! holds each user policy's full definition and re-running that text runs
-//! the same knobs.
+//! A policy is resolved once, when its file is parsed ([`validate`] makes
+//! each table a [`UserPolicy`], the table with its knobs); the scenario
+//! keeps the tables themselves, so the text stored with a run holds each
+//! user policy's full definition and re-running that text runs the same
+//! knobs. Runners and kernel mode get what a name selects from
+//! [`resolve`]: a preset, a user policy or the pre-rstat baseline, typed.
 
 use crate::error::ScenarioError;
 use crate::source::Source;
@@ -42,247 +48,176 @@ use hierstat::{
 };
 use serde::{Deserialize, Serialize};
 
-/// Threshold rule names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuleName {
-    /// [`ThresholdRule::None`].
-    None,
-    /// [`ThresholdRule::Global`].
-    Global,
-    /// [`ThresholdRule::PerGroup`].
-    PerGroup,
+/// The name of the pre-rstat eager-atomic baseline (the `stats` kind's
+/// runners): every update walks the ancestors with atomics, reads are exact.
+pub const PRE_RSTAT: &str = "pre-rstat";
+
+/// What a flush-policy name selects, resolved from the name once: the
+/// engine under a preset or a user policy's knobs, or the pre-rstat
+/// baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// The hierstat engine under a kernel era's preset (or ours).
+    Preset(Preset),
+    /// The hierstat engine under a user policy's knobs.
+    User(Policy),
+    /// The pre-rstat eager-atomic baseline.
+    PreRstat,
 }
 
-/// Accounting scheme names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SchemeName {
-    /// [`ThresholdScheme::PerAncestor`].
-    PerAncestor,
-    /// [`ThresholdScheme::Folded`].
-    Folded,
-}
-
-/// Early-break names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BreakName {
-    /// [`EarlyBreak::Off`].
-    Off,
-    /// [`EarlyBreak::Upstream`].
-    Upstream,
-    /// [`EarlyBreak::Margin`].
-    Margin,
-}
-
-/// Flush scope names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScopeName {
-    /// [`FlushScope::Root`].
-    Root,
-    /// [`FlushScope::Subtree`].
-    Subtree,
-}
-
-/// Concurrency names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ConcurrencyName {
-    /// [`Concurrency::Skip`].
-    Skip,
-    /// [`Concurrency::Serialize`].
-    Serialize,
-    /// [`Concurrency::DisjointParallel`].
-    DisjointParallel,
-    /// [`Concurrency::WaitOngoing`] (with `max_wait_ms`).
-    WaitOngoing,
-}
-
-/// Hot-path flush names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HotPathName {
-    /// [`HotPathFlush::None`].
-    None,
-    /// [`HotPathFlush::Sync`].
-    Sync,
-    /// [`HotPathFlush::Ratelimited`].
-    Ratelimited,
-    /// [`HotPathFlush::Async`].
-    Async,
-}
-
-/// One `[[policy]]` table: a name, a base preset and knob overrides.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicySpec {
-    /// The policy's name (not a preset's).
-    pub name: String,
-    /// The preset whose knobs are the starting point.
-    pub base: String,
-    /// What the proposal is and where it comes from.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub description: String,
-    /// Threshold rule.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threshold: Option<RuleName>,
-    /// Per-group accounting scheme.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheme: Option<SchemeName>,
-    /// Early break of the per-group walk.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub early_break: Option<BreakName>,
-    /// Threshold size (see the module table for the forms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threshold_size: Option<String>,
-    /// Threshold size in pages per shard.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pages_per_shard: Option<u64>,
-    /// Threshold size as a fixed number of pages.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fixed_pages: Option<u64>,
-    /// Whether reservations count towards the flush trigger.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strict_bound: Option<bool>,
-    /// Scope of threshold-guarded flushes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<ScopeName>,
-    /// Concurrent flushers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<ConcurrencyName>,
-    /// With `concurrency = "wait-ongoing"`: the longest a guarded flush
-    /// waits for a running one, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_wait_ms: Option<u32>,
-    /// Drop the flush lock between shards.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock_per_shard: Option<bool>,
-    /// Hot-path flush rule.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hot_path: Option<HotPathName>,
-    /// Per-shard residue batch in pages.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch: Option<u32>,
-    /// Period of the background flusher in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub period_ms: Option<u64>,
-}
-
-/// The knob keys of a `[[policy]]` table, in the order of the module table:
-/// what a `[sweep]` may vary.
-pub const KNOBS: &[&str] = &[
-    "threshold",
-    "scheme",
-    "early_break",
-    "threshold_size",
-    "pages_per_shard",
-    "fixed_pages",
-    "strict_bound",
-    "scope",
-    "concurrency",
-    "max_wait_ms",
-    "lock_per_shard",
-    "hot_path",
-    "batch",
-    "period_ms",
-];
-
-/// Parses a `threshold_size` string.
-///
-/// # Errors
-/// A message naming the accepted forms.
-pub fn parse_threshold_size(s: &str) -> Result<ThresholdSize, String> {
-    let bad = || {
-        format!(
-            "`{s}` is not a threshold size (batch-per-shard, sqrt, kernel-worst-case, \
-             N-per-shard, or N fixed pages, N >= 1)"
-        )
-    };
-    let n = |t: &str| match t.trim().parse::<u64>() {
-        Ok(v) if v >= 1 => Ok(v),
-        _ => Err(bad()),
-    };
-    match s.trim() {
-        "batch-per-shard" => Ok(ThresholdSize::BatchPerShard),
-        "sqrt" | "batch-sqrt-shards" => Ok(ThresholdSize::BatchSqrtShards),
-        "kernel-worst-case" => Ok(ThresholdSize::KernelWorstCase),
-        t => match t.strip_suffix("-per-shard") {
-            Some(p) => n(p).map(ThresholdSize::PagesPerShard),
-            None => n(t).map(ThresholdSize::Fixed),
-        },
-    }
-}
-
-/// The `threshold_size` string of a size (inverse of
-/// [`parse_threshold_size`]).
-pub fn threshold_size_str(s: ThresholdSize) -> String {
-    match s {
-        ThresholdSize::BatchPerShard => "batch-per-shard".into(),
-        ThresholdSize::BatchSqrtShards => "sqrt".into(),
-        ThresholdSize::KernelWorstCase => "kernel-worst-case".into(),
-        ThresholdSize::PagesPerShard(p) => format!("{p}-per-shard"),
-        ThresholdSize::Fixed(t) => t.to_string(),
-        // A size this version of the spec cannot name (the enum is
-        // non-exhaustive): its debug form.
-        other => format!("{other:?}"),
-    }
-}
-
-impl PolicySpec {
-    /// A policy named `name` equal to `base` (no overrides).
-    pub fn new(name: &str, base: Preset) -> PolicySpec {
-        PolicySpec {
-            name: name.to_string(),
-            base: base.name().to_string(),
-            description: String::new(),
-            threshold: None,
-            scheme: None,
-            early_break: None,
-            threshold_size: None,
-            pages_per_shard: None,
-            fixed_pages: None,
-            strict_bound: None,
-            scope: None,
-            concurrency: None,
-            max_wait_ms: None,
-            lock_per_shard: None,
-            hot_path: None,
-            batch: None,
-            period_ms: None,
+impl FlushPolicy {
+    /// The engine's knobs; `None` for the pre-rstat baseline.
+    pub fn knobs(self) -> Option<Policy> {
+        match self {
+            FlushPolicy::Preset(p) => Some(p.policy()),
+            FlushPolicy::User(p) => Some(p),
+            FlushPolicy::PreRstat => None,
         }
     }
 
+    /// The built-in names: every preset, then [`PRE_RSTAT`].
+    pub fn builtin_names() -> Vec<String> {
+        Preset::ALL
+            .iter()
+            .map(|p| p.name().to_string())
+            .chain(std::iter::once(PRE_RSTAT.to_string()))
+            .collect()
+    }
+}
+
+/// The one route from a policy name to what a runner runs: a preset's
+/// name, [`PRE_RSTAT`], or one of `user` (a scenario's `[[policy]]`
+/// tables, already resolved when its file was parsed). `None` for a name
+/// none of them has (a scenario checks its names when it is parsed and
+/// when they change, so its runners never see one).
+pub fn resolve(user: &[UserPolicy], name: &str) -> Option<FlushPolicy> {
+    if name == PRE_RSTAT {
+        return Some(FlushPolicy::PreRstat);
+    }
+    if let Ok(p) = name.parse::<Preset>() {
+        return Some(FlushPolicy::Preset(p));
+    }
+    user.iter()
+        .find(|u| u.spec.name == name)
+        .map(|u| FlushPolicy::User(u.policy))
+}
+
+/// A `[[policy]]` table and the knobs it resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserPolicy {
+    /// The table as written (stored with a run).
+    pub spec: PolicySpec,
+    /// Its knobs: the base preset's with the table's overrides.
+    pub policy: Policy,
+}
+
+impl UserPolicy {
+    /// Resolves `spec`.
+    ///
+    /// # Errors
+    /// `(key, message)` for the first invalid key.
+    pub fn new(spec: PolicySpec) -> Result<UserPolicy, (&'static str, String)> {
+        spec.check_name()?;
+        let policy = spec.resolve()?;
+        Ok(UserPolicy { spec, policy })
+    }
+
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+/// Declares the knobs once: the table's optional fields, [`KNOBS`], and
+/// how each overrides the base's `Policy` (`$apply(policy, value)`).
+macro_rules! knobs {
+    ($( $(#[$doc:meta])* $key:ident : $ty:ty => $apply:expr ),* $(,)?) => {
+        /// One `[[policy]]` table: a name, a base preset and knob overrides.
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct PolicySpec {
+            /// The policy's name (not a preset's).
+            pub name: String,
+            /// The preset whose knobs are the starting point.
+            pub base: Preset,
+            /// What the proposal is and where it comes from.
+            #[serde(default, skip_serializing_if = "String::is_empty")]
+            pub description: String,
+            $(
+                $(#[$doc])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $key: Option<$ty>,
+            )*
+        }
+
+        /// The knob keys of a `[[policy]]` table, in the order of the module
+        /// table: what a `[sweep]` may vary.
+        pub const KNOBS: &[&str] = &[$(stringify!($key)),*];
+
+        impl PolicySpec {
+            /// A policy named `name` equal to `base` (no overrides).
+            pub fn new(name: &str, base: Preset) -> PolicySpec {
+                PolicySpec {
+                    name: name.to_string(),
+                    base,
+                    description: String::new(),
+                    $($key: None,)*
+                }
+            }
+
+            /// The base's knobs with each given override applied, in table
+            /// order.
+            fn apply_overrides(&self, p: &mut Policy) {
+                $(
+                    if let Some(v) = self.$key.clone() {
+                        let apply: fn(&mut Policy, $ty) = $apply;
+                        apply(p, v);
+                    }
+                )*
+            }
+        }
+    };
+}
+
+knobs! {
+    /// Threshold rule.
+    threshold: ThresholdRule => |p, v| p.threshold = v,
+    /// Per-group accounting scheme.
+    scheme: ThresholdScheme => |p, v| p.scheme = v,
+    /// Early break of the per-group walk.
+    early_break: EarlyBreak => |p, v| p.early_break = v,
+    /// Threshold size (see the module table for the forms).
+    threshold_size: ThresholdSize => |p, v| p.threshold_size = v,
+    /// Threshold size in pages per shard.
+    pages_per_shard: u64 => |p, v| p.threshold_size = ThresholdSize::PagesPerShard(v),
+    /// Threshold size as a fixed number of pages.
+    fixed_pages: u64 => |p, v| p.threshold_size = ThresholdSize::Fixed(v),
+    /// Whether reservations count towards the flush trigger.
+    strict_bound: bool => |p, v| p.strict_bound = v,
+    /// Scope of threshold-guarded flushes.
+    scope: FlushScope => |p, v| p.scope = v,
+    /// Concurrent flushers (a `hierstat::Concurrency` name; `wait-ongoing`
+    /// takes its bound from `max_wait_ms`).
+    concurrency: String => |_, _| {},
+    /// With `concurrency = "wait-ongoing"`: the longest a guarded flush
+    /// waits for a running one, in milliseconds.
+    max_wait_ms: u32 => |_, _| {},
+    /// Drop the flush lock between shards.
+    lock_per_shard: bool => |p, v| p.lock_per_shard = v,
+    /// Hot-path flush rule.
+    hot_path: HotPathFlush => |p, v| p.hot_path = v,
+    /// Per-shard residue batch in pages.
+    batch: u32 => |p, v| p.batch = v,
+    /// Period of the background flusher in milliseconds.
+    period_ms: u64 => |p, v| p.period_ns = v.saturating_mul(1_000_000),
+}
+
+impl PolicySpec {
     /// The knobs: the base preset's with the table's overrides applied.
     ///
     /// # Errors
     /// `(key, message)` for the first invalid key.
     pub fn resolve(&self) -> Result<Policy, (&'static str, String)> {
-        let base: Preset = self.base.parse().map_err(|e: hierstat::UnknownPreset| {
-            ("base", e.to_string().replacen("policy", "preset", 1))
-        })?;
-        let mut p = base.policy();
-        if let Some(v) = self.threshold {
-            p.threshold = match v {
-                RuleName::None => ThresholdRule::None,
-                RuleName::Global => ThresholdRule::Global,
-                RuleName::PerGroup => ThresholdRule::PerGroup,
-            };
-        }
-        if let Some(v) = self.scheme {
-            p.scheme = match v {
-                SchemeName::PerAncestor => ThresholdScheme::PerAncestor,
-                SchemeName::Folded => ThresholdScheme::Folded,
-            };
-        }
-        if let Some(v) = self.early_break {
-            p.early_break = match v {
-                BreakName::Off => EarlyBreak::Off,
-                BreakName::Upstream => EarlyBreak::Upstream,
-                BreakName::Margin => EarlyBreak::Margin,
-            };
-        }
         let sizes = [
             self.threshold_size.is_some(),
             self.pages_per_shard.is_some(),
@@ -299,62 +234,41 @@ impl PolicySpec {
                 "give only one of threshold_size, pages_per_shard, fixed_pages".into(),
             ));
         }
-        if let Some(s) = &self.threshold_size {
-            p.threshold_size = parse_threshold_size(s).map_err(|m| ("threshold_size", m))?;
+        for (key, n) in [
+            ("pages_per_shard", self.pages_per_shard),
+            ("fixed_pages", self.fixed_pages),
+        ] {
+            if n == Some(0) {
+                return Err((key, "must be at least 1".into()));
+            }
         }
-        if let Some(n) = self.pages_per_shard {
-            p.threshold_size = ThresholdSize::PagesPerShard(n);
-        }
-        if let Some(n) = self.fixed_pages {
-            p.threshold_size = ThresholdSize::Fixed(n);
-        }
-        if let Some(v) = self.strict_bound {
-            p.strict_bound = v;
-        }
-        if let Some(v) = self.scope {
-            p.scope = match v {
-                ScopeName::Root => FlushScope::Root,
-                ScopeName::Subtree => FlushScope::Subtree,
-            };
-        }
-        if let Some(v) = self.concurrency {
-            p.concurrency = match v {
-                ConcurrencyName::Skip => Concurrency::Skip,
-                ConcurrencyName::Serialize => Concurrency::Serialize,
-                ConcurrencyName::DisjointParallel => Concurrency::DisjointParallel,
-                ConcurrencyName::WaitOngoing => match self.max_wait_ms {
-                    Some(max_wait_ms) => Concurrency::WaitOngoing { max_wait_ms },
-                    None => {
-                        return Err((
-                            "max_wait_ms",
-                            "concurrency = \"wait-ongoing\" needs max_wait_ms".into(),
-                        ))
-                    }
-                },
-            };
-        }
-        if self.max_wait_ms.is_some() && !matches!(p.concurrency, Concurrency::WaitOngoing { .. }) {
-            return Err((
-                "max_wait_ms",
-                "only with concurrency = \"wait-ongoing\"".into(),
-            ));
-        }
-        if let Some(v) = self.lock_per_shard {
-            p.lock_per_shard = v;
-        }
-        if let Some(v) = self.hot_path {
-            p.hot_path = match v {
-                HotPathName::None => HotPathFlush::None,
-                HotPathName::Sync => HotPathFlush::Sync,
-                HotPathName::Ratelimited => HotPathFlush::Ratelimited,
-                HotPathName::Async => HotPathFlush::Async,
-            };
-        }
-        if let Some(b) = self.batch {
-            p.batch = b;
-        }
-        if let Some(ms) = self.period_ms {
-            p.period_ns = ms * 1_000_000;
+        let mut p = self.base.policy();
+        self.apply_overrides(&mut p);
+        match (&self.concurrency, self.max_wait_ms) {
+            (Some(name), wait) => {
+                p.concurrency = Concurrency::from_name(name, wait).map_err(|m| {
+                    let key = if name == "wait-ongoing" || wait.is_none() {
+                        "concurrency"
+                    } else {
+                        "max_wait_ms"
+                    };
+                    (key, m)
+                })?;
+                if name == "wait-ongoing" && wait.is_none() {
+                    return Err((
+                        "max_wait_ms",
+                        "concurrency = \"wait-ongoing\" needs max_wait_ms".into(),
+                    ));
+                }
+            }
+            (None, Some(_)) if p.concurrency.max_wait_ms().is_none() => {
+                return Err((
+                    "max_wait_ms",
+                    "only with concurrency = \"wait-ongoing\"".into(),
+                ))
+            }
+            (None, Some(ms)) => p.concurrency = Concurrency::WaitOngoing { max_wait_ms: ms },
+            (None, None) => {}
         }
         Ok(p)
     }
@@ -374,7 +288,7 @@ impl PolicySpec {
                 format!("`{n}` may use only letters, digits and - _ . + = , :"),
             ));
         }
-        if n.parse::<Preset>().is_ok() || n == "pre-rstat" {
+        if n.parse::<Preset>().is_ok() || n == PRE_RSTAT {
             return Err(("name", format!("`{n}` is a built-in policy's name")));
         }
         Ok(())
@@ -409,69 +323,76 @@ impl PolicySpec {
     }
 }
 
-/// The file holding only `[[policy]]` tables (`scenarios/policies/*.toml`).
+/// The `[[policy]]` tables of a file, as written.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct PolicyTables {
+    #[serde(default)]
+    policy: Vec<PolicySpec>,
+}
+
+/// The file holding only `[[policy]]` tables (`scenarios/policies/*.toml`),
+/// resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PolicyFile {
     /// The policies, in file order.
-    #[serde(default)]
-    pub policy: Vec<PolicySpec>,
+    pub policy: Vec<UserPolicy>,
 }
 
 impl PolicyFile {
-    /// Parses and validates a policy file; `file` names it in errors.
+    /// Parses, validates and resolves a policy file; `file` names it in
+    /// errors.
     ///
     /// # Errors
     /// A [`ScenarioError`] with the line and field of the first problem.
     pub fn parse(file: &str, text: &str) -> Result<PolicyFile, ScenarioError> {
         let src = Source::new(file, text);
         crate::ranges::check(&src, &[&crate::ranges::POLICY])?;
-        let f: PolicyFile = src.deserialize()?;
-        validate(&src, &f.policy)?;
+        let f: PolicyTables = src.deserialize()?;
         if f.policy.is_empty() {
             return Err(src.error(
                 "policy",
                 "a policy file needs at least one [[policy]] table",
             ));
         }
-        Ok(f)
+        Ok(PolicyFile {
+            policy: validate(&src, f.policy)?,
+        })
     }
 
     /// The policies as TOML `[[policy]]` tables.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
+        to_toml(&self.policy)
     }
 }
 
-/// Validates the `[[policy]]` tables of `src`: names (unique, not a
-/// preset's), bases, and every knob; errors name `policy[i].key` and its
-/// line.
+/// `policies` as TOML `[[policy]]` tables (each table as written).
+pub fn to_toml(policies: &[UserPolicy]) -> String {
+    toml::to_string(&PolicyTables {
+        policy: policies.iter().map(|u| u.spec.clone()).collect(),
+    })
+    .unwrap_or_default()
+}
+
+/// Validates and resolves the `[[policy]]` tables of `src`: names
+/// (unique, not a built-in's), bases, and every knob; errors name
+/// `policy[i].key` and its line.
 ///
 /// # Errors
 /// A [`ScenarioError`] for the first problem.
-pub fn validate(src: &Source<'_>, specs: &[PolicySpec]) -> Result<(), ScenarioError> {
-    for (i, s) in specs.iter().enumerate() {
+pub fn validate(
+    src: &Source<'_>,
+    specs: Vec<PolicySpec>,
+) -> Result<Vec<UserPolicy>, ScenarioError> {
+    let mut out: Vec<UserPolicy> = Vec::with_capacity(specs.len());
+    for (i, s) in specs.into_iter().enumerate() {
         let err = |key: &str, message: String| src.error(&format!("policy[{i}].{key}"), message);
-        s.check_name().map_err(|(k, m)| err(k, m))?;
-        if specs[..i].iter().any(|o| o.name == s.name) {
+        if out.iter().any(|o| o.spec.name == s.name) {
             return Err(err("name", format!("`{}` is defined twice", s.name)));
         }
-        s.resolve().map_err(|(k, m)| err(k, m))?;
+        out.push(UserPolicy::new(s).map_err(|(k, m)| err(k, m))?);
     }
-    Ok(())
-}
-
-/// Resolves `name` among `specs`.
-pub fn find<'a>(specs: &'a [PolicySpec], name: &str) -> Option<&'a PolicySpec> {
-    specs.iter().find(|s| s.name == name)
-}
-
-/// The knobs of the policy called `name`: a preset, or one of `specs`.
-pub fn knobs_of(specs: &[PolicySpec], name: &str) -> Option<Policy> {
-    if let Ok(p) = name.parse::<Preset>() {
-        return Some(p.policy());
-    }
-    find(specs, name).and_then(|s| s.resolve().ok())
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -494,11 +415,11 @@ period_ms = 50
     #[test]
     fn parses_and_resolves_overrides_on_the_base() {
         let f = PolicyFile::parse("p.toml", FILE).unwrap();
-        let a = f.policy[0].resolve().unwrap();
+        let a = f.policy[0].policy;
         let mut want = Preset::Hierstat.policy();
         want.threshold_size = ThresholdSize::BatchSqrtShards;
         assert_eq!(a, want);
-        let b = f.policy[1].resolve().unwrap();
+        let b = f.policy[1].policy;
         assert_eq!(b.concurrency, Concurrency::Skip);
         assert_eq!(b.period_ns, 50_000_000);
         assert_eq!(b.batch, Preset::Linux6_8.policy().batch);
@@ -542,17 +463,30 @@ period_ms = 50
     }
 
     #[test]
-    fn threshold_sizes_round_trip() {
-        for s in [
-            ThresholdSize::BatchPerShard,
-            ThresholdSize::BatchSqrtShards,
-            ThresholdSize::KernelWorstCase,
-            ThresholdSize::PagesPerShard(16),
-            ThresholdSize::Fixed(4096),
-        ] {
-            assert_eq!(parse_threshold_size(&threshold_size_str(s)), Ok(s));
-        }
-        assert!(parse_threshold_size("0-per-shard").is_err());
+    fn the_module_table_lists_every_knob_in_order() {
+        let doc = include_str!("policy.rs");
+        let keys: Vec<&str> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("//! | `"))
+            .filter_map(|l| l.split('`').next())
+            .collect();
+        assert_eq!(keys, KNOBS);
+    }
+
+    #[test]
+    fn names_resolve_to_presets_users_and_the_baseline() {
+        let f = PolicyFile::parse("p.toml", FILE).unwrap();
+        assert_eq!(
+            resolve(&f.policy, "linux-6.8"),
+            Some(FlushPolicy::Preset(Preset::Linux6_8))
+        );
+        assert_eq!(resolve(&f.policy, PRE_RSTAT), Some(FlushPolicy::PreRstat));
+        assert_eq!(
+            resolve(&f.policy, "skip50"),
+            Some(FlushPolicy::User(f.policy[1].policy))
+        );
+        assert_eq!(resolve(&f.policy, "nope"), None);
+        assert_eq!(FlushPolicy::PreRstat.knobs(), None);
     }
 
     #[test]
@@ -583,7 +517,7 @@ period_ms = 50
             .with_knob("concurrency", &toml::Value::String("wait-ongoing".into()))
             .is_err());
         let mut w = w;
-        w.concurrency = Some(ConcurrencyName::WaitOngoing);
+        w.concurrency = Some("wait-ongoing".into());
         w.max_wait_ms = Some(50);
         assert_eq!(
             w.resolve().unwrap().concurrency,

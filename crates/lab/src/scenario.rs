@@ -22,7 +22,7 @@
 
 use crate::error::{RunError, ScenarioError};
 use crate::estimate::{Estimate, WorkClass};
-use crate::policy::{self, PolicySpec};
+use crate::policy::UserPolicy;
 use crate::progress::{Context, Progress, RunOptions, Steps};
 use crate::ranges::{self, Range};
 use crate::report::{Claim, Mode, PolicyResult, RunReport};
@@ -49,9 +49,31 @@ pub struct Header {
     pub runs: u32,
     /// Base seed of the random number generator (run `i` uses `seed + i`).
     pub seed: u64,
-    /// User flush policies (`[[policy]]` tables), for the kinds that run
-    /// flush policies.
-    pub user_policies: Vec<PolicySpec>,
+    /// User flush policies (`[[policy]]` tables, resolved when the file
+    /// was parsed), for the kinds that run flush policies.
+    pub user_policies: Vec<UserPolicy>,
+}
+
+impl Header {
+    /// What the flush policy `name` selects ([`crate::policy::resolve`]):
+    /// a preset, the pre-rstat baseline or one of this header's user
+    /// policies.
+    ///
+    /// # Errors
+    /// [`RunError::UnknownPolicy`] for a name none of them has (a parsed
+    /// scenario's names are checked against its runner's, so this is a
+    /// runner that lists a name it cannot run).
+    pub fn flush_policy(&self, name: &str) -> Result<crate::policy::FlushPolicy, RunError> {
+        crate::policy::resolve(&self.user_policies, name).ok_or_else(|| RunError::UnknownPolicy {
+            name: name.to_string(),
+            scenario: self.name.clone(),
+            known: crate::policy::FlushPolicy::builtin_names()
+                .into_iter()
+                .chain(self.user_policies.iter().map(|u| u.name().to_string()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
 }
 
 /// One kind of scenario file (the `kind` key): its name, the range of
@@ -242,7 +264,6 @@ impl Scenario {
         // The kind's own table first: it may narrow a shared key (`runs`).
         ranges::check(src, &[kind.ranges, &ranges::HEADER, &ranges::POLICY])?;
         let (header, spec) = (kind.parse)(src)?;
-        policy::validate(src, &header.user_policies)?;
         if header.name.trim().is_empty() {
             return Err(src.error("name", "must not be empty"));
         }
@@ -337,7 +358,7 @@ impl Scenario {
     }
 
     /// The user policies (`[[policy]]` tables) it defines.
-    pub fn user_policies(&self) -> &[PolicySpec] {
+    pub fn user_policies(&self) -> &[UserPolicy] {
         &self.header.user_policies
     }
 
@@ -361,7 +382,12 @@ impl Scenario {
     pub fn known_policies(&self) -> Vec<String> {
         let mut known = self.spec.known_policies();
         if self.spec.user_policies_refused().is_none() {
-            known.extend(self.header.user_policies.iter().map(|p| p.name.clone()));
+            known.extend(
+                self.header
+                    .user_policies
+                    .iter()
+                    .map(|p| p.name().to_string()),
+            );
         }
         known
     }
@@ -399,16 +425,19 @@ impl Scenario {
     /// # Errors
     /// A message when the scenario runs no flush policies or a name is
     /// already defined differently.
-    pub fn add_policies(&mut self, specs: &[PolicySpec]) -> Result<(), String> {
+    pub fn add_policies(&mut self, specs: &[UserPolicy]) -> Result<(), String> {
         if let Some(why) = self.spec.user_policies_refused() {
             return Err(format!("scenario `{}` {why}", self.header.name));
         }
         let list = &mut self.header.user_policies;
         for s in specs {
-            match list.iter().find(|o| o.name == s.name) {
+            match list.iter().find(|o| o.name() == s.name()) {
                 Some(o) if o == s => {}
                 Some(_) => {
-                    return Err(format!("policy `{}` is defined twice, differently", s.name))
+                    return Err(format!(
+                        "policy `{}` is defined twice, differently",
+                        s.name()
+                    ))
                 }
                 None => list.push(s.clone()),
             }

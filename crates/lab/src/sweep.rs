@@ -27,7 +27,7 @@
 //! point holds its full definition like any user policy.
 
 use crate::error::ScenarioError;
-use crate::policy::PolicySpec;
+use crate::policy::{PolicySpec, UserPolicy};
 use crate::ranges::{Range, MS_MAX};
 use crate::source::Source;
 use hierstat::Preset;
@@ -116,8 +116,8 @@ pub struct Point {
     pub knobs: Vec<(String, String)>,
     /// Whether it is a built-in preset run beside the grid.
     pub preset: bool,
-    /// The definition (for grid points).
-    pub spec: Option<PolicySpec>,
+    /// The definition (for grid points), resolved.
+    pub spec: Option<UserPolicy>,
 }
 
 /// One job: a point under one seed.
@@ -366,11 +366,13 @@ impl Sweep {
                 .join(",");
             p.name = label.clone();
             p.description = format!("sweep {} point", spec.name);
+            let user =
+                UserPolicy::new(p).map_err(|(k, m)| err("sweep.knobs", format!("{k}: {m}")))?;
             points.push(Point {
                 label,
                 knobs,
                 preset: false,
-                spec: Some(p),
+                spec: Some(user),
             });
         }
         for pr in &spec.presets {
@@ -443,7 +445,7 @@ strict_bound = [false, true]
         assert_eq!(s.points[0].label, "pages_per_shard=8,strict_bound=false");
         assert_eq!(s.points[1].label, "pages_per_shard=8,strict_bound=true");
         assert_eq!(s.points[11].label, "pages_per_shard=256,strict_bound=true");
-        let p = s.points[3].spec.as_ref().unwrap().resolve().unwrap();
+        let p = s.points[3].spec.as_ref().unwrap().policy;
         assert_eq!(p.threshold_size, hierstat::ThresholdSize::PagesPerShard(16));
         assert!(p.strict_bound);
         assert!(s.points[12].preset && s.points[13].label == "linux-6.8");

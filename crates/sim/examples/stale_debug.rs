@@ -3,7 +3,7 @@
 //! `cargo run -p sim --release --example stale_debug -- stat-readers hierstat`
 use lab::report::Mode;
 use sim::kinds::stats::{StatsScenario, Workload};
-use sim::select::{AnyBackend, PolicyChoice};
+use sim::select::AnyBackend;
 use sim::workload::TreeShape;
 
 fn main() {
@@ -16,7 +16,7 @@ fn main() {
     let Workload::StatReaders(w) = &sc.workload else {
         panic!("not a stat-readers scenario")
     };
-    let choice = PolicyChoice::parse(&args[2]).expect("policy");
+    let choice = file.header().flush_policy(&args[2]).expect("policy");
     let shape = TreeShape::from_spec(&w.tree);
     let items = sc.schema_items();
     let seed = file.seed();

@@ -39,7 +39,7 @@ fn line_of(group: GroupIdx, block: usize) -> LineId {
 
 impl EagerTree {
     /// Policy name.
-    pub const NAME: &'static str = "pre-rstat";
+    pub const NAME: &'static str = lab::policy::PRE_RSTAT;
 
     /// A tree of `shape` with `items` counters per group.
     pub fn new(shape: &TreeShape, items: usize) -> Self {

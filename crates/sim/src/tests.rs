@@ -5,6 +5,7 @@
 use crate::catalog;
 use hierstat::Preset;
 use lab::estimate::{Limits, Rates};
+use lab::policy::UserPolicy;
 use lab::{ranges, Context, PolicySpec, Source};
 
 #[test]
@@ -86,17 +87,18 @@ fn bad_kind_and_numab_errors_name_line_and_field() {
 #[test]
 fn added_policies_are_in_the_stored_text() {
     let c = catalog();
-    let p = PolicySpec {
-        threshold_size: Some("sqrt".into()),
+    let p = UserPolicy::new(PolicySpec {
+        threshold_size: Some(hierstat::ThresholdSize::BatchSqrtShards),
         ..PolicySpec::new("sq", Preset::Linux6_8)
-    };
+    })
+    .unwrap();
     for name in ["refault-storm", "stale-read"] {
         let mut s = c.builtin(name).unwrap().unwrap();
         s.add_policies(std::slice::from_ref(&p)).unwrap();
         s.add_policies(std::slice::from_ref(&p)).unwrap();
         let again = c.parse("stored", &s.source()).unwrap();
         assert_eq!(again.user_policies(), std::slice::from_ref(&p), "{name}");
-        let other = PolicySpec::new("sq", Preset::Hierstat);
+        let other = UserPolicy::new(PolicySpec::new("sq", Preset::Hierstat)).unwrap();
         assert!(s.add_policies(&[other]).is_err());
     }
     let mut n = c.builtin("numa02").unwrap().unwrap();

@@ -31,9 +31,9 @@ use crate::cmd::bench::time_atomic;
 use anyhow::Result;
 use hierstat::sim::Simulator as _;
 use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
+use lab::policy::FlushPolicy;
 use sim::cost::CostModel;
 use sim::priced::{machine, Op, PricedSetup};
-use sim::select::PolicyChoice;
 use simcore::clock::CpuTimer;
 use std::hint::black_box;
 use std::io::Write;
@@ -331,7 +331,7 @@ fn modelled_memcg_ns(m: &CostModel, op: Op, depth: u32, cpus: usize, era: Preset
         shared_mm: false,
         warmup: 50_000,
         duration: 500_000,
-        policy: PolicyChoice::Engine(era),
+        policy: FlushPolicy::Preset(era),
         flush_period: Some(2_000_000_000),
         costs,
     });

@@ -201,7 +201,7 @@ pub fn policy_files(sc: &mut Scenario, policies: &[String]) -> Result<Vec<String
         sc.add_policies(&file.policy)
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("policy file {p}"))?;
-        names.extend(file.policy.iter().map(|s| s.name.clone()));
+        names.extend(file.policy.iter().map(|s| s.name().to_string()));
     }
     Ok(names)
 }

@@ -28,9 +28,9 @@
 //! with the same sequence (`kernelmode::twin`). The engine itself resets
 //! by snapshot and cannot show it.
 
-use crate::select::PolicyChoice;
 use crate::workload::{GroupIdx, TreeShape};
 use hierstat::{EarlyBreak, Policy, Preset, ThresholdRule, ThresholdScheme};
+use lab::policy::FlushPolicy;
 
 /// How a flush clears a count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,9 +46,9 @@ pub enum Reset {
 impl Reset {
     /// How `choice` resets: the kernel presets zero, hierstat and user
     /// policies (which run on the engine) subtract their snapshot.
-    pub fn of(choice: PolicyChoice) -> Reset {
+    pub fn of(choice: FlushPolicy) -> Reset {
         match choice {
-            PolicyChoice::Engine(Preset::Hierstat) | PolicyChoice::User(_) => Reset::Snapshot,
+            FlushPolicy::Preset(Preset::Hierstat) | FlushPolicy::User(_) => Reset::Snapshot,
             _ => Reset::Zero,
         }
     }
@@ -142,11 +142,11 @@ impl ThresholdCounts {
 
     /// The counts of a stats policy choice; `None` for the pre-rstat
     /// baseline, which counts nothing.
-    pub fn of_choice(choice: PolicyChoice, shape: &TreeShape, cpus: usize) -> Option<Self> {
+    pub fn of_choice(choice: FlushPolicy, shape: &TreeShape, cpus: usize) -> Option<Self> {
         let policy = match choice {
-            PolicyChoice::Engine(p) => p.policy(),
-            PolicyChoice::User(p) => p,
-            PolicyChoice::PreRstat => return None,
+            FlushPolicy::Preset(p) => p.policy(),
+            FlushPolicy::User(p) => p,
+            FlushPolicy::PreRstat => return None,
         };
         Some(Self::new(&policy, Reset::of(choice), shape, cpus))
     }
@@ -352,7 +352,7 @@ mod tests {
     use super::*;
 
     fn counts(p: Preset, depth: u32, cpus: usize) -> ThresholdCounts {
-        ThresholdCounts::of_choice(PolicyChoice::Engine(p), &TreeShape::chain(depth), cpus).unwrap()
+        ThresholdCounts::of_choice(FlushPolicy::Preset(p), &TreeShape::chain(depth), cpus).unwrap()
     }
 
     #[test]

@@ -24,8 +24,8 @@
 use super::count::{ThresholdCounts, Walk};
 use super::lines::{Line, Lines};
 use crate::cost::{CostModel, KernelCosts};
-use crate::select::PolicyChoice;
 use crate::workload::{GroupIdx, TreeShape};
+use lab::policy::FlushPolicy;
 use simcore::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -102,7 +102,7 @@ pub struct PricedSetup {
     /// Measured virtual duration.
     pub duration: SimTime,
     /// The policy (its threshold accounting).
-    pub policy: PolicyChoice,
+    pub policy: FlushPolicy,
     /// The kernel's periodic forced root flush, if any.
     pub flush_period: Option<SimTime>,
     /// Costs.
@@ -405,7 +405,7 @@ mod tests {
             shared_mm: false,
             warmup: MILLIS,
             duration: 2 * MILLIS,
-            policy: PolicyChoice::Engine(policy),
+            policy: FlushPolicy::Preset(policy),
             flush_period: None,
             costs: CostModel::defaults(),
         }

@@ -19,8 +19,8 @@
 
 use super::count::{Flush, ThresholdCounts, Walk};
 use crate::cost::CostModel;
-use crate::select::PolicyChoice;
 use crate::workload::{GroupIdx, TreeShape};
+use lab::policy::FlushPolicy;
 use simcore::time::{SimTime, MILLIS, SECONDS};
 
 /// Stat updates the unmap of one anonymous page makes (`NR_ANON_MAPPED`
@@ -38,7 +38,7 @@ pub struct SpikeSetup {
     /// CPUs (the host's online CPUs).
     pub cpus: usize,
     /// The policy (its threshold accounting and resets).
-    pub policy: PolicyChoice,
+    pub policy: FlushPolicy,
     /// Pages of the spike.
     pub pages: u64,
     /// Repetitions.
@@ -317,7 +317,7 @@ mod tests {
     fn setup(p: Preset, reader: bool) -> SpikeSetup {
         SpikeSetup {
             cpus: 2,
-            policy: PolicyChoice::Engine(p),
+            policy: FlushPolicy::Preset(p),
             pages: 4096,
             repetitions: 3,
             concurrent_reader: reader,
@@ -360,7 +360,7 @@ mod tests {
         let a = run(&setup(Preset::Linux6_17, true));
         assert_eq!(a, run(&setup(Preset::Linux6_17, true)));
         assert!(run(&SpikeSetup {
-            policy: PolicyChoice::PreRstat,
+            policy: FlushPolicy::PreRstat,
             ..setup(Preset::Linux6_17, true)
         })
         .is_none());

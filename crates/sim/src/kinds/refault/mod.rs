@@ -30,12 +30,12 @@ pub use storm::{run_once, run_once_policy, StormOutcome};
 
 use crate::cost::CostModel;
 use crate::error::SimError;
-use hierstat::{Policy, Preset};
+use hierstat::Preset;
 use lab::interleave::interleaved;
 use lab::progress::Steps;
 use lab::report::{Claim, Claims, InSize, PolicyResult, RunReport};
 use lab::ScenarioError;
-use lab::{Context, Estimate, Header, Kind, PolicySpec, RunError, RunOutput, Source, Spec};
+use lab::{Context, Estimate, Header, Kind, RunError, RunOutput, Source, Spec};
 use std::collections::BTreeMap;
 
 /// The `refault` kind.
@@ -55,7 +55,7 @@ pub const BUILTIN: &[(&str, &str)] = &[(
 
 fn parse(src: &Source<'_>) -> Result<(Header, Box<dyn Spec>), ScenarioError> {
     let sc = RefaultScenario::parse(src)?;
-    Ok((sc.header(), Box::new(sc.refault)))
+    Ok((sc.header(src)?, Box::new(sc.refault)))
 }
 
 impl Spec for RefaultSpec {
@@ -117,28 +117,17 @@ pub fn known_policies() -> Vec<String> {
     Preset::ALL.iter().map(|p| p.name().to_string()).collect()
 }
 
-fn parse_policies(
-    scenario: &str,
-    names: &[String],
-    user: &[PolicySpec],
-) -> Result<Vec<Policy>, SimError> {
-    names
-        .iter()
-        .map(|n| {
-            lab::policy::knobs_of(user, n).ok_or_else(|| {
-                lab::RunError::UnknownPolicy {
-                    name: n.clone(),
-                    scenario: scenario.to_string(),
-                    known: known_policies()
-                        .into_iter()
-                        .chain(user.iter().map(|u| u.name.clone()))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                }
-                .into()
-            })
-        })
-        .collect()
+/// The error for a policy the storm cannot run.
+fn unknown_policy(header: &Header, name: &str) -> lab::RunError {
+    lab::RunError::UnknownPolicy {
+        name: name.to_string(),
+        scenario: header.name.clone(),
+        known: known_policies()
+            .into_iter()
+            .chain(header.user_policies.iter().map(|u| u.name().to_string()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// Appends one run's metrics to `r`.
@@ -179,14 +168,13 @@ pub fn run_with(
     header: &Header,
     steps: &mut Steps<'_>,
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
-    let knobs = parse_policies(&header.name, &header.policies, &header.user_policies)?;
     interleaved(header, steps, 1, |run, r, steps| {
-        let i = header
-            .policies
-            .iter()
-            .position(|p| p == run.policy)
-            .expect("a header policy");
-        let o = run_once_policy(spec, knobs[i], run.seed, &CostModel::of(steps.context()))?;
+        // The storm runs on the engine: its known policies are the presets
+        // and the user policies, never the pre-rstat baseline.
+        let Some(knobs) = header.flush_policy(run.policy)?.knobs() else {
+            return Err(SimError::from(unknown_policy(header, run.policy)));
+        };
+        let o = run_once_policy(spec, knobs, run.seed, &CostModel::of(steps.context()))?;
         push_outcome(r, &o);
         Ok(steps.step(run.label())?)
     })

@@ -284,9 +284,13 @@ impl RefaultScenario {
         Ok(sc)
     }
 
-    /// The shared header keys.
-    pub fn header(&self) -> Header {
-        Header {
+    /// The shared header keys, its user policies resolved (`src` names
+    /// their errors).
+    ///
+    /// # Errors
+    /// A [`ScenarioError`] for the first invalid `[[policy]]` table.
+    pub fn header(&self, src: &Source<'_>) -> Result<Header, ScenarioError> {
+        Ok(Header {
             name: self.name.clone(),
             mode: self.mode,
             description: self.description.clone(),
@@ -294,8 +298,8 @@ impl RefaultScenario {
             policies: self.policies.clone(),
             runs: self.runs,
             seed: self.seed,
-            user_policies: self.policy.clone(),
-        }
+            user_policies: lab::policy::validate(src, self.policy.clone())?,
+        })
     }
 
     /// A file of `header`'s keys and a default `[refault]` table.
@@ -310,7 +314,11 @@ impl RefaultScenario {
             seed: header.seed,
             policies: header.policies.clone(),
             refault: RefaultSpec::default(),
-            policy: header.user_policies.clone(),
+            policy: header
+                .user_policies
+                .iter()
+                .map(|u| u.spec.clone())
+                .collect(),
         }
     }
 }

@@ -3,7 +3,7 @@ use crate::cost::CostModel;
 use crate::error::SimError;
 use hierstat::Preset;
 use lab::progress::{Progress, RunOptions, Steps};
-use lab::Source;
+use lab::{PolicySpec, Source};
 
 /// [`run_with`] under the default options, `progress` told of each step.
 fn run(
@@ -22,7 +22,10 @@ fn run(
         policies: policies.to_vec(),
         runs,
         seed,
-        user_policies: user.to_vec(),
+        user_policies: user
+            .iter()
+            .map(|s| lab::policy::UserPolicy::new(s.clone()).unwrap())
+            .collect(),
     };
     let opts = RunOptions::default();
     run_with(spec, &header, &mut Steps::new(&opts, progress))
@@ -325,7 +328,7 @@ fn a_user_policy_runs_its_knobs() {
     s.duration_ms = 200;
     s.warmup_ms = 50;
     let mut rl = PolicySpec::new("hierstat-rl", Preset::Hierstat);
-    rl.hot_path = Some(lab::policy::HotPathName::Ratelimited);
+    rl.hot_path = Some(hierstat::HotPathFlush::Ratelimited);
     let same = PolicySpec::new("same-as-68", Preset::Linux6_8);
     let names = [
         "hierstat-rl".to_string(),

@@ -36,7 +36,7 @@ pub use spec::{Readers, Spikes, StatsScenario, Workload, WorkloadName, MAX_GROUP
 
 use crate::cost::CostModel;
 use crate::error::SimError;
-use crate::select::PolicyChoice;
+use lab::policy::FlushPolicy;
 use lab::progress::Steps;
 use lab::report::{Claim, Mode, RunReport};
 use lab::ScenarioError;
@@ -115,7 +115,7 @@ impl Spec for StatsScenario {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-            _ => PolicyChoice::builtin_names(),
+            _ => FlushPolicy::builtin_names(),
         }
     }
 
@@ -207,19 +207,9 @@ pub(crate) fn unknown_policy(header: &Header, sc: &StatsScenario, name: &str) ->
         known: sc
             .known_policies()
             .into_iter()
-            .chain(header.user_policies.iter().map(|p| p.name.clone()))
+            .chain(header.user_policies.iter().map(|p| p.name().to_string()))
             .collect::<Vec<_>>()
             .join(", "),
     }
     .into()
-}
-
-/// The backend selection of policy `name`, or the error naming the known
-/// ones.
-pub(crate) fn choice(
-    header: &Header,
-    sc: &StatsScenario,
-    name: &str,
-) -> Result<PolicyChoice, SimError> {
-    PolicyChoice::of(&header.user_policies, name).ok_or_else(|| unknown_policy(header, sc, name))
 }

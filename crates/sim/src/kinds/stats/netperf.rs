@@ -54,7 +54,7 @@ pub fn run(
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let cpus = sc.cpus.unwrap_or(1) as usize;
     let mut out = interleaved(h, steps, n.depths.len() as u64, |run, r, steps| {
-        let choice = super::choice(h, sc, run.policy)?;
+        let choice = h.flush_policy(run.policy)?;
         for &depth in &n.depths {
             let setup = PricedSetup {
                 op: Op::Send,

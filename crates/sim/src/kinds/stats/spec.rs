@@ -367,7 +367,7 @@ impl StatsScenario {
             policies: f.policies,
             runs: f.runs,
             seed: f.seed,
-            user_policies: f.policy,
+            user_policies: lab::policy::validate(src, f.policy)?,
         };
         Ok((
             header,
@@ -403,7 +403,11 @@ impl StatsScenario {
             update: None,
             will_it_scale: None,
             netperf: None,
-            policy: header.user_policies.clone(),
+            policy: header
+                .user_policies
+                .iter()
+                .map(|u| u.spec.clone())
+                .collect(),
         };
         f.workload = Some(match &self.workload {
             Workload::UpdatePath(u) => {

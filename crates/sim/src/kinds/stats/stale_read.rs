@@ -43,7 +43,7 @@ pub fn run(
     let items = sc.schema_items();
     let cpus = sc.cpus.unwrap_or(1) as usize;
     interleaved(h, steps, 1, |run, r, steps| {
-        let choice = super::choice(h, sc, run.policy)?;
+        let choice = h.flush_policy(run.policy)?;
         let b = AnyBackend::build(choice, &shape, items, cpus)?;
         let setup = sim_setup(
             sc,
@@ -87,7 +87,7 @@ fn run_real(
         None => (1, 0.0),
     };
     interleaved(h, steps, 1, |run, r, steps| {
-        let choice = super::choice(h, sc, run.policy)?;
+        let choice = h.flush_policy(run.policy)?;
         let b = AnyBackend::build(choice, &shape, items, threads)?;
         let setup = real_spikes::SpikesSetup {
             writers: w.writers.cpus.map(|c| c as usize).unwrap_or(1),

@@ -42,7 +42,7 @@ pub fn run(
     let shape = TreeShape::from_spec(&w.tree);
     let items = sc.schema_items();
     interleaved(h, steps, 1, |run, r, steps| {
-        let choice = super::choice(h, sc, run.policy)?;
+        let choice = h.flush_policy(run.policy)?;
         let seed = run.seed;
         match h.mode {
             Mode::Sim => {

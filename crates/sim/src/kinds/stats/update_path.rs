@@ -38,7 +38,7 @@ pub fn run(
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let items = sc.schema_items();
     let mut out = interleaved(h, steps, u.depths.len() as u64, |run, r, steps| {
-        let choice = super::choice(h, sc, run.policy)?;
+        let choice = h.flush_policy(run.policy)?;
         // Alternate the depth order between runs, so drift in the
         // host's speed does not always favour the same depth.
         let order: Vec<u32> = if run.index % 2 == 0 {

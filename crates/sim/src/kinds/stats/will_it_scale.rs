@@ -118,7 +118,7 @@ pub fn run(
 ) -> Result<BTreeMap<String, PolicyResult>, SimError> {
     let cpus = sc.cpus.unwrap_or(1) as usize;
     interleaved(h, steps, w.modes.len() as u64, |run, r, steps| {
-        let choice = super::choice(h, sc, run.policy)?;
+        let choice = h.flush_policy(run.policy)?;
         for &mode in &w.modes {
             let setup = PricedSetup {
                 op: op(w.test),
