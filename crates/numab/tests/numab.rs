@@ -163,6 +163,19 @@ fn numab_bad_input_is_rejected_with_a_reason() {
         parse_scenario(&unknown_field),
         Err(NumabError::Parse(_))
     ));
+    // The numa01 workloads' shared table refuses unknown keys too.
+    for kind in ["numa01", "numa01-thread-alloc"] {
+        let (_, text) = numab::BUILTIN
+            .iter()
+            .find(|(_, t)| t.contains(&format!("kind = \"{kind}\"")))
+            .expect("a built-in of each numa01 workload");
+        assert!(parse_scenario(text).is_ok(), "{kind}");
+        let bad = text.replacen("buffer_mib", "bogus = 1\nbuffer_mib", 1);
+        assert!(
+            matches!(parse_scenario(&bad), Err(NumabError::Parse(_))),
+            "{kind}"
+        );
+    }
 }
 
 #[test]

@@ -118,8 +118,8 @@ fn numab_explore_param() {
     if let Ok(k) = std::env::var("STACK_KIB") {
         let k: u64 = k.parse().expect("num");
         match &mut sc.numab.workload {
-            numab::WorkloadSpec::Numa01ThreadAlloc { stack_kib, .. }
-            | numab::WorkloadSpec::Numa01 { stack_kib, .. }
+            numab::WorkloadSpec::Numa01ThreadAlloc(numab::Numa01Spec { stack_kib, .. })
+            | numab::WorkloadSpec::Numa01(numab::Numa01Spec { stack_kib, .. })
             | numab::WorkloadSpec::Numa02 { stack_kib, .. }
             | numab::WorkloadSpec::Disjoint { stack_kib, .. } => *stack_kib = k,
         }
