@@ -556,7 +556,10 @@ pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
         "# Per-unit simulator costs measured by `mmlab calibrate` on the host below.\n{}",
         m.to_toml()
     );
-    crate::render::write_atomic(&args.out, text.as_bytes())?;
+    crate::render::output::write_output(&args.out, text.as_bytes(), out)?;
+    if crate::render::output::is_stdout(&args.out) {
+        return Ok(());
+    }
     let d = CostModel::defaults();
     writeln!(
         out,
@@ -639,8 +642,8 @@ pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "\nsaved to {} (use it with --costs {})",
-        args.out.display(),
-        args.out.display()
+        crate::render::shown(&args.out),
+        crate::cmd::path_word(&args.out).unwrap_or_else(|_| "FILE".into())
     )?;
     Ok(())
 }

@@ -54,8 +54,19 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
                 sc.name()
             );
         };
-        render::write_atomic(path, script.as_bytes())?;
-        writeln!(out, "wrote {0}; run it as root: sh {0}", path.display())?;
+        render::output::write_output(path, script.as_bytes(), out)?;
+        if !render::output::is_stdout(path) {
+            // The command as one can paste it; a name that cannot be
+            // printed as it is is only shown, escaped.
+            match crate::cmd::path_word(path) {
+                Ok(word) => writeln!(out, "wrote {word}; run it as root: sh {word}")?,
+                Err(_) => writeln!(
+                    out,
+                    "wrote {}; run it as root with sh",
+                    render::escape_text(&path.display().to_string())
+                )?,
+            }
+        }
         return Ok(());
     }
     let mut o = overrides(args);

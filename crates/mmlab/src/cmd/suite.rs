@@ -199,14 +199,14 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         .as_ref()
         .filter(|p| show && !render::output::is_stdout(p))
     {
-        writeln!(out, "HTML report written to {}", p.display())?;
+        writeln!(out, "HTML report written to {}", render::shown(p))?;
     }
     let ids: Vec<_> = outcomes.iter().filter_map(|o| o.id).collect();
     if let (true, Some(first), Some(last)) = (show, ids.first(), ids.last()) {
         writeln!(
             out,
             "stored as runs #{first}..#{last} in {} (mmlab history / show / compare)",
-            db.display()
+            render::shown(db)
         )?;
     }
     if failed > 0 {

@@ -356,7 +356,7 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        lab::source::escape(&report.scenario),
+        super::escape_text(&report.scenario),
         report.runs,
         report.seed
     );
@@ -376,7 +376,9 @@ pub fn render_report_header(report: &RunReport) -> String {
 }
 
 /// Everything a run prints: the header, the comparison table across
-/// policies and each policy's latency histograms and percentiles.
+/// policies and each policy's latency histograms and percentiles; every
+/// name from the run (policies, metrics, units, facts) escaped
+/// ([`super::escape_controls`]).
 pub fn render_report(report: &RunReport) -> String {
     let mut out = render_report_header(report);
     // Kernel mode: pivoted tables instead of one row per metric.
@@ -391,5 +393,5 @@ pub fn render_report(report: &RunReport) -> String {
             out.push_str(&h);
         }
     }
-    out
+    super::escape_controls(&out)
 }
