@@ -671,7 +671,6 @@ fn parse_error(text: &[u8]) -> String {
 }
 
 #[test]
-#[ignore = "needs the source.rs fix after the sim split"]
 fn a_file_ending_in_a_key_without_a_value_says_what_is_missing() {
     let e = parse_error(b"kind = \"stats\"\nname =");
     let after = e.split("s.toml:2").nth(1).unwrap_or("");
@@ -682,7 +681,6 @@ fn a_file_ending_in_a_key_without_a_value_says_what_is_missing() {
 }
 
 #[test]
-#[ignore = "needs the source.rs fix after the sim split"]
 fn cr_only_line_ends_get_a_message() {
     let e = parse_error(b"# a scenario\rkind = \"stats\"\rname = \"x\"\r");
     let after = e.split("s.toml:").nth(1).unwrap_or("");
@@ -691,7 +689,6 @@ fn cr_only_line_ends_get_a_message() {
 }
 
 #[test]
-#[ignore = "needs the source.rs fix after the sim split"]
 fn toml_syntax_errors_carry_no_literal_backslash_n() {
     let e = parse_error(b"kind = \"stats\"\nname = [1,\n");
     assert!(!e.contains("\\n"), "{e}");

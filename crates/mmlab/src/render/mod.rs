@@ -125,14 +125,6 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// [`write_file`], under the name its callers outside `render` use.
-///
-/// # Errors
-/// As [`write_file`].
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_file(path, bytes)
-}
-
 /// A new, empty file beside `target` (`TARGET.PID.N.tmp`).
 fn temp_beside(target: &Path) -> std::io::Result<PathBuf> {
     for n in 0..1000 {
