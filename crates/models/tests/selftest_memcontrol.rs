@@ -107,15 +107,15 @@ fn alloc_pagecache_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult 
     ret
 }
 
-/// Runs a check function as a child (`cg_run`): 0 or -1.
+/// Runs a check as a child of `cg` (`cg_run`): 0 or -1, and why it
+/// failed.
 fn run_check(
     m: &mut Machine,
     cg: &str,
-    f: fn(&mut Machine, &str, Pid) -> TestResult,
+    f: impl FnOnce(&mut Machine, &str, Pid) -> TestResult,
 ) -> (i32, String) {
     let mut why = String::new();
-    let cg2 = cg.to_string();
-    let rc = cg_run(m, cg, |m, pid| match f(m, &cg2, pid) {
+    let rc = cg_run(m, cg, |m, pid| match f(m, cg, pid) {
         Ok(()) => 0,
         Err(e) => {
             why = e;
@@ -593,16 +593,8 @@ fn test_memcg_swap_max_peak(m: &mut Machine, root: &str) -> TestResult {
             cg_read_long(m, &memcg, "memory.swap.peak") >= mb(29),
             "swap.peak"
         );
-        let cg2 = memcg.clone();
-        let mut why = String::new();
-        let rc = cg_run(m, &memcg, |m, pid| {
-            match alloc_anon_50m_check_swap(m, &cg2, pid, mb(30)) {
-                Ok(()) => 0,
-                Err(e) => {
-                    why = e;
-                    -1
-                }
-            }
+        let (rc, why) = run_check(m, &memcg, |m, cg, pid| {
+            alloc_anon_50m_check_swap(m, cg, pid, mb(30))
         });
         ensure!(rc == 0, "alloc_anon_50M_check_swap: {why}");
         let max = cg_read_key_long(m, &memcg, "memory.events", "max ");
@@ -715,6 +707,20 @@ fn cg_test_proc_killed(m: &mut Machine, cg: &str) -> bool {
     false
 }
 
+/// The OOM of the `memory.oom.group` tests: a process holding 60M in
+/// `parent` (where it can join), two holding 1M in `child`, then a third
+/// in `child` allocating 100M, which must be killed along with every other
+/// process of `child`.
+fn oom_in_child(m: &mut Machine, parent: &str, child: &str) -> TestResult {
+    cg_run_nowait(m, parent, |m, pid| alloc_anon_noexit(m, pid, mb(60)));
+    cg_run_nowait(m, child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
+    cg_run_nowait(m, child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
+    let rc = cg_run(m, child, |m, pid| alloc_anon(m, pid, mb(100)));
+    ensure!(rc != 0, "not killed");
+    ensure!(cg_test_proc_killed(m, child), "child processes survive");
+    Ok(())
+}
+
 /// OOM with memory.oom.group set on the leaf: every process of the leaf
 /// is killed, and oom_kill events reach the parent.
 fn test_memcg_oom_group_leaf_events(m: &mut Machine, root: &str) -> TestResult {
@@ -733,14 +739,9 @@ fn test_memcg_oom_group_leaf_events(m: &mut Machine, root: &str) -> TestResult {
             cg_write(m, &child, "memory.oom.group", "1") == 0,
             "oom.group"
         );
-        // The parent has controllers in its subtree_control: this process
-        // cannot join it (no internal processes), as in the kernel.
-        cg_run_nowait(m, &parent, |m, pid| alloc_anon_noexit(m, pid, mb(60)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        let rc = cg_run(m, &child, |m, pid| alloc_anon(m, pid, mb(100)));
-        ensure!(rc != 0, "not killed");
-        ensure!(cg_test_proc_killed(m, &child), "child processes survive");
+        // The parent has controllers in its subtree_control: the 60M
+        // process cannot join it (no internal processes), as in the kernel.
+        oom_in_child(m, &parent, &child)?;
         let kills = cg_read_key_long(m, &child, "memory.events", "oom_kill ");
         ensure!(kills > 0, "child oom_kill {kills}");
         let parent_oom_events = cg_read_key_long(m, &parent, "memory.events", "oom_kill ");
@@ -778,12 +779,7 @@ fn test_memcg_oom_group_parent_events(m: &mut Machine, root: &str) -> TestResult
             cg_write(m, &parent, "memory.oom.group", "1") == 0,
             "oom.group"
         );
-        cg_run_nowait(m, &parent, |m, pid| alloc_anon_noexit(m, pid, mb(60)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        let rc = cg_run(m, &child, |m, pid| alloc_anon(m, pid, mb(100)));
-        ensure!(rc != 0, "not killed");
-        ensure!(cg_test_proc_killed(m, &child), "child processes survive");
+        oom_in_child(m, &parent, &child)?;
         ensure!(cg_test_proc_killed(m, &parent), "parent processes survive");
         Ok(())
     })();
