@@ -554,13 +554,36 @@ mod tests {
         assert_eq!(describe_status(c.wait().unwrap()), "exited with status 0");
     }
 
+    /// Minor faults of `pid` so far (`/proc/<pid>/stat` field 10), or
+    /// `None` once it is gone.
+    fn minor_faults(pid: i32) -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the command's closing parenthesis: state (field 3) first.
+        s.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(7)?
+            .parse()
+            .ok()
+    }
+
     #[test]
     fn dropping_a_churning_worker_kills_and_reaps_it() {
         let c = Child::spawn(Job::Churn { pages: 16 }).unwrap();
         let pid = c.pid();
+        let before = minor_faults(pid).expect("the worker runs");
         c.go().unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(!gone(pid));
+        // Churning: 64 rounds of 16 faults, far more than the forked
+        // child's own start-up faults (it only runs a few raw syscalls).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(!gone(pid), "the worker died while churning");
+            if minor_faults(pid).is_some_and(|n| n >= before + 64 * 16) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the worker never churned");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         drop(c);
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || gone(pid));
     }
