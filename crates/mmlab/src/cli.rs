@@ -365,9 +365,10 @@ pub struct RunArgs {
     /// Measured duration per run in milliseconds (virtual in sim mode).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub duration_ms: Option<u64>,
-    /// Kernel scenarios: also simulate the same shapes under the preset
-    /// closest to the host kernel (linux-6.17) and print the host's figures
-    /// beside the simulated ones with their ratio.
+    /// Kernel scenarios: also simulate the same shapes under the preset of
+    /// the host kernel's era (linux-5.15 before 6.8, linux-6.8 before 6.16,
+    /// linux-6.17 from 6.16) and print the host's figures beside the
+    /// simulated ones with their ratio.
     #[arg(long)]
     pub compare_sim: bool,
     /// Reduced sizes and one run (as `mmlab --quick`).

@@ -12,8 +12,11 @@
 //!   at once; writers queue, readers never block (opening for reading takes
 //!   no write lock unless the schema must be migrated).
 //!
-//! The store does no I/O besides the database: host facts come in as a
-//! [`HostFacts`] value and times as [`SystemTime`]s.
+//! The store's I/O is the database (and SQLite's `-wal` and `-shm` files
+//! beside it, a probe file that tells a read-only folder from a read-only
+//! file) and [`HostFacts::detect`]'s reads of `/proc/cpuinfo` and
+//! `/proc/sys/kernel/osrelease`; it prints nothing. A run's host facts come
+//! in as a [`HostFacts`] value and its times as [`SystemTime`]s.
 
 #![warn(missing_docs)]
 
