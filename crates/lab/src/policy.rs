@@ -28,7 +28,7 @@
 //! | `period_ms` | integer | `period_ns` |
 //!
 //! The values are hierstat's own types in their text forms (its `serde`
-//! feature); the knobs are listed once, in [`knobs!`]'s invocation below,
+//! feature); the knobs are listed once, in `knobs!`'s invocation below,
 //! which makes the table's fields, [`KNOBS`] and the overrides. The numeric
 //! knobs' bounds are in [`crate::ranges::POLICY`], checked on the file and
 //! on every sweep point ([`PolicySpec::with_knob`]).
