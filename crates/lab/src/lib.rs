@@ -7,7 +7,10 @@
 //! `kernel`); a front end lists them in a [`Catalog`], which parses any file
 //! through them into one [`Scenario`]. [`Scenario::run`] gives the results
 //! model ([`report::RunReport`]) and [`Scenario::claims`] the source
-//! thread's claims on it.
+//! thread's claims on it. Whatever else a kind offers a front end (a
+//! reproducer script, a run beside its simulation, its own tables and
+//! figures of a run) is a [`Spec`] method too: no front end needs a kind's
+//! concrete type.
 //!
 //! ```text
 //!   file ──Catalog::parse──▶ Kind::parse ──▶ Scenario { Header, Box<dyn Spec> }

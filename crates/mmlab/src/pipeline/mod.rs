@@ -346,6 +346,18 @@ fn merge_command(from: &std::path::Path, into: &std::path::Path) -> Result<Strin
     ))
 }
 
+/// The scenario a report was run from, parsed from the text stored with
+/// it through the catalog (`label` names the run in errors): how whatever
+/// holds only a report (a stored run, a finished one) reaches its kind's
+/// [`lab::Spec`] methods, its claims, tables and figures.
+///
+/// # Errors
+/// The stored text no longer parses (a scenario kind or field this build
+/// does not know).
+pub fn stored_scenario(report: &RunReport, label: &str) -> Result<Scenario> {
+    Ok(input::catalog().parse(&format!("<run {label}>"), &report.scenario_toml)?)
+}
+
 /// The source threads' claims on a stored report, from the scenario text
 /// stored with it (`label` names the run in errors).
 ///
@@ -353,8 +365,7 @@ fn merge_command(from: &std::path::Path, into: &std::path::Path) -> Result<Strin
 /// The stored text no longer parses (a scenario kind or field this build
 /// does not know).
 pub fn stored_claims(report: &RunReport, label: &str) -> Result<Vec<Claim>> {
-    let sc = input::catalog().parse(&format!("<run {label}>"), &report.scenario_toml)?;
-    Ok(sc.claims(report))
+    Ok(stored_scenario(report, label)?.claims(report))
 }
 
 /// [`stored_claims`] of each stored run; a run whose text no longer

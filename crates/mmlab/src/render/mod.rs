@@ -1,7 +1,9 @@
 //! Everything mmlab shows, and nothing else: text in the formats of the
-//! source threads ([`text`], [`claims`], [`compare`], [`side_by_side`],
-//! [`kernel`]'s pivoted kernel-mode tables),
-//! the command outputs ([`suite`], [`sweep`], [`list`], [`history`]), JSON
+//! source threads ([`text`], [`claims`], [`compare`]), a kind's own
+//! views of a run laid out generically (its tables in [`text`] and
+//! [`html`], its figures in [`html::plots`], its runs beside its
+//! simulation in [`side_by_side`]: the [`lab::Spec`] methods, never a
+//! kind's concrete type), the command outputs ([`suite`], [`sweep`], [`list`], [`history`]), JSON
 //! ([`json`]), the generated results tables ([`results`]), the
 //! self-contained HTML report ([`html`], charts from the
 //! `svgplot` crate), where outputs go ([`output`]: standard output or a
@@ -19,7 +21,6 @@ pub mod compare;
 pub mod history;
 pub mod html;
 pub mod json;
-pub mod kernel;
 pub mod list;
 pub mod output;
 pub mod results;
@@ -332,7 +333,8 @@ pub fn escape_controls(s: &str) -> String {
 }
 
 /// A text table: left-aligned first column, right-aligned others, two
-/// spaces apart, each cell escaped (kernel pivots, the side-by-side table).
+/// spaces apart, each cell escaped (a kind's tables, the side-by-side
+/// table).
 pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
     let cols = header.len();
     let width: Vec<usize> = (0..cols)
