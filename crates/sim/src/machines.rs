@@ -322,16 +322,39 @@ impl Machine {
                 "missing: a machine with 2+ sockets needs it".into(),
             ));
         }
-        for f in [
-            self.l1_latency_ns,
-            self.l2_latency_ns,
-            self.line_transfer_intra_socket_ns,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            if !(f.is_finite() && f > 0.0 && f < 1e6) {
-                return Err(("l1_latency_ns".into(), format!("{f} ns is not a latency")));
+        for (name, v) in [
+            ("l1_latency_ns", self.l1_latency_ns),
+            ("l2_latency_ns", self.l2_latency_ns),
+            (
+                "line_transfer_intra_ccx_ns",
+                self.line_transfer_intra_ccx_ns,
+            ),
+            (
+                "line_transfer_intra_socket_ns",
+                self.line_transfer_intra_socket_ns,
+            ),
+            (
+                "line_transfer_cross_socket_ns",
+                self.line_transfer_cross_socket_ns,
+            ),
+            (
+                "rmw_contended_intra_socket_ns",
+                self.rmw_contended_intra_socket_ns,
+            ),
+            (
+                "rmw_contended_cross_socket_ns",
+                self.rmw_contended_cross_socket_ns,
+            ),
+            ("fault_anon_ns", self.fault_anon_ns),
+            ("fault_cow_ns", self.fault_cow_ns),
+            ("fault_shared_ns", self.fault_shared_ns),
+            ("send_ns", self.send_ns),
+            ("recv_ns", self.recv_ns),
+        ] {
+            if let Some(f) = v {
+                if !(f.is_finite() && f > 0.0 && f < 1e7) {
+                    return Err((name.into(), format!("{f} ns is not a time in (0, 1e7)")));
+                }
             }
         }
         for (f, v) in self.l1_left_fields() {
@@ -628,6 +651,9 @@ line_transfer_cross_socket_ns_source = "test"
         assert!(Machine::parse("m.toml", &bad).is_err(), "unknown key");
         let bad = GOOD.replace("cpus = 8", "cpus = 9");
         assert!(Machine::parse("m.toml", &bad).is_err(), "topology");
+        let bad = GOOD.replace("l2_latency_ns = 4.0", "l2_latency_ns = -4.0");
+        let e = Machine::parse("m.toml", &bad).unwrap_err();
+        assert_eq!(e.field, "l2_latency_ns", "{e}");
         let bad = GOOD
             .replace("line_transfer_cross_socket_ns = 120.0\n", "")
             .replace("line_transfer_cross_socket_ns_source = \"test\"\n", "");

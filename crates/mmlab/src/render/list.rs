@@ -86,14 +86,21 @@ pub fn render_list(scenarios: &[Scenario]) -> String {
     }
     let _ = writeln!(out, "\nflush policies (stats and refault scenarios):");
     for name in flush_policies() {
-        let _ = writeln!(out, "  {name:<24} {}", policy_description(&name));
+        // Wrapped under their column, within 100 columns.
+        for (i, line) in super::wrap(policy_description(&name), 73)
+            .iter()
+            .enumerate()
+        {
+            let first = if i == 0 { name.as_str() } else { "" };
+            let _ = writeln!(out, "  {first:<24} {line}");
+        }
     }
     let _ = writeln!(
         out,
         "\nmachines (will-it-scale and netperf: `machine = \"NAME\"` or a file, docs/machines.md):"
     );
     for (name, desc) in machines() {
-        let desc = super::wrap(&desc, 74);
+        let desc = super::wrap(&desc, 73);
         for (i, line) in desc.iter().enumerate() {
             let first = if i == 0 { name.as_str() } else { "" };
             let _ = writeln!(out, "  {first:<24} {line}");
