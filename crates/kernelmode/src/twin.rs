@@ -30,6 +30,7 @@ use lab::Header;
 use lab::{RunError, RunOptions, Scenario};
 use sim::cost::CostModel;
 use sim::kinds::stats::{stat_readers, Readers, StatsScenario, Workload};
+use sim::machines::Machine;
 use sim::priced::{machine, spike, Op, PricedSetup};
 use sim::workload::{FlusherSpec, ReadersSpec, Targets, TreeSpec, WritersSpec};
 use simcore::time::{MILLIS, SECONDS};
@@ -68,7 +69,7 @@ pub fn predict_into(
 ) -> Result<(), RunError> {
     let cpus = facts.online_cpus.max(1);
     let preset = era_preset(&facts.kernel_release);
-    let policy = FlushPolicy::Preset(preset);
+    let policy = FlushPolicy::preset(preset);
     match &sc.experiment {
         Experiment::UpdatePath(cfg) => {
             for &d in &cfg.depths {
@@ -84,6 +85,8 @@ pub fn predict_into(
                     policy,
                     flush_period: Some(2 * SECONDS),
                     costs: costs.clone(),
+                    machine: Machine::host().with_cpus(cpus as u32),
+                    protected_levels: 0,
                 });
                 r.push(
                     &predicted(&ns_per_fault(d)),
@@ -129,6 +132,7 @@ pub fn predict_into(
                         duration_ms,
                         cpus: Some(cpus as u32),
                         threads: None,
+                        machine: None,
                     };
                     let opts = RunOptions {
                         context: lab::Context::default().with(costs.clone()),

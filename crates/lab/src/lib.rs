@@ -21,8 +21,9 @@
 //!
 //! Module map: [`scenario`] (the kind interface and the scenario handle) ·
 //! [`catalog`] · [`source`] (a file's text, errors with line and field) ·
-//! [`ranges`] (every numeric field's bounds) · [`policy`] (user flush
-//! policies) · [`sweep`] (policy grids) · [`estimate`] (a run's cost before
+//! [`ranges`] (every numeric field's bounds) · [`policy`] (flush policies:
+//! the route from a name, user policies) · [`kernel`] (the kernel path a
+//! policy is priced at, the built-in kernel policies) · [`sweep`] (policy grids) · [`estimate`] (a run's cost before
 //! it runs) · [`progress`] (run options, context and progress) ·
 //! [`interleave`] (the loop over runs and policies) · [`report`] (results
 //! and claims) · [`error`].
@@ -36,6 +37,7 @@ pub mod catalog;
 pub mod error;
 pub mod estimate;
 pub mod interleave;
+pub mod kernel;
 pub mod policy;
 pub mod progress;
 pub mod ranges;
@@ -47,7 +49,8 @@ pub mod sweep;
 pub use catalog::Catalog;
 pub use error::{RunError, ScenarioError};
 pub use estimate::{Estimate, Limits, Rates, WorkClass};
-pub use policy::{FlushPolicy, PolicyFile, PolicySpec, UserPolicy};
+pub use kernel::{Base, KernelPath, KernelPolicy};
+pub use policy::{Engine, FlushPolicy, PolicyFile, PolicySpec, UserPolicy};
 pub use progress::{Context, Progress, RunOptions, Steps};
 pub use ranges::Range;
 pub use scenario::{Header, Kind, Overrides, RunOutput, Scenario, Spec};

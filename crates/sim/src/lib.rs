@@ -23,7 +23,7 @@
 //!
 //! Module map: [`kinds`] (one folder per kind) · [`runner`], [`select`],
 //! [`backend`], [`engine`], [`baselines`], [`workload`], [`cost`],
-//! [`priced`], [`lock`], [`cpu`], [`event`] (what the runners are built
+//! [`priced`], [`machines`] (the boxes the priced workloads run on), [`lock`], [`cpu`], [`event`] (what the runners are built
 //! from) · [`error`].
 
 #![warn(missing_docs)]
@@ -37,6 +37,7 @@ pub mod error;
 pub mod event;
 pub mod kinds;
 pub mod lock;
+pub mod machines;
 pub mod priced;
 pub mod runner;
 pub mod select;

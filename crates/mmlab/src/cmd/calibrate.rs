@@ -331,9 +331,11 @@ fn modelled_memcg_ns(m: &CostModel, op: Op, depth: u32, cpus: usize, era: Preset
         shared_mm: false,
         warmup: 50_000,
         duration: 500_000,
-        policy: FlushPolicy::Preset(era),
+        policy: FlushPolicy::preset(era),
         flush_period: Some(2_000_000_000),
         costs,
+        machine: sim::machines::Machine::host().with_cpus(cpus as u32),
+        protected_levels: 0,
     });
     1e9 / o.ops_per_sec_per_task().max(1.0)
 }
