@@ -113,14 +113,17 @@ mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "crate:
 mutant "ancestor walk: residue RMW AcqRel -> Release" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Release) & RESIDUE_MASK"
 mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Acquire) & RESIDUE_MASK"
 mutant "fold: residue take Acquire -> Relaxed" src/header.rs "self.0.fetch_and(!RESIDUE_MASK, Ordering::Acquire) & RESIDUE_MASK" "self.0.fetch_and(!RESIDUE_MASK, Ordering::Relaxed) & RESIDUE_MASK"
-mutant "flusher: fence after the snapshots removed (fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
+mutant "flusher: fence after the snapshots removed (counted claims, fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
             // \`FlushingGuard\`).
             crate::sync::fence_seqcst();" "            // before its drains, for owners that skip a fold (see
             // \`FlushingGuard\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
 mutant "per-pass gate: overlapping flushes each subtract their snapshot" src/flush.rs "if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {" "if t.snapshot.is_none() {"
 mutant "per-pass gate: overlapping root flushes each subtract the global snapshot" src/flush.rs "            && (!per_pass || self.global.hold_snapshot())" "            && true"
-mutant "global: fold Release -> Relaxed" src/count.rs "self.add_below_ordered(m, level, Ordering::Release)" "self.add_below_ordered(m, level, Ordering::Relaxed)"
+# A fold or reservation a flush's snapshot counts must come from a row its
+# drains find (issue #32: the Some(0) of a root flush after a subtree flush).
+mutant "fold: count add Release -> Relaxed" src/count.rs "self.0.fetch_add(m.min(MAX_FOLD), Ordering::Release);" "self.0.fetch_add(m.min(MAX_FOLD), Ordering::Relaxed);"
+mutant "claim: reservation add Release -> Relaxed" src/update.rs ".fetch_add(self.params.batch - 1, Ordering::Release);" ".fetch_add(self.params.batch - 1, Ordering::Relaxed);"
 mutant "global: root flush snapshot Acquire -> Relaxed" src/count.rs "        self.0.load(Ordering::Acquire) & COUNT_MASK" "        self.0.load(Ordering::Relaxed) & COUNT_MASK"
 mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
     }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);

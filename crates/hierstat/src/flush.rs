@@ -51,11 +51,18 @@
 //!   `overlapping_flushes_subtract_one_snapshot` and
 //!   `overlapping_root_flushes_subtract_one_global_snapshot` fail without
 //!   the hold);
-//! * a per-group flush snapshots only the counts of groups it drained, so a
-//!   fold it counts belongs to a row it carries; a global threshold's root
-//!   flush snapshots the tree's count before its drains, so a fold is
-//!   Release and that snapshot Acquire: a counted fold's row was pushed
-//!   before the drains (see `Count::add_below_release`);
+//! * a snapshot counts folds and reservations of rows the flush has not
+//!   drained yet: a group is snapshotted once any row of its subtree is on
+//!   a dirty tree, and its count holds the folds of every row below it,
+//!   some of them pushed a moment ago, some taken off the trees by an
+//!   earlier subtree flush. Each such fold or reservation was made after
+//!   its row's push (or after acquiring the claim in progress that will
+//!   push it), and is Release; the snapshot is followed by a `SeqCst`
+//!   fence (per group) or is Acquire (a global threshold's root flush), so
+//!   the passes' drains find every row the reset takes accounting from
+//!   (issue #32: Relaxed, a root flush after a subtree flush counted a
+//!   claim whose push its drain missed, and `/a` read `Some(0)` with the
+//!   claim's pages missing until a later flush; see `Count::add`);
 //! * a count above its break level (an early break, or its saturation)
 //!   skips updates; a reset from there flags the count so that the bound
 //!   is `None` until a reset from below (see `count.rs`).
@@ -124,8 +131,10 @@ impl Handover {
                 in_flight: 0,
             });
             if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {
-                // ORDERING: Relaxed; see `flush_subtree` (its fence after
-                // the snapshot phase) and `hand_over`.
+                // ORDERING: Relaxed; the `SeqCst` fence that ends the
+                // snapshot phase (`flush_subtree`) acquires the folds and
+                // reservations these loads read (both Release: see
+                // `Count::add` and `Core::claim`), and `hand_over` releases.
                 t.snapshot = Some((
                     t.group.updates.snapshot(),
                     t.group.reserved.load(Ordering::Relaxed),
@@ -354,9 +363,9 @@ impl Core {
             && (!per_pass || self.global.hold_snapshot())
         {
             hand.global = Some((
-                // ORDERING: Acquire (see `Count::add_below_release`): every
-                // fold it counts comes from a row pushed before, which the
-                // passes' drains find.
+                // ORDERING: Acquire (see `Count::add`): every fold it counts
+                // comes from a row pushed before, which the passes' drains
+                // find.
                 self.global.count().snapshot_acquire(),
                 self.global.in_flight_snapshot(),
             ));
@@ -375,7 +384,10 @@ impl Core {
                     hand.snapshot(st, &list);
                 }
             }
-            // Orders the snapshots before the passes' drains: an update
+            // Acquires every fold and reservation the snapshots counted
+            // (Release, made after their rows' pushes: see `Count::add`),
+            // so that the passes' drains find those rows. It also orders
+            // the snapshots before the passes' drains: an update
             // whose header RMW one of those drains reads (it found its pair
             // drained, and claimed it again) reads counts no older than the
             // snapshots (its RMW acquires: see `Header::add_residue`), so a

@@ -368,9 +368,15 @@ impl Core {
             // under-count. No early break: reservations are not capped.
             let mut a = Some(g);
             while let Some(n) = a {
-                // ORDERING: Relaxed; flush trigger and bound only.
+                // ORDERING: Release, after the push above (or the claim in
+                // progress this thread's claim RMW acquired): a flush whose
+                // snapshot counts this reservation resets it at its
+                // hand-over, so its drains must find the row; its `SeqCst`
+                // fence after the snapshots acquires this release (as for a
+                // fold, see `Count::add`; loom: Relaxed fails
+                // `a_reservation_counted_by_a_root_flush_is_drained_with_its_pair`).
                 n.reserved
-                    .fetch_add(self.params.batch - 1, Ordering::Relaxed);
+                    .fetch_add(self.params.batch - 1, Ordering::Release);
                 work.count(Work::Atomic, 1);
                 a = n.hot.parent.as_deref();
             }
@@ -386,7 +392,7 @@ impl Core {
             // No threshold to feed.
             ThresholdRule::None => {}
             ThresholdRule::Global => {
-                if self.global.count().add_below_release(m, COUNT_LIMIT) {
+                if self.global.count().add_below(m, COUNT_LIMIT) {
                     work.count(Work::Atomic, 1);
                 }
             }
