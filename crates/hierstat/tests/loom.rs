@@ -894,6 +894,67 @@ mod engine {
         a_claim_counted_by_a_root_flush_after_a_subtree_flush(4, 10);
     }
 
+    /// Issue #32's `Some(0)` on any host. Two shared writers of `/g`'s
+    /// pair (on one shard: more writers than shards), the pair unclaimed
+    /// (never written here; or drained, and its reservations given back by
+    /// a flush): the first writer claims the
+    /// pair for an update of item `y` (sets the shared reservation bit);
+    /// the second adds 20 to item `x`, finds the bit set and returns, then
+    /// reads `/g`'s `x`. Nothing of `x` is in flight, and its 20 pages
+    /// (under the batch: no fold) are covered only by the first writer's
+    /// reservation, which must be in the count by then: reserved after the
+    /// bit was set, the read saw 0 of 20 with a bound of 0 for as long as
+    /// the first writer stayed preempted in its claim, until it resumed or
+    /// a flush's drain (which waits for the claim) carried the pair.
+    #[test]
+    fn a_writer_finding_the_pair_claimed_is_covered_by_the_claim() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.threshold_size = ThresholdSize::Fixed(1000);
+            let mut b = Schema::builder();
+            let x = b.event("x", Unit::Count);
+            let y = b.event("y", Unit::Count);
+            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || {
+                t2.add_with(Shard(0), &g2, y, 1, &mut ()).unwrap();
+            });
+            t.add_with(Shard(0), &g, x, 20, &mut ()).unwrap();
+            assert_bounded_within(&t, &g, x, 20, 20);
+            assert_bounded_within(&t, &t.root(), x, 20, 20);
+            claimer.join().unwrap();
+        });
+    }
+
+    /// The owner and a shared writer claim `/g`'s pair (30 pages each,
+    /// under the batch) while a root flush runs. The shared writer reserves
+    /// before its claim RMW (see
+    /// [`a_writer_finding_the_pair_claimed_is_covered_by_the_claim`]) and
+    /// may find the pair queued by the owner's claim, still pushing: a
+    /// flush that counts the shared reservation learns of the shared
+    /// claim, and of the owner's only through the shared claim's end. Its
+    /// drain must still wait for the owner's push, or its hand-over takes
+    /// the shared reservation while the pair is not drained, leaving 60
+    /// pages under a bound of 31.
+    #[test]
+    fn a_claim_acquired_through_another_claim_is_waited_for() {
+        model(|| {
+            let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
+            let (t2, g2) = (t.clone(), g.clone());
+            let owner = thread::spawn(move || t2.add_owned_with(Shard(0), &g2, x, 30).unwrap());
+            let (t3, g3) = (t.clone(), g.clone());
+            let sharer = thread::spawn(move || {
+                t3.add_with(Shard(0), &g3, x, 30, &mut ()).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            owner.join().unwrap();
+            sharer.join().unwrap();
+            assert_bounded_within(&t, &g, x, 60, 60);
+            assert_bounded_within(&t, &t.root(), x, 60, 60);
+        });
+    }
+
     /// Two forced flushes, of `/g` or of the root, overlap; the main
     /// thread adds 100 to `/g` after its own flush, before the other's
     /// ends: `/g` and the root must stay bounded at 200.
