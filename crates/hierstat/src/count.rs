@@ -21,8 +21,9 @@
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// Updates stop adding to a count at this many pages (2^62): no threshold
-/// is anywhere near (see [`MAX_THRESHOLD`]), and no number of racing
-/// folds of at most [`MAX_FOLD`] pages each can carry it into the flag bit.
+/// is anywhere near (see [`MAX_THRESHOLD`]), and folds of at most
+/// [`MAX_FOLD`] pages each that pass the check at once would have to be
+/// more than a thousand (2^62 / (2^52 + 1)) to carry it into the flag bit.
 pub(crate) const COUNT_LIMIT: u64 = 1 << 62;
 
 /// The largest threshold a configuration may ask for (2^52 pages, 16 EiB
@@ -30,8 +31,13 @@ pub(crate) const COUNT_LIMIT: u64 = 1 << 62;
 pub const MAX_THRESHOLD: u64 = 1 << 52;
 
 /// The most one fold adds to a count: a single update of more pages counts
-/// as this many (it is above every threshold either way).
-pub(crate) const MAX_FOLD: u64 = 1 << 52;
+/// as this many. One more than the largest threshold, so that a capped
+/// fold puts its group (and the tree, for a global threshold) above any
+/// threshold: no bound is reported and a guarded read flushes until a
+/// flush carries the update. (At `MAX_THRESHOLD` itself, a cap of 2^52
+/// left the count *at* the threshold: an update of 2^60 pages read 0 with
+/// a bound of 2^52 + 31 and `needs_flush` false.)
+pub(crate) const MAX_FOLD: u64 = MAX_THRESHOLD + 1;
 
 /// The count's flag bit: the last reset found the count above the break
 /// level (see the module docs).
