@@ -141,9 +141,7 @@ mutant "shared claim: reservation after the claim RMW" src/update.rs "        if
         }
         if folded && c.reserve {"
 mutant "global: root flush snapshot Acquire -> Relaxed" src/count.rs "        self.0.load(Ordering::Acquire) & COUNT_MASK" "        self.0.load(Ordering::Relaxed) & COUNT_MASK"
-mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
-    }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);
-    }"
+mutant "saturation: pin Release -> Relaxed" src/flush.rs "    n.agg[k].store(dir.limit(), Ordering::Release);" "    n.agg[k].store(dir.limit(), Ordering::Relaxed);"
 mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let signed = g.agg[slot.get()].load(Ordering::Acquire);" "let signed = g.agg[slot.get()].load(Ordering::Relaxed);"
 # Rows on first touch (see table.rs): a row's address and index are
 # published by the entry's Release store and read after its Acquire load.

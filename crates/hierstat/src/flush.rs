@@ -81,7 +81,7 @@ use crate::dirty::{DirtyTree, IdMap};
 use crate::engine::Core;
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::rows::Row;
-use crate::saturation::Direction;
+use crate::saturation::{Direction, SaturatedSlots, Scope};
 use crate::state::GroupState;
 use crate::sync::{Arc, MutexGuard, Ordering, Ranked};
 use crate::tree::groups::Structure;
@@ -662,12 +662,12 @@ impl Core {
                 }
                 _ => 0,
             };
-            if let Some(dir) = saturated.as_ref().and_then(|sat| sat.get(k)) {
-                // Pinned, whether or not this pass carries anything (an
-                // ancestor is marked before any change reaches it).
-                // ORDERING: Release; pairs with the bound's Acquire load of
-                // the aggregate, before its look at the saturation flag.
-                agg[k].store(dir.limit(), Ordering::Release);
+            if let Some(sat) = saturated.as_ref().filter(|sat| sat.get(k).is_some()) {
+                // The aggregate is pinned, whether or not this pass carries
+                // anything (an ancestor is marked before any change reaches
+                // it); the local value still counts the group's own change.
+                let own = i128::from(cur) - i128::from(before) + i128::from(shared);
+                self.aggregate_pinned(n, k, sat, own);
                 continue;
             }
             // This shard's own change, and with the children's: exact in
@@ -680,8 +680,20 @@ impl Core {
                 let delta = own + i128::from(from_children);
                 match (i64::try_from(own), i64::try_from(delta)) {
                     (Ok(own), Ok(delta)) => (own, delta),
-                    _ => {
-                        self.pin(n, k, Direction::of(delta));
+                    (Err(_), _) => {
+                        self.pin(n, k, Direction::of(own), Scope::Own);
+                        continue;
+                    }
+                    // The subtree's sum left `i64`, not the group's own:
+                    // the local value takes its change.
+                    (Ok(_), Err(_)) => {
+                        self.pin(n, k, Direction::of(delta), Scope::Subtree);
+                        self.aggregate_pinned(
+                            n,
+                            k,
+                            &self.saturation.slots_of(n).expect("just marked"),
+                            own,
+                        );
                         continue;
                     }
                 }
@@ -695,7 +707,7 @@ impl Core {
                 match local[k].load(Ordering::Relaxed).checked_add(own) {
                     Some(v) => local[k].store(v, Ordering::Relaxed),
                     None => {
-                        self.pin(n, k, Direction::of(i128::from(own)));
+                        self.pin(n, k, Direction::of(i128::from(own)), Scope::Own);
                         continue;
                     }
                 }
@@ -704,7 +716,8 @@ impl Core {
                 match agg[k].load(Ordering::Relaxed).checked_add(delta) {
                     Some(v) => agg[k].store(v, Ordering::Relaxed),
                     None => {
-                        self.pin(n, k, Direction::of(i128::from(delta)));
+                        // The local value took `own` above.
+                        self.pin(n, k, Direction::of(i128::from(delta)), Scope::Subtree);
                         continue;
                     }
                 }
@@ -712,8 +725,12 @@ impl Core {
                     let old = pp[k].fetch_add(delta, Ordering::Relaxed);
                     atomics += 1;
                     if old.checked_add(delta).is_none() {
-                        self.saturation
-                            .saturate_towards(p, k, Direction::of(i128::from(delta)));
+                        self.saturation.saturate_towards(
+                            p,
+                            k,
+                            Direction::of(i128::from(delta)),
+                            Scope::Subtree,
+                        );
                     }
                 }
             }
@@ -721,14 +738,56 @@ impl Core {
         work.count(Work::Atomic, atomics);
     }
 
-    /// Saturates slot `k` of `n` (and its ancestors) and pins its aggregate.
+    /// Saturates slot `k` of `n` (and its ancestors) and pins its
+    /// aggregate, and with [`Scope::Own`] its local value.
     #[cold]
     #[inline(never)]
-    fn pin(&self, n: &GroupState, k: usize, dir: Direction) {
-        self.saturation.saturate_towards(n, k, dir);
-        // ORDERING: Release, as in `aggregate`.
-        n.agg[k].store(dir.limit(), Ordering::Release);
+    fn pin(&self, n: &GroupState, k: usize, dir: Direction, scope: Scope) {
+        self.saturation.saturate_towards(n, k, dir, scope);
+        if scope == Scope::Own {
+            // ORDERING: Relaxed, as every write of `local` (see
+            // `aggregate`).
+            n.local[k].store(dir.limit(), Ordering::Relaxed);
+        }
+        pin_agg(n, k, dir);
     }
+
+    /// Slot `k` of `n`, whose aggregate is saturated (`sat`), on a pass
+    /// that found the group's own change `own`: the aggregate stays
+    /// pinned, and the local value takes `own` unless it saturated (or
+    /// saturates now) too. A descendant's saturation must not freeze the
+    /// group's own count.
+    #[cold]
+    #[inline(never)]
+    fn aggregate_pinned(&self, n: &GroupState, k: usize, sat: &SaturatedSlots, own: i128) {
+        let agg_dir = sat.get(k).expect("the aggregate is saturated");
+        // ORDERING: Relaxed for `local`, as in `aggregate`.
+        match sat.local(k) {
+            Some(dir) => n.local[k].store(dir.limit(), Ordering::Relaxed),
+            None => {
+                let sum = i64::try_from(own)
+                    .ok()
+                    .and_then(|own| n.local[k].load(Ordering::Relaxed).checked_add(own));
+                match sum {
+                    Some(v) => n.local[k].store(v, Ordering::Relaxed),
+                    None => {
+                        let dir = Direction::of(own);
+                        self.saturation.saturate_towards(n, k, dir, Scope::Own);
+                        n.local[k].store(dir.limit(), Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        pin_agg(n, k, agg_dir);
+    }
+}
+
+/// Pins slot `k` of `n`'s aggregate at the limit of `dir` (the slot is
+/// marked saturated already).
+fn pin_agg(n: &GroupState, k: usize, dir: Direction) {
+    // ORDERING: Release; pairs with the bound's Acquire load of the
+    // aggregate, before its look at the saturation flag.
+    n.agg[k].store(dir.limit(), Ordering::Release);
 }
 
 /// The row on shard `s` of each group of `ids`, if it has one.

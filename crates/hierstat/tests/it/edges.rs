@@ -1,5 +1,6 @@
 //! Edges of the overflow rules (issue #32): an update larger than the
-//! largest threshold.
+//! largest threshold, and a descendant's saturation against its
+//! ancestors' local values.
 
 use hierstat::sim::{Shard, Simulator};
 use hierstat::{
@@ -69,6 +70,62 @@ fn an_update_over_the_largest_threshold_is_never_bounded_below_it() {
                 r.signed.abs_diff((1 << 60) + MAX_THRESHOLD as i64) <= bound,
                 "{what}: {r:?}"
             );
+        }
+    }
+}
+
+/// Edge 2: a descendant's saturation must not freeze its ancestors' local
+/// values (`/a`'s own 10 read 0), and a group whose own updates left
+/// `i64` reads its limit locally (it read its value from before the
+/// saturation), on every preset, with the saturation coming from the
+/// update path (one cell) and from a flush's sum of shards.
+#[test]
+fn saturation_below_leaves_local_values_counting() {
+    for preset in Preset::ALL {
+        for membarrier in [true, false] {
+            let what = format!("{preset}, membarrier {membarrier}");
+            let (t, ev, a, ab) = tree_ab(preset.policy(), 2, membarrier);
+            let ac = t.create(&a, "c").unwrap();
+            t.add(&ab, ev, 5).unwrap();
+            t.add(&a, ev, 4).unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read_local(&ab, ev).unwrap(), 5, "{what}");
+            // `/a/b` leaves `i64` in one cell; `/a/c` through the sum of
+            // two shards that each fit.
+            t.add_with(Shard(0), &ab, ev, i64::MAX, &mut ()).unwrap();
+            t.add_with(Shard(0), &ac, ev, i64::MAX - 1, &mut ())
+                .unwrap();
+            t.add_with(Shard(1), &ac, ev, i64::MAX - 1, &mut ())
+                .unwrap();
+            t.add(&a, ev, 6).unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            for g in [&ab, &ac, &a, &t.root()] {
+                assert!(
+                    t.read_bounded(g, ev).unwrap().saturated,
+                    "{what} {}",
+                    g.path()
+                );
+            }
+            assert_eq!(
+                t.read_local(&a, ev).unwrap(),
+                10,
+                "{what}: /a's own updates"
+            );
+            for g in [&ab, &ac] {
+                assert_eq!(
+                    t.read_local(g, ev).unwrap(),
+                    i64::MAX as u64,
+                    "{what} {}: its own updates left i64",
+                    g.path()
+                );
+            }
+            // And the ancestor keeps counting; the root has no own updates.
+            t.add_with(Shard(1), &a, ev, 7, &mut ()).unwrap();
+            t.flush_forced(&a).unwrap();
+            assert_eq!(t.read_local(&a, ev).unwrap(), 17, "{what}");
+            assert_eq!(t.read_local(&t.root(), ev).unwrap(), 0, "{what}");
+            assert_eq!(t.read(&a, ev).unwrap(), i64::MAX as u64, "{what}");
+            t.verify().unwrap();
         }
     }
 }
