@@ -1,11 +1,15 @@
-//! Edges of the overflow rules (issue #32): an update larger than the
-//! largest threshold, and a descendant's saturation against its
-//! ancestors' local values.
+//! Three edges of the overflow rules (issue #32): an update larger than the
+//! largest threshold, a descendant's saturation against its ancestors'
+//! local values, and a work sink that panics in the middle of a flush or
+//! an update.
 
-use hierstat::sim::{Shard, Simulator};
+use hierstat::sim::{Shard, Simulator, Work, WorkSink};
 use hierstat::{
-    Config, Group, HierStats, ItemId, Policy, Preset, Schema, ThresholdSize, Unit, MAX_THRESHOLD,
+    Config, FlushKind, Group, HierStats, ItemId, Policy, Preset, Schema, ThresholdSize, Unit,
+    MAX_THRESHOLD,
 };
+use std::sync::mpsc;
+use std::time::Duration;
 
 /// Every preset that reports bounds.
 fn bounding_presets() -> impl Iterator<Item = Preset> {
@@ -126,6 +130,132 @@ fn saturation_below_leaves_local_values_counting() {
             assert_eq!(t.read_local(&t.root(), ev).unwrap(), 0, "{what}");
             assert_eq!(t.read(&a, ev).unwrap(), i64::MAX as u64, "{what}");
             t.verify().unwrap();
+        }
+    }
+}
+
+/// A sink that panics at its `at`-th call, or counts the calls.
+struct PanicAt {
+    at: u64,
+    calls: u64,
+}
+
+impl WorkSink for PanicAt {
+    fn count(&mut self, _: Work, _: u64) {
+        self.calls += 1;
+        if self.calls == self.at {
+            panic!("the sink panics at call {}", self.at);
+        }
+    }
+}
+
+/// Runs `f` on another thread and waits for it at most 30 s: a flush that
+/// waits forever for a registration or a claim a panic left behind fails
+/// the test instead of hanging it.
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: hung (a panicking sink left the tree waiting)"),
+    }
+}
+
+/// A tree with updates pending on both shards, in `/a/b`, `/a` and `/c`;
+/// returns it with the exact subtree sums of `/a/b`, `/a`, `/c`, root.
+fn pending_tree(preset: Preset) -> (HierStats, ItemId, [Group; 4], [i64; 4]) {
+    let (t, ev, a, ab) = tree_ab(preset.policy(), 2, true);
+    let c = t.create(&t.root(), "c").unwrap();
+    for s in 0..2 {
+        t.add_with(Shard(s), &ab, ev, 20_000 + s as i64, &mut ())
+            .unwrap();
+        t.add_with(Shard(s), &a, ev, 300, &mut ()).unwrap();
+        t.add_with(Shard(s), &c, ev, 7, &mut ()).unwrap();
+    }
+    t.add(&ab, ev, 40).unwrap();
+    let root = t.root();
+    (t, ev, [ab, a, c, root], [40_041, 40_641, 14, 40_655])
+}
+
+/// Every bound holds against the exact sums, now.
+fn bounds_hold(t: &HierStats, ev: ItemId, groups: &[Group; 4], exact: &[i64; 4], what: &str) {
+    for (g, &e) in groups.iter().zip(exact) {
+        let r = t.read_bounded(g, ev).unwrap();
+        if let Some(bound) = r.bound {
+            assert!(
+                r.signed.abs_diff(e) <= bound,
+                "{what} {}: value {}, bound {bound}, exact {e}",
+                g.path(),
+                r.signed
+            );
+        }
+    }
+}
+
+/// Edge 3: a sink that panics at any point of a flush (subtree or root,
+/// every event of it in turn) or of an update leaves the tree whole: the
+/// panic reaches the caller, every bound holds right after, an
+/// overlapping flush does not wait forever for the panicked one (on
+/// hierstat it stayed registered), and the next root flush lands
+/// everything, exactly, leaving nothing queued (rows the flush had taken
+/// stayed queued on no list, and linux-5.15 read `Some(1240)` against an
+/// error of 20,343). The same for every event of an update's claim.
+#[test]
+fn a_panicking_work_sink_leaves_the_tree_whole() {
+    for preset in Preset::ALL {
+        for (target, kind) in [(1, FlushKind::Forced), (3, FlushKind::Periodic)] {
+            // How many calls the flush makes to its sink.
+            let (t, _, groups, _) = pending_tree(preset);
+            let mut count = PanicAt { at: 0, calls: 0 };
+            t.flush_with(&groups[target], kind, &mut count).unwrap();
+            assert!(count.calls > 5, "{preset}: {} calls", count.calls);
+            for at in 1..=count.calls {
+                let what = format!(
+                    "{preset}, {kind:?} flush of {}, panic at call {at}",
+                    groups[target].path()
+                );
+                let (t, ev, groups, exact) = pending_tree(preset);
+                let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    t.flush_with(&groups[target], kind, &mut PanicAt { at, calls: 0 })
+                }));
+                assert!(panicked.is_err(), "{what}: the panic reached the caller");
+                bounds_hold(&t, ev, &groups, &exact, &what);
+                let t2 = t.clone();
+                within(&what, move || t2.flush_forced(&t2.root()).unwrap());
+                for (g, &e) in groups.iter().zip(&exact) {
+                    assert_eq!(t.read_signed(g, ev).unwrap(), e, "{what} {}", g.path());
+                }
+                t.verify().unwrap();
+                t.verify_clean().unwrap_or_else(|v| panic!("{what}: {v}"));
+            }
+        }
+        // An update whose claim reports to a panicking sink.
+        let mut count = PanicAt { at: 0, calls: 0 };
+        let (t, ev, groups, _) = pending_tree(preset);
+        t.flush_forced(&t.root()).unwrap();
+        t.add_with(Shard(0), &groups[0], ev, 100, &mut count)
+            .unwrap();
+        for at in 1..=count.calls {
+            let what = format!("{preset}, update, panic at call {at}");
+            let (t, ev, groups, mut exact) = pending_tree(preset);
+            t.flush_forced(&t.root()).unwrap();
+            let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                t.add_with(Shard(0), &groups[0], ev, 100, &mut PanicAt { at, calls: 0 })
+            }));
+            assert!(panicked.is_err(), "{what}: the panic reached the caller");
+            // The update completed before its panic was resumed.
+            for i in [0, 1, 3] {
+                exact[i] += 100;
+            }
+            bounds_hold(&t, ev, &groups, &exact, &what);
+            let t2 = t.clone();
+            within(&what, move || t2.flush_forced(&t2.root()).unwrap());
+            for (g, &e) in groups.iter().zip(&exact) {
+                assert_eq!(t.read_signed(g, ev).unwrap(), e, "{what} {}", g.path());
+            }
+            t.verify_clean().unwrap_or_else(|v| panic!("{what}: {v}"));
         }
     }
 }
