@@ -81,7 +81,7 @@ mutant "claim: fetch_or AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch
 mutant "claim: fetch_or AcqRel -> Release" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::AcqRel);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Release);"
 mutant "owner path: light barrier removed" src/update.rs "        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();" ""
-mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.writers.barrier_before_reading(s, work);" ""
+mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "            self.writers.barrier_before_reading(s, work);" ""
 mutant "claims: end_claim Release -> Relaxed" src/dirty.rs "self.claiming[t.0].fetch_sub(1, Ordering::Release);" "self.claiming[t.0].fetch_sub(1, Ordering::Relaxed);"
 mutant "claims: wait load Acquire -> Relaxed" src/dirty.rs "self.claiming[p].load(Ordering::Acquire) == 0" "self.claiming[p].load(Ordering::Relaxed) == 0"
 mutant "claims: wait fast path reads one parity" src/dirty.rs "if self.no_claims(0) && self.no_claims(1) && self.no_claims(0) {" "if self.no_claims(0) {"
