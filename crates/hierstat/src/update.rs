@@ -97,11 +97,13 @@ use crate::engine::Core;
 use crate::group::Group;
 use crate::header::{Header, OwnerResidue, Writer};
 use crate::policy::{ThresholdRule, ThresholdScheme};
-use crate::rows::OwnerRow;
+use crate::rows::{cell_offset, OwnerRow};
+use crate::rseq::{Rseq, Status};
 use crate::schema::Slot;
 use crate::seat;
 use crate::state::GroupState;
 use crate::sync::Ordering;
+use crate::table::CpuTable;
 use crate::work::{Work, WorkSink};
 
 impl Core {
@@ -110,6 +112,10 @@ impl Core {
     /// shared path otherwise.
     #[inline(always)]
     pub(crate) fn update_here(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
+        // The per-CPU mode: one compare of the handle's copy.
+        if let Some(table) = group.per_cpu_table() {
+            return self.update_percpu(0, table, &group.state, slot, delta, mag);
+        }
         // One thread-local load and one compare decide both that the thread
         // owns its shard and that the row exists there; a thread without a
         // seat yet (`NO_SEAT`) or past its exit (`GONE`) fails the compare
@@ -136,6 +142,10 @@ impl Core {
     /// A per-node update on the current thread's lane: the per-node slot's
     /// cell, then the total's update (which carries the magnitude).
     pub(crate) fn update_node_here(&self, g: &GroupState, total: Slot, per_node: Slot, delta: i64) {
+        if self.writers.rseq().is_some() {
+            let mag = self.params.schema.slot_unit(total).pages(delta);
+            return self.update_node_percpu(0, g, total, per_node, delta, mag);
+        }
         let lane = seat::current(self.params.shards, self.writers.ownable());
         if lane.owner {
             let row = g.hot.rows.owned_row_or_alloc(lane.shard);
@@ -293,6 +303,232 @@ impl Core {
         crate::sync::fence_seqcst();
     }
 
+    /// The per-CPU mode's update (see the module docs, "The per-CPU
+    /// mode"): the section on the current CPU's row of `table` (`g`'s),
+    /// then the claim check, the ancestors' residues (kernel-exact) and
+    /// the fold. `model_cpu`: the CPU a loom model runs the thread on
+    /// (ignored by real sections).
+    #[inline(always)]
+    pub(crate) fn update_percpu(
+        &self,
+        model_cpu: usize,
+        table: CpuTable<'_>,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        let Some(rseq) = self.writers.rseq() else {
+            // A per-CPU table exists only in a per-CPU tree.
+            return;
+        };
+        let out = rseq.add(model_cpu, table, cell_offset(slot), delta, mag);
+        let (cpu, row, left) = match (out.status, out.row) {
+            (Status::Committed, Some(row)) => (out.cpu, row, out.left),
+            _ => return self.update_percpu_other(model_cpu, table, g, slot, delta, mag),
+        };
+        self.after_percpu_commit(model_cpu, rseq, cpu, row, g, slot, mag, left);
+    }
+
+    /// What follows a per-CPU update's commit on `cpu`'s `row`, which left
+    /// its residue at `left` (see the module docs, "The per-CPU mode").
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn after_percpu_commit(
+        &self,
+        model_cpu: usize,
+        rseq: &Rseq,
+        cpu: usize,
+        row: OwnerRow<'_>,
+        g: &GroupState,
+        slot: Slot,
+        mag: u64,
+        left: u64,
+    ) {
+        // The section's commit is an asm block that clobbers memory: the
+        // compiler keeps this load after it (the light half of the
+        // barrier; the flushers' rseq membarrier is the heavy half).
+        let hdr = row.header();
+        if !hdr.percpu_claimed() {
+            self.claim_percpu(cpu, g, hdr, &mut ());
+        }
+        if self.params.walks_ancestors
+            // ORDERING: Relaxed; flush trigger only.
+            && g.updates.pages() <= self.params.break_above
+        {
+            self.walk_ancestors_percpu(model_cpu, rseq, g, slot, mag);
+        }
+        if (left as i64) < 0 {
+            self.fold_percpu(model_cpu, rseq, cpu, row, g, false);
+        }
+    }
+
+    /// A per-CPU update whose section did not commit: the group has no
+    /// row on the CPU yet (allocate it and try again), the CPU is beyond
+    /// the table (the shared path on a shard of its number), or the cell's
+    /// sum would leave `i64` (saturate the item, and check the claim).
+    #[cold]
+    #[inline(never)]
+    fn update_percpu_other(
+        &self,
+        model_cpu: usize,
+        table: CpuTable<'_>,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        let Some(rseq) = self.writers.rseq() else {
+            return;
+        };
+        loop {
+            let out = rseq.add(model_cpu, table, cell_offset(slot), delta, mag);
+            match (out.status, out.row) {
+                (Status::Committed, Some(row)) => {
+                    return self
+                        .after_percpu_commit(model_cpu, rseq, out.cpu, row, g, slot, mag, out.left)
+                }
+                (Status::NoRow, _) => {
+                    let _ = g.hot.rows.owned_row_or_alloc(out.cpu);
+                }
+                (Status::Overflow, Some(row)) => {
+                    self.saturation.saturate(g, slot.get(), delta);
+                    return self.after_percpu_commit(model_cpu, rseq, out.cpu, row, g, slot, 0, 0);
+                }
+                _ => {
+                    let s = out.cpu % self.params.shards;
+                    return self.update_shared(s, g, slot, delta, mag, &mut ());
+                }
+            }
+        }
+    }
+
+    /// The per-CPU mode's per-node update: the per-node cell in a section
+    /// of its own (no magnitude), with its claim check, then the total's
+    /// update, which carries the magnitude.
+    pub(crate) fn update_node_percpu(
+        &self,
+        model_cpu: usize,
+        g: &GroupState,
+        total: Slot,
+        per_node: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        let table = g.hot.rows.per_cpu();
+        self.update_percpu(model_cpu, table, g, per_node, delta, 0);
+        self.update_percpu(model_cpu, table, g, total, delta, mag);
+    }
+
+    /// The per-CPU mode's claim: the first write of the pair by any thread
+    /// on CPU `cpu` since its last drain, as the owner's (`claim_owned`),
+    /// with the reservation made before the claim RMW (another thread on
+    /// the CPU may find the bit set and return at once, see `Core::claim`).
+    #[cold]
+    #[inline(never)]
+    fn claim_percpu<W: WorkSink>(&self, cpu: usize, g: &GroupState, hdr: Header<'_>, work: &mut W) {
+        self.writers.announce_owner(cpu);
+        crate::sync::fence_seqcst();
+        self.claim(cpu, g, hdr, Writer::PerCpu, work);
+        // As the owner's: before this update's fold reads the flush count.
+        crate::sync::fence_seqcst();
+    }
+
+    /// Folds the residue of `row` (on CPU `cpu`), which an update took
+    /// below empty, into the threshold counts (see the module docs, "The
+    /// per-CPU mode"): *first* count the pages the residue holds, then
+    /// give them back to the residue in a section on `cpu` (at most up to
+    /// empty). Counting first only ever over-counts: pages another thread
+    /// folded meanwhile, or that a restarted section subtracted twice,
+    /// are counted twice until a flush resets the counts, never missed.
+    /// If the thread no longer runs on `cpu`, nothing is given back (the
+    /// next update there folds again): an over-count too. `ancestor`: a
+    /// kernel-exact ancestor's residue (its own count only).
+    #[cold]
+    #[inline(never)]
+    fn fold_percpu(
+        &self,
+        model_cpu: usize,
+        rseq: &Rseq,
+        cpu: usize,
+        row: OwnerRow<'_>,
+        g: &GroupState,
+        ancestor: bool,
+    ) {
+        let batch = self.params.batch;
+        let res = row.residue();
+        let held = (batch - 1).wrapping_sub(res.peek()) as i64;
+        if held <= 0 {
+            // Another thread folded it meanwhile.
+            return;
+        }
+        let held = held as u64;
+        if ancestor {
+            self.add_own(g, held, &mut ());
+        } else {
+            // After this update's claim check: an owner's fold, which may
+            // skip counts above the threshold (see `add_up`): the residue
+            // holds pages of sections committed on `cpu` before its read,
+            // of a pair claimed since its last drain, as the owner's does.
+            self.account(g, held, true, &mut ());
+        }
+        let _ = rseq.credit(model_cpu, cpu, res.word(), held, batch - 1);
+    }
+
+    /// Kernel-exact accounting, per-CPU mode: each ancestor's residue on
+    /// the current CPU, in a section (the update's slot of the ancestor's
+    /// row gets a zero delta: the section's commit), folded as the group's
+    /// is.
+    fn walk_ancestors_percpu(
+        &self,
+        model_cpu: usize,
+        rseq: &Rseq,
+        g: &GroupState,
+        slot: Slot,
+        mag: u64,
+    ) {
+        let first = cell_offset(slot);
+        let mut a = g.hot.parent.as_deref();
+        while let Some(n) = a {
+            if n.updates.pages() > self.params.break_above {
+                break;
+            }
+            let table = n.hot.rows.per_cpu();
+            let out = loop {
+                let out = rseq.add(model_cpu, table, first, 0, mag);
+                match out.status {
+                    Status::NoRow => {
+                        let _ = n.hot.rows.owned_row_or_alloc(out.cpu);
+                    }
+                    _ => break out,
+                }
+            };
+            match (out.status, out.row) {
+                (Status::Committed, Some(row)) if (out.left as i64) < 0 => {
+                    self.fold_percpu(model_cpu, rseq, out.cpu, row, n, true);
+                }
+                (Status::Committed, _) => {}
+                // A CPU beyond the table: its shard's shared residue.
+                _ => self.walk_ancestor_shared(out.cpu % self.params.shards, n, mag),
+            }
+            a = n.hot.parent.as_deref();
+        }
+    }
+
+    /// One ancestor's step of [`walk_ancestors`](Self::walk_ancestors) on
+    /// shard `s` (the per-CPU mode, for a CPU beyond its table).
+    #[cold]
+    fn walk_ancestor_shared(&self, s: usize, n: &GroupState, mag: u64) {
+        let batch = self.params.batch;
+        let small = if mag < batch { mag } else { 0 };
+        let hdr = n.hot.rows.row_or_alloc(s).header();
+        let residue = hdr.add_ancestor_residue(small);
+        if residue + small >= batch || small != mag {
+            let m = self.take_residue(hdr, &mut ()) + (mag - small);
+            self.add_own(n, m, &mut ());
+        }
+    }
+
     /// The shared (atomic) path on shard `s` (see the module docs).
     #[inline(always)]
     pub(crate) fn update_shared<W: WorkSink>(
@@ -367,7 +603,7 @@ impl Core {
         // worth too many until the next flush that resets the group. The
         // owner's bit covers only the owner's own updates, which wait for
         // their claim: it reserves after its push, as below.
-        if folded && w == Writer::Shared {
+        if folded && w != Writer::Owner {
             self.reserve(g, work);
         }
         let c = hdr.claim(w);
