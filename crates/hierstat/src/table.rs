@@ -290,6 +290,24 @@ impl RowTable {
         self.row_at(slot, a)
     }
 
+    /// The group's row on near shard `s` if it exists (`None` for a far
+    /// shard too): one load from the near part, for the owner's ancestor
+    /// walk (see `Core::walk_ancestors_owned`).
+    #[inline(always)]
+    pub(crate) fn near_row(&self, s: usize) -> Option<OwnerRow<'_>> {
+        let a = Self::load(self.near.rows.get(s)?)?;
+        // SAFETY: `self.store` keeps the row's chunk alive for `&self`.
+        Some(unsafe { OwnerRow::new(a) })
+    }
+
+    /// [`owned_row_or_alloc`](Self::owned_row_or_alloc) out of line, for
+    /// a caller whose common case is [`near_row`](Self::near_row).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn owned_row_or_alloc_cold(&self, s: usize) -> OwnerRow<'_> {
+        self.owned_row_or_alloc(s)
+    }
+
     /// [`row_or_alloc`](Self::row_or_alloc) for the shard's owner.
     #[inline]
     pub(crate) fn owned_row_or_alloc(&self, s: usize) -> OwnerRow<'_> {

@@ -89,6 +89,70 @@
 //! `fetch_add` (Release) on the shared path: a flush takes an ancestor's
 //! shared residue before its drain and must then find the rows whose
 //! pages it took (see `flush.rs`, "What a flush hands over").
+//!
+//! # The per-CPU mode
+//!
+//! In the per-CPU mode ([`Config::per_cpu`](crate::Config::per_cpu)) the
+//! shards are the CPUs and a group's row on CPU `c` is written, with plain
+//! loads and stores, by whichever thread runs on `c`: any number of
+//! threads, no seat, no shared path. An update is:
+//!
+//! 1. one restartable sequence (`rseq.rs`) on the current CPU `c`: the
+//!    group's row on `c` from its row table, `residue −= magnitude` (not
+//!    the commit: a restart subtracts again, an over-count), then `cell +=
+//!    delta`, whose store commits. The kernel restarts the section if the
+//!    thread is preempted, migrated or signalled inside it, so no two
+//!    threads' load-add-store of a row interleave: every commit is made
+//!    on the CPU whose row it writes, with no other section run there
+//!    since it began;
+//! 2. the claim check, after the commit (the section is an asm block that
+//!    clobbers memory, so the compiler keeps the check after it: the light
+//!    half of the barrier), an Acquire load (`Header::percpu_claimed`):
+//!    another thread on `c` may have set the bit with its claim still in
+//!    progress, and this thread then trusts it (see there). A claim
+//!    (`claim_percpu`) reserves *before* it sets the bit, as a shared
+//!    writer does (a thread that finds the bit set returns at once, its
+//!    pages covered by that reservation only);
+//! 3. kernel-exact accounting: each ancestor's residue on the current CPU,
+//!    one section each (`walk_ancestors_percpu`);
+//! 4. if the section left the residue below empty: the fold
+//!    (`fold_percpu`), which *counts first*: it reads the residue, adds
+//!    the pages it holds to the threshold counts, then gives them back to
+//!    the residue in a section on `c` whose commit is the residue's store,
+//!    at most up to empty. Pages two threads fold at once, or that a
+//!    restarted section subtracted twice, are counted twice (until a flush
+//!    resets the counts), never missed; a thread that has left `c` gives
+//!    nothing back (the next update there folds again). So at every
+//!    instant a residue holds at most `batch − 1` pages of updates that
+//!    returned: the lane the bound counts per CPU, as per owner. The fold
+//!    comes after this update's claim check, so the pages it may skip (an
+//!    owner's skip of counts above `T`, see `add_up`) belong to a pair
+//!    claimed since its last drain, committed on `c` before the fold read
+//!    them: the owner path's argument (`FlushingGuard`).
+//!
+//! **The flushers' side.** A flusher never writes a per-CPU row: it reads
+//! `cur` and keeps its own snapshot (`delta = cur − prev`), as for an
+//! owner. The race to close is the owner path's store buffering — a commit
+//! then the claim check, against the drain (clearing the claim) then the
+//! read — now with any thread on `c` as the writer. The flusher's barrier
+//! after its drain and before its read is
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)`: on return every
+//! CPU running a thread of the process has executed a full barrier at some
+//! point, with the critical section in progress there, if any, restarted.
+//! A commit on `c` before that point is visible to the read after the
+//! barrier; one after it is followed (program order, and the interrupt is
+//! a full barrier) by a claim check that sees the drain, and queues the
+//! row again; a section in progress at that point restarts and so commits
+//! after it. A thread not running at the barrier was switched out, a full
+//! barrier too, and its next commit comes after. The proof only needs the
+//! barrier half of the command (the restart is what the plain
+//! `PRIVATE_EXPEDITED` does not give: it makes every section either wholly
+//! before the barrier point or wholly after, which the loom model states
+//! and no step of the protocol contradicts). loom checks the protocol with
+//! the sections modelled (`rseq.rs`, `model`): each store of a section is
+//! made under its CPU's lock only if no commit or barrier happened there
+//! since it armed, and the barrier visits every CPU under its lock
+//! (`tests/loom.rs`, `percpu`).
 
 pub(crate) mod writers;
 
@@ -112,9 +176,11 @@ impl Core {
     /// shared path otherwise.
     #[inline(always)]
     pub(crate) fn update_here(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
-        // The per-CPU mode: one compare of the handle's copy.
+        // The per-CPU mode: one compare of the handle's copy, and a call
+        // (inlined here, its section's registers cost the owner's path
+        // about a sixth of its time).
         if let Some(table) = group.per_cpu_table() {
-            return self.update_percpu(0, table, &group.state, slot, delta, mag);
+            return self.update_percpu_here(table, &group.state, slot, delta, mag);
         }
         // One thread-local load and one compare decide both that the thread
         // owns its shard and that the row exists there; a thread without a
@@ -301,6 +367,20 @@ impl Core {
         // pairs with the fence a flush issues after its snapshots (see
         // `FlushingGuard`).
         crate::sync::fence_seqcst();
+    }
+
+    /// [`update_percpu`](Self::update_percpu) on the current CPU, out of
+    /// the owner's inlined path.
+    #[inline(never)]
+    fn update_percpu_here(
+        &self,
+        table: CpuTable<'_>,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        self.update_percpu(0, table, g, slot, delta, mag);
     }
 
     /// The per-CPU mode's update (see the module docs, "The per-CPU
@@ -602,8 +682,13 @@ impl Core {
         // another writer set the bit first, this reservation is one pair's
         // worth too many until the next flush that resets the group. The
         // owner's bit covers only the owner's own updates, which wait for
-        // their claim: it reserves after its push, as below.
-        if folded && w != Writer::Owner {
+        // their claim: it reserves after its push, as below. A per-CPU
+        // claimer is a shared writer in this respect: other threads on its
+        // CPU may find its bit set (see `claim_percpu`).
+        if folded && w == Writer::PerCpu {
+            self.reserve(g, work);
+        }
+        if folded && w == Writer::Shared {
             self.reserve(g, work);
         }
         let c = hdr.claim(w);
@@ -721,20 +806,46 @@ impl Core {
     /// Kernel-exact accounting, owner path: the same walk on the ancestors'
     /// owner residues, with plain loads and stores (the owner of shard `s`
     /// is their only writer).
+    ///
+    /// Inlined into the update, and each step is what the group's own
+    /// update does: a check of the count, one load from the ancestor's row
+    /// table (an owner's shard is a near one), the countdown; the first
+    /// touch of an ancestor's row and its folds are out of line. (As a
+    /// call through the general row lookup, with its far-table arithmetic,
+    /// it cost linux-6.8's depth-1 `add` about half again its time.)
+    #[inline(never)]
     fn walk_ancestors_owned<W: WorkSink>(&self, s: usize, g: &GroupState, mag: u64, work: &mut W) {
+        let break_above = self.params.break_above;
         let mut a = g.hot.parent.as_deref();
         while let Some(n) = a {
-            if n.updates.pages() > self.params.break_above {
+            if n.updates.pages() > break_above {
                 break;
             }
-            let res = n.hot.rows.owned_row_or_alloc(s).residue();
+            let res = match n.hot.rows.near_row(s) {
+                Some(row) => row.residue(),
+                None => n.hot.rows.owned_row_or_alloc_cold(s).residue(),
+            };
             let left = res.count_down(mag);
             if (left as i64) < 0 {
-                let m = res.empty(left, self.params.batch);
-                self.add_own(n, m, work);
+                self.fold_ancestor_owned(res, left, n, work);
             }
             a = n.hot.parent.as_deref();
         }
+    }
+
+    /// An ancestor's owner residue that went negative (see
+    /// `walk_ancestors_owned`): emptied into its own count.
+    #[cold]
+    #[inline(never)]
+    fn fold_ancestor_owned<W: WorkSink>(
+        &self,
+        res: OwnerResidue<'_>,
+        left: u64,
+        n: &GroupState,
+        work: &mut W,
+    ) {
+        let m = res.empty(left, self.params.batch);
+        self.add_own(n, m, work);
     }
 
     /// Kernel-style fold into one group's own counter.
