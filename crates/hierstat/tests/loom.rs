@@ -1150,11 +1150,13 @@ mod percpu {
         });
     }
 
-    /// Folds from two threads on one CPU (batch 4: each 3-page add takes
-    /// the residue below empty) race a root flush; the bound holds after
-    /// both, for the folded and the kernel-exact schemes.
+    /// A fold of pages another thread on the CPU added (batch 4: the
+    /// second 3-page add takes the residue below empty, whichever thread
+    /// makes it): this thread's 3 pages, returned, stay bounded while the
+    /// other thread's fold counts them and gives them back to the residue,
+    /// for the folded and the kernel-exact schemes.
     #[test]
-    fn percpu_folds_racing_a_root_flush() {
+    fn percpu_a_fold_of_another_threads_pages() {
         for preset in [Preset::Hierstat, Preset::Linux6_8] {
             model(move || {
                 let mut p = preset.policy();
@@ -1163,12 +1165,32 @@ mod percpu {
                 let (t, x, _, g) = tree(p, 1);
                 let (t2, g2) = (t.clone(), g.clone());
                 let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 3).unwrap());
-                let t3 = t.clone();
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                assert_bounded_within(&t, &g, x, 3, 6);
+                assert_bounded_within(&t, &t.root(), x, 3, 6);
+                u.join().unwrap();
+                t.flush_forced(&t.root()).unwrap();
+                assert_eq!(t.read(&g, x).unwrap(), 6);
+            });
+        }
+    }
+
+    /// A fold (the second of two 3-page adds, batch 4) races a root flush:
+    /// the bound holds after both, for both schemes.
+    #[test]
+    fn percpu_a_fold_racing_a_root_flush() {
+        for preset in [Preset::Hierstat, Preset::Linux6_8] {
+            model(move || {
+                let mut p = preset.policy();
+                p.batch = 4;
+                p.threshold_size = ThresholdSize::Fixed(1000);
+                let (t, x, _, g) = tree(p, 1);
+                let t2 = t.clone();
                 let f = thread::spawn(move || {
-                    t3.flush_forced(&t3.root()).unwrap();
+                    t2.flush_forced(&t2.root()).unwrap();
                 });
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
-                u.join().unwrap();
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
                 f.join().unwrap();
                 assert_bounded_within(&t, &g, x, 6, 6);
                 assert_bounded_within(&t, &t.root(), x, 6, 6);
