@@ -8,7 +8,7 @@
 //! ```
 
 use hierstat::sim::Simulator as _;
-use hierstat_bench::{cases, percpu, run_rounds};
+use hierstat_bench::{cases, percpu, run_rounds, threads};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = std::env::args()
@@ -27,6 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cs.push(percpu::plain_add(t, n));
     }
     cs.push(percpu::percpu_counter(1, n)?);
+    cs.push(percpu::percpu_update_side_by_side(4 * n)?);
+    cs.push(threads::shared_atomic_2threads(4 * n));
+    cs.push(threads::sharded_counter_2threads(4 * n));
     let s = run_rounds(&mut cs, reps, &mut |_| {})?;
     println!("{reps} rounds; ns per update (median [range])");
     for c in &cs {

@@ -9,8 +9,34 @@
 //! cargo run --release -p hierstat-bench --example update_path -- [REPS]
 //! ```
 
+use hierstat::sim::{Shard, Simulator as _, WorkCounters};
 use hierstat::Preset;
-use hierstat_bench::{cases, run_rounds};
+use hierstat_bench::{cases, run_rounds, Case};
+use std::hint::black_box;
+
+/// The engine's part of one simulated update as `mmlab bench`'s
+/// `sim_engine_update` makes it (sim's `EngineBackend::add_counted`): an
+/// explicit-shard `add_with` on 22 shards, the leaf of a chain of depth 2,
+/// 4 items, work counted into fresh `WorkCounters`.
+fn sim_update(n: u64) -> Result<Case<'static>, Box<dyn std::error::Error>> {
+    let (stats, g, items) = cases::chain_tree(Preset::Hierstat, 2, 22)?;
+    Ok(Case::new("sim_add_counted", n, move |n| {
+        let mut acc = 0u64;
+        let ns = cases::timed(n, |i| {
+            let mut wc = WorkCounters::default();
+            let _ = stats.add_with(
+                Shard((i % 22) as usize),
+                black_box(&g),
+                items[(i & 3) as usize],
+                1,
+                &mut wc,
+            );
+            acc = acc.wrapping_add(wc.atomics);
+        });
+        black_box(acc);
+        Ok(ns)
+    }))
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps: usize = std::env::args()
@@ -26,6 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cases::update(Preset::Linux6_8, 4, shards, n)?,
         cases::counter_add(shards, n)?,
         cases::read_clean(shards, n)?,
+        sim_update(n)?,
     ];
     let s = run_rounds(&mut cs, reps, &mut |_| {})?;
     for c in &cs {

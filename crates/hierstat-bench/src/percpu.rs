@@ -159,6 +159,23 @@ pub fn plain_add(threads: usize, iters: u64) -> Case<'static> {
     )
 }
 
+/// `percpu_update_2threads_side_by_side`: per-op cost per thread while
+/// both ran ([`crate::threads::on_threads`]), two threads `add`ing to one
+/// group of a per-CPU tree: the contended case, against
+/// `shared_atomic_2threads` (one shared `fetch_add`, timed the same way).
+///
+/// # Errors
+/// As [`percpu_update`].
+pub fn percpu_update_side_by_side(iters: u64) -> Result<Case<'static>, BenchError> {
+    let name = "percpu_update_2threads_side_by_side";
+    let (stats, g, items) = percpu_tree(name)?;
+    Ok(Case::new(name, iters, move |n| {
+        crate::threads::on_threads(2, n, |_, i| {
+            let _ = stats.add(black_box(&g), items[(i & 3) as usize], 1);
+        })
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -257,6 +257,12 @@ pub const RATIOS: &[RatioDef] = &[
         Target::Shows("against one uncontended fetch_add"),
     ),
     ratio(
+        "percpu_2threads_side_by_side_vs_shared_atomic",
+        "percpu_update_2threads_side_by_side",
+        "shared_atomic_2threads",
+        Target::AtMost(0.35),
+    ),
+    ratio(
         "percpu_counter_vs_plain",
         "percpu_counter_add_1threads",
         "plain_add_1threads",
@@ -317,6 +323,7 @@ pub fn cases(o: &Options) -> Result<Vec<Case<'static>>, BenchError> {
             v.push(percpu::plain_add(t, n));
         }
         v.push(percpu::percpu_counter(1, n)?);
+        v.push(percpu::percpu_update_side_by_side(o.thread_ops)?);
     }
     v.push(threads::hierstat_update_2threads(sh, o.thread_ops)?);
     v.push(threads::shared_atomic_2threads(o.thread_ops));
