@@ -210,7 +210,9 @@ impl RowTable {
     /// Shard `s`'s entry, if its block exists.
     #[inline]
     fn slot(&self, s: usize) -> Option<Place<'_>> {
-        let (e, i) = if s < self.near_len() {
+        // `s < NEAR` first: a constant compare decides the common case (a
+        // dense table is near beyond it too).
+        let (e, i) = if s < NEAR || s < self.near_len() {
             (&self.near, s)
         } else {
             let far = self.far.get()?;
@@ -224,7 +226,7 @@ impl RowTable {
 
     /// Shard `s`'s entry, making its block if needed.
     fn slot_or_make(&self, s: usize) -> Place<'_> {
-        let (e, i) = if s < self.near_len() {
+        let (e, i) = if s < NEAR || s < self.near_len() {
             (&self.near, s)
         } else {
             let blocks = (self.shards - NEAR).div_ceil(FAR_BLOCK);

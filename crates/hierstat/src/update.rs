@@ -176,27 +176,28 @@ impl Core {
     /// shared path otherwise.
     #[inline(always)]
     pub(crate) fn update_here(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
-        // The per-CPU mode: one compare of the handle's copy, and a call
-        // (inlined here, its section's registers cost the owner's path
-        // about a sixth of its time).
-        if let Some(table) = group.per_cpu_table() {
-            return self.update_percpu_here(table, &group.state, slot, delta, mag);
-        }
         // One thread-local load and one compare decide both that the thread
         // owns its shard and that the row exists there; a thread without a
         // seat yet (`NO_SEAT`) or past its exit (`GONE`) fails the compare
-        // and takes the general lane lookup.
+        // and takes the general lane lookup, and so does every thread of a
+        // per-CPU tree (no shard is ownable there): the owner's inlined
+        // path has nothing of the per-CPU mode in it (a test of the mode
+        // here, and the section's registers, cost it 5–15%).
         let here = seat::current_seat_raw() as usize;
         match group.owner_row(here) {
             Some(row) => self.update_owned_row(row, here, &group.state, slot, delta, mag, &mut ()),
-            None => self.update_here_other(&group.state, slot, delta, mag),
+            None => self.update_here_other(group, slot, delta, mag),
         }
     }
 
-    /// [`update_here`](Self::update_here) for a thread that does not own a
-    /// shard (or has no seat yet).
+    /// [`update_here`](Self::update_here) in the per-CPU mode, or for a
+    /// thread that does not own a shard (or has no seat yet).
     #[inline(never)]
-    fn update_here_other(&self, g: &GroupState, slot: Slot, delta: i64, mag: u64) {
+    fn update_here_other(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
+        if let Some(table) = group.per_cpu_table() {
+            return self.update_percpu(0, table, &group.state, slot, delta, mag);
+        }
+        let g = &group.state;
         let lane = seat::current(self.params.shards, self.writers.ownable());
         if lane.owner {
             self.update_owned(lane.shard, g, slot, delta, mag, &mut ());
@@ -367,20 +368,6 @@ impl Core {
         // pairs with the fence a flush issues after its snapshots (see
         // `FlushingGuard`).
         crate::sync::fence_seqcst();
-    }
-
-    /// [`update_percpu`](Self::update_percpu) on the current CPU, out of
-    /// the owner's inlined path.
-    #[inline(never)]
-    fn update_percpu_here(
-        &self,
-        table: CpuTable<'_>,
-        g: &GroupState,
-        slot: Slot,
-        delta: i64,
-        mag: u64,
-    ) {
-        self.update_percpu(0, table, g, slot, delta, mag);
     }
 
     /// The per-CPU mode's update (see the module docs, "The per-CPU
