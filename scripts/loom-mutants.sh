@@ -147,4 +147,13 @@ mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let s
 # published by the entry's Release store and read after its Acquire load.
 mutant "row table: entry load Acquire -> Relaxed" src/table.rs "NonNull::new(e.load(Ordering::Acquire)).map(|p| unsafe { RowAddr::from_ptr(p) })" "NonNull::new(e.load(Ordering::Relaxed)).map(|p| unsafe { RowAddr::from_ptr(p) })"
 mutant "row table: entry store Release -> Relaxed" src/table.rs "slot.row.store(a.as_ptr(), Ordering::Release);" "slot.row.store(a.as_ptr(), Ordering::Relaxed);"
+# Tolerance reads (issue #37, src/within.rs and the partial flush in
+# src/flush.rs, src/dirty/partial.rs): the models in tests/loom.rs, mod
+# within.
+mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, frontier, sum))" "Some(Plan::new(g, frontier, 0))"
+mutant "partial flush: opened groups reset as if carried" src/dirty/partial.rs "Part::Opened => false," "Part::Opened => true,"
+mutant "partial flush: opened groups not aggregated" src/dirty/partial.rs "            if expanded {
+                out.push(n);" "            if expanded {"
+mutant "partial flush: an opened group leaves the tree with a left child on it" src/dirty/partial.rs "let empty = self.nodes.get(&n).is_none_or(|l| l.children.is_empty());" "let empty = true;"
+mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }
