@@ -155,5 +155,8 @@ mutant "partial flush: opened groups reset as if carried" src/dirty/partial.rs "
 mutant "partial flush: opened groups not aggregated" src/dirty/partial.rs "            if expanded {
                 out.push(n);" "            if expanded {"
 mutant "partial flush: an opened group leaves the tree with a left child on it" src/dirty/partial.rs "let empty = self.nodes.get(&n).is_none_or(|l| l.children.is_empty());" "let empty = true;"
+mutant "subtree read: the opened groups' left sums not counted" src/within/subtree.rs "g.children[i].iter().fold(0u64, |s, &c| {
+                s.saturating_add(if left[c] { bound[c] } else { composed[c] })
+            })" "0"
 mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }

@@ -137,6 +137,20 @@ pub trait Simulator: sealed::Sealed {
         work: &mut W,
     ) -> Result<WithinFlush, Error>;
 
+    /// [`HierStats::read_subtree_within`], reporting work as
+    /// [`read_many_within_with`](Self::read_many_within_with).
+    ///
+    /// # Errors
+    /// As [`HierStats::read_subtree_within`].
+    fn read_subtree_within_with<W: WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error>;
+
     /// Any flush entry point, reporting work. A panic in `work` reaches
     /// the caller once the flush has completed (see [`WorkSink`]).
     ///
@@ -274,6 +288,20 @@ impl Simulator for HierStats {
     ) -> Result<WithinFlush, Error> {
         let mut work = Guarded::new(work);
         let r = HierStats::read_many_within_with(self, group, reads, on_busy, out, &mut work);
+        work.finish();
+        r
+    }
+
+    fn read_subtree_within_with<W: WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let mut work = Guarded::new(work);
+        let r = HierStats::read_subtree_within_with(self, root, reads, on_busy, visit, &mut work);
         work.finish();
         r
     }

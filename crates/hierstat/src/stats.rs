@@ -381,6 +381,70 @@ impl HierStats {
         self.read_many_within_with(group, reads, on_busy, out, &mut ())
     }
 
+    /// [`read_many_within`](Self::read_many_within) of every live group of
+    /// `root`'s subtree, each with the same tolerances (each against its
+    /// own values): a scrape. One partial flush of `root` serves every
+    /// group: it leaves the subtrees whose groups all fit their budgets
+    /// (and whose bounds together fit each budget above them), so a scrape
+    /// flushes only what some group's budget needs, and scans the shards
+    /// once instead of once per group; a group whose bound still does not
+    /// fit is then read alone. `visit` gets each group, parents first
+    /// (children by name, as [`groups`](Self::groups)), with one
+    /// [`Within`] per read. Returns what the shared flush did.
+    ///
+    /// ```
+    /// use hierstat::{Config, HierStats, OnBusy, Preset, ReadItem, Schema, Tolerance, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(2))?;
+    /// let web = stats.create(&stats.root(), "web")?;
+    /// stats.add(&web, anon, 5_000)?;
+    /// let one_percent = [(ReadItem::Item(anon), Tolerance::Relative(0.01))];
+    /// let mut seen = Vec::new();
+    /// stats.read_subtree_within(&stats.root(), &one_percent, OnBusy::Wait, |g, w| {
+    ///     seen.push((g.path().to_string(), w[0].read.value, w[0].met));
+    /// })?;
+    /// assert_eq!(seen, [("/".to_string(), 5_000, true), ("/web".to_string(), 5_000, true)]);
+    /// # Ok::<(), hierstat::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`read_many_within`](Self::read_many_within).
+    pub fn read_subtree_within(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+    ) -> Result<WithinFlush, Error> {
+        self.read_subtree_within_with(root, reads, on_busy, visit, &mut ())
+    }
+
+    /// [`read_subtree_within`](Self::read_subtree_within) reporting work.
+    pub(crate) fn read_subtree_within_with<W: crate::work::WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        mut visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let g = self.core.own(root)?;
+        let schema = &self.core.params.schema;
+        let reqs = reads
+            .iter()
+            .map(|&(item, t)| Req::new(schema, item, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.core.read_subtree_within(
+            g,
+            &reqs,
+            on_busy,
+            &mut |state, w| visit(&Group::new(state.clone()), w),
+            work,
+        ))
+    }
+
     /// [`read_many_within`](Self::read_many_within) reporting work (the
     /// simulator's form, see [`Simulator`](crate::sim::Simulator)).
     pub(crate) fn read_many_within_with<W: crate::work::WorkSink>(

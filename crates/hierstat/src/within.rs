@@ -99,6 +99,8 @@ use crate::work::{Work, WorkSink};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+mod subtree;
+
 /// How far from the exact value a read may be, in the item's unit.
 ///
 /// A relative tolerance is a fraction of the magnitude of the value read

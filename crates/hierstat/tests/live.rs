@@ -125,6 +125,8 @@ struct Counts {
     within_partial: u64,
     within_full: u64,
     within_busy: u64,
+    /// Subtree tolerance reads (scrapes).
+    within_subtree: u64,
     /// Tolerance reads whose bound missed the exact value, or did not fit
     /// the budget without being busy.
     within_violations: u64,
@@ -224,7 +226,8 @@ fn bounds_hold_while_updaters_run() {
         eprintln!(
             "{name}: {} groups x {} seeds x {} ms: {} updates, {} groups churned, \
              {} reads, {} bounded ({} of them Some(0), {} racing updates), {} violations; \
-             {} tolerance reads ({} partial flushes, {} whole, {} busy), {} violations",
+             {} tolerance reads ({} partial flushes, {} whole, {} busy, {} subtree reads), \
+             {} violations",
             size.groups,
             size.seeds,
             size.per_seed.as_millis(),
@@ -239,6 +242,7 @@ fn bounds_hold_while_updaters_run() {
             c.within_partial,
             c.within_full,
             c.within_busy,
+            c.within_subtree,
             c.within_violations
         );
         for f in &c.first {
@@ -341,6 +345,68 @@ fn within_read(
                     fixed[slot].path(),
                     ["ev", "pages", "bytes"][k],
                     reads[i].1,
+                ));
+            }
+        }
+    }
+}
+
+/// A tolerance read of a fixed group's whole subtree (a scrape, one
+/// partial flush for all), every fixed group of it checked.
+#[allow(clippy::too_many_arguments)]
+fn subtree_read(
+    t: &HierStats,
+    fixed: &[Group],
+    shape: &Shape,
+    sums: &[[Sums; 3]],
+    items: &[hierstat::ItemId; 3],
+    seed: u64,
+    r: &mut Rng,
+    c: &mut Counts,
+) {
+    let slot = r.below(shape.fixed as u64) as usize;
+    let k = r.below(3) as usize;
+    let reads = [(ReadItem::Item(items[k]), tolerance(r, k))];
+    let before: Vec<(u64, i64)> = (0..shape.fixed)
+        .map(|g| {
+            let s = &sums[g][k];
+            (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
+        })
+        .collect();
+    let mut got = Vec::new();
+    let flush = t
+        .read_subtree_within(&fixed[slot], &reads, OnBusy::Wait, |g, w| {
+            got.push((g.clone(), w[0]))
+        })
+        .unwrap();
+    c.within_subtree += 1;
+    if matches!(flush, WithinFlush::Partial { .. }) {
+        c.within_partial += 1;
+    }
+    for (g, w) in got {
+        // Churned leaves are not checked (their sums span incarnations).
+        let Some(i) = fixed.iter().position(|f| f.same(&g)) else {
+            continue;
+        };
+        let begun_mag = sums[i][k].begun_mag.load(SeqCst);
+        let (done_mag, exact) = before[i];
+        let concurrent = begun_mag - done_mag;
+        c.within += 1;
+        let fits = w.met && w.read.bound.is_some_and(|b| b <= w.budget);
+        let holds = w
+            .read
+            .bound
+            .is_none_or(|b| w.read.signed.abs_diff(exact) <= b.saturating_add(concurrent));
+        if !holds || !fits {
+            c.within_violations += 1;
+            if c.first.len() < 5 {
+                c.first.push(format!(
+                    "seed {seed}, {} item {} (subtree read of {}): {w:?} of exact {exact}, \
+                     concurrent {concurrent}, {:?}",
+                    g.path(),
+                    ["ev", "pages", "bytes"][k],
+                    fixed[slot].path(),
+                    reads[0].1,
                 ));
             }
         }
@@ -475,7 +541,11 @@ fn run_seed(mut policy: Policy, seed: u64, size: Size, c: &mut Counts) {
         while Instant::now() < deadline {
             for _ in 0..64 {
                 if r.below(4) == 0 {
-                    within_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                    if r.below(16) == 0 {
+                        subtree_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                    } else {
+                        within_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                    }
                     continue;
                 }
                 let slot = r.below(shape.fixed as u64) as usize;

@@ -1153,6 +1153,46 @@ mod within {
         });
     }
 
+    /// A scrape of `/a` within 70 pages per group (`read_subtree_within`):
+    /// one partial flush leaves `/a/b` (clean: its 25 pages are within its
+    /// own budget) and carries `/a/c`; racing an update of `/a/b`, every
+    /// group's result is within its bound of its exact value and its bound
+    /// within budget.
+    #[test]
+    fn a_subtree_read_racing_an_updater() {
+        model(|| {
+            let (t, x, groups) = tree(folded());
+            let [a, b, c] = groups.clone();
+            let (t3, b3) = (t.clone(), b.clone());
+            let updater = thread::spawn(move || {
+                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
+            });
+            let reads = [(hierstat::ReadItem::Item(x), Tolerance::Absolute(70))];
+            let mut seen = Vec::new();
+            let flush = t
+                .read_subtree_within(&a, &reads, hierstat::OnBusy::Wait, |g, w| {
+                    seen.push((g.clone(), w[0]))
+                })
+                .unwrap();
+            updater.join().unwrap();
+            assert!(matches!(flush, WithinFlush::Partial { left: 1, .. }), "{flush:?}");
+            assert_eq!(seen.len(), 3);
+            for (g, w) in seen {
+                let (lo, hi) = if g.same(&a) {
+                    (225, 230)
+                } else if g.same(&b) {
+                    (25, 30)
+                } else {
+                    assert!(g.same(&c));
+                    (200, 200)
+                };
+                assert!(w.met && w.read.bound.unwrap() <= 70, "{}: {w:?}", g.path());
+                within_range(g.path(), w.read.signed, w.read.bound, lo, hi);
+            }
+            settle(&t, x, &groups, 30);
+        });
+    }
+
     /// A tolerance read that needs no flush reads the aggregate after the
     /// bound, as `read_bounded`: a value pinned by a racing flush comes
     /// with its saturation (see

@@ -180,6 +180,68 @@ fn check_results(
     Ok(())
 }
 
+/// A scrape of the whole tree with one page budget: every group within
+/// its bound of the exact value and its bound within its budget, the work
+/// no more than a forced root flush's, and the invariants intact.
+fn subtree_read(preset: Preset, h: &History, pages: u64) -> Result<(), TestCaseError> {
+    let forced = replay(preset, h);
+    let mut forced_work = WorkCounters::default();
+    forced
+        .t
+        .flush_with(&forced.t.root(), FlushKind::Forced, &mut forced_work)
+        .unwrap();
+    let r = replay(preset, h);
+    let what = format!("{} subtree read, budget {pages} pages", preset.name());
+    let mut work = WorkCounters::default();
+    let mut seen = 0;
+    let mut bad = None;
+    let flush =
+        r.t.read_subtree_within_with(
+            &r.t.root(),
+            &reads(&r, pages),
+            OnBusy::Wait,
+            |g, ws| {
+                let i = r.groups.iter().position(|x| x.same(g)).unwrap();
+                seen += 1;
+                for (k, w) in ws.iter().enumerate() {
+                    let exact = r.exact[i][k];
+                    let ok = w.met
+                        && w.read
+                            .bound
+                            .is_some_and(|b| b <= w.budget && w.read.signed.abs_diff(exact) <= b);
+                    if !ok && bad.is_none() {
+                        bad = Some(format!("{} item {k}: {w:?}, exact {exact}", g.path()));
+                    }
+                }
+            },
+            &mut work,
+        )
+        .unwrap();
+    prop_assert!(bad.is_none(), "{what}: {}", bad.unwrap());
+    prop_assert_eq!(seen, r.groups.len());
+    match flush {
+        WithinFlush::Partial { .. } => &SUBTREE_PARTIAL,
+        _ => &NONE,
+    }
+    .fetch_add(1, Relaxed);
+    prop_assert!(
+        work.groups_visited <= forced_work.groups_visited,
+        "{what}: {work:?} vs {forced_work:?}"
+    );
+    prop_assert!(
+        work.counters_aggregated <= forced_work.counters_aggregated,
+        "{what}"
+    );
+    prop_assert!(work.shards_scanned <= forced_work.shards_scanned, "{what}");
+    all_bounds_hold(&r, &what)?;
+    r.t.verify()
+        .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))?;
+    r.t.flush_forced(&r.t.root()).unwrap();
+    r.t.verify_clean()
+        .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))?;
+    Ok(())
+}
+
 const BUDGETS: [u64; 8] = [0, 1, 8, 31, 64, 512, 4096, 1 << 40];
 
 fn one_preset(preset: Preset, h: &History) -> Result<(), TestCaseError> {
@@ -269,6 +331,7 @@ fn one_preset(preset: Preset, h: &History) -> Result<(), TestCaseError> {
         )
         .unwrap();
         check_results(&r, h, &out, &format!("{what}, again"))?;
+        subtree_read(preset, h, pages)?;
         r.t.flush_forced(&r.t.root()).unwrap();
         for (i, g) in r.groups.iter().enumerate() {
             for k in 0..3 {
@@ -286,13 +349,14 @@ fn one_preset(preset: Preset, h: &History) -> Result<(), TestCaseError> {
 static PARTIAL: AtomicU64 = AtomicU64::new(0);
 static FULL: AtomicU64 = AtomicU64::new(0);
 static NONE: AtomicU64 = AtomicU64::new(0);
+static SUBTREE_PARTIAL: AtomicU64 = AtomicU64::new(0);
 
 #[test]
 fn tolerance_reads_against_an_oracle() {
     let cases = std::env::var("WITHIN_CASES")
         .ok()
         .and_then(|c| c.parse().ok())
-        .unwrap_or(256);
+        .unwrap_or(128);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases,
         ..ProptestConfig::default()
@@ -310,11 +374,14 @@ fn tolerance_reads_against_an_oracle() {
         FULL.load(Relaxed),
         NONE.load(Relaxed),
     );
+    let sp = SUBTREE_PARTIAL.load(Relaxed);
     eprintln!(
-        "{cases} cases x 7 presets x {} budgets: {p} partial, {f} whole, {n} no flush",
+        "{cases} cases x 7 presets x {} budgets: {p} partial, {f} whole, {n} no flush \
+         (reads and scrapes); {sp} partial scrapes",
         BUDGETS.len()
     );
     assert!(p > u64::from(cases), "only {p} partial flushes");
+    assert!(sp > u64::from(cases) / 2, "only {sp} partial scrapes");
 }
 
 /// A relative tolerance: budgets follow the values; the exact read of a
