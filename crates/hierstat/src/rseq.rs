@@ -214,6 +214,100 @@ mod real {
     use crate::sync::AtomicU64;
     use crate::table::{CpuTable, Entry};
 
+    /// The section's descriptor, for `concat!` into `asm!` (label 24, in
+    /// `__rseq_cs`: the section from 22 to 23, the abort handler at 25).
+    macro_rules! descriptor {
+        () => {
+            concat!(
+                ".pushsection __rseq_cs, \"aw\"\n",
+                ".balign 32\n",
+                "24:\n",
+                ".long 0, 0\n",
+                ".quad 22f, 23f - 22f, 25f\n",
+                ".popsection\n",
+            )
+        };
+    }
+
+    /// The start of a section's asm: its `descriptor!`, `{aborts}`
+    /// zeroed, then (label 27, where an abort restarts) the descriptor's
+    /// address stored in the thread's `rseq_cs`; the section's first
+    /// instruction follows (22). Uses `{tmp}`, and `{off}` (x86-64) or
+    /// `{area}` (aarch64).
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! arm {
+        () => {
+            concat!(
+                descriptor!(),
+                "xor {aborts:e}, {aborts:e}\n",
+                "27:\n",
+                "lea {tmp}, [rip + 24b]\n",
+                "mov qword ptr fs:[{off} + 8], {tmp}\n",
+                "22:\n",
+            )
+        };
+    }
+
+    /// aarch64's `arm!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! arm {
+        () => {
+            concat!(
+                descriptor!(),
+                "mov {aborts}, xzr\n",
+                "27:\n",
+                "adrp {tmp}, 24b\n",
+                "add {tmp}, {tmp}, :lo12:24b\n",
+                "str {tmp}, [{area}, #8]\n",
+                "22:\n",
+            )
+        };
+    }
+
+    /// The end of a section's asm after its commit (23): `{tmp}` = 0 (the
+    /// status code), the exit (26); then, in `__rseq_failure`, glibc's
+    /// signature, the abort handler (25: `{aborts}` += 1, arm again at 27)
+    /// and status 1 at label 28 (the caller's other statuses and the
+    /// `.popsection` follow).
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! commit_and_abort {
+        () => {
+            concat!(
+                "23:\n",
+                "xor {tmp:e}, {tmp:e}\n",
+                "26:\n",
+                ".pushsection __rseq_failure, \"ax\"\n",
+                ".long 0x53053053\n",
+                "25:\n",
+                "inc {aborts}\n",
+                "jmp 27b\n",
+                "28:\n",
+                "mov {tmp:e}, 1\n",
+                "jmp 26b\n",
+            )
+        };
+    }
+
+    /// aarch64's `commit_and_abort!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! commit_and_abort {
+        () => {
+            concat!(
+                "23:\n",
+                "mov {tmp}, #0\n",
+                "26:\n",
+                ".pushsection __rseq_failure, \"ax\"\n",
+                ".inst 0xd428bc00\n",
+                "25:\n",
+                "add {aborts}, {aborts}, #1\n",
+                "b 27b\n",
+                "28:\n",
+                "mov {tmp}, #1\n",
+                "b 26b\n",
+            )
+        };
+    }
+
     /// The per-CPU mode's sections for this process (see the module docs):
     /// where the thread's `struct rseq` is, relative to its thread
     /// pointer.
@@ -297,17 +391,7 @@ mod real {
             // defaults) and keeps to its registers.
             unsafe {
                 std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
-                    ".popsection",
-                    "xor {aborts:e}, {aborts:e}",
-                    "27:",
-                    "lea {tmp}, [rip + 24b]",
-                    "mov qword ptr fs:[{off} + 8], {tmp}",
-                    "22:",
+                    arm!(),
                     "mov {cpu:e}, dword ptr fs:[{off} + 4]",
                     "cmp {cpu}, {len}",
                     "jae 28f",
@@ -321,17 +405,7 @@ mod real {
                     "jo 32f",
                     "mov qword ptr [{row} + 8], {left}",
                     "mov qword ptr [{row} + {cell}], {tmp}",
-                    "23:",
-                    "xor {tmp:e}, {tmp:e}",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".long 0x53053053",
-                    "25:",
-                    "inc {aborts}",
-                    "jmp 27b",
-                    "28:",
-                    "mov {tmp:e}, 1",
-                    "jmp 26b",
+                    commit_and_abort!(),
                     "29:",
                     "mov {tmp:e}, 2",
                     "jmp 26b",
@@ -374,18 +448,7 @@ mod real {
             // aarch64 signature (0xd428bc00, a `brk`).
             unsafe {
                 std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
-                    ".popsection",
-                    "mov {aborts}, xzr",
-                    "27:",
-                    "adrp {tmp}, 24b",
-                    "add {tmp}, {tmp}, :lo12:24b",
-                    "str {tmp}, [{area}, #8]",
-                    "22:",
+                    arm!(),
                     "ldr {cpu:w}, [{area}, #4]",
                     "cmp {cpu}, {len}",
                     "b.hs 28f",
@@ -398,17 +461,7 @@ mod real {
                     "b.vs 32f",
                     "str {left}, [{row}, #8]",
                     "str {tmp}, [{row}, {cell}]",
-                    "23:",
-                    "mov {tmp}, #0",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".inst 0xd428bc00",
-                    "25:",
-                    "add {aborts}, {aborts}, #1",
-                    "b 27b",
-                    "28:",
-                    "mov {tmp}, #1",
-                    "b 26b",
+                    commit_and_abort!(),
                     "29:",
                     "mov {tmp}, #2",
                     "b 26b",
@@ -469,17 +522,7 @@ mod real {
             // runs on `cpu`, by the commit.
             unsafe {
                 std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
-                    ".popsection",
-                    "xor {aborts:e}, {aborts:e}",
-                    "27:",
-                    "lea {tmp}, [rip + 24b]",
-                    "mov qword ptr fs:[{off} + 8], {tmp}",
-                    "22:",
+                    arm!(),
                     "mov {tmp:e}, dword ptr fs:[{off} + 4]",
                     "cmp {tmp}, {cpu}",
                     "jne 28f",
@@ -488,17 +531,7 @@ mod real {
                     "cmp {tmp}, {empty}",
                     "cmovg {tmp}, {empty}",
                     "mov qword ptr [{res}], {tmp}",
-                    "23:",
-                    "xor {tmp:e}, {tmp:e}",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".long 0x53053053",
-                    "25:",
-                    "inc {aborts}",
-                    "jmp 27b",
-                    "28:",
-                    "mov {tmp:e}, 1",
-                    "jmp 26b",
+                    commit_and_abort!(),
                     ".popsection",
                     off = in(reg) self.offset,
                     cpu = in(reg) cpu,
@@ -532,18 +565,7 @@ mod real {
             // SAFETY: as for x86-64's.
             unsafe {
                 std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
-                    ".popsection",
-                    "mov {aborts}, xzr",
-                    "27:",
-                    "adrp {tmp}, 24b",
-                    "add {tmp}, {tmp}, :lo12:24b",
-                    "str {tmp}, [{area}, #8]",
-                    "22:",
+                    arm!(),
                     "ldr {tmp:w}, [{area}, #4]",
                     "cmp {tmp}, {cpu}",
                     "b.ne 28f",
@@ -552,17 +574,7 @@ mod real {
                     "cmp {tmp}, {empty}",
                     "csel {tmp}, {empty}, {tmp}, gt",
                     "str {tmp}, [{res}]",
-                    "23:",
-                    "mov {tmp}, #0",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".inst 0xd428bc00",
-                    "25:",
-                    "add {aborts}, {aborts}, #1",
-                    "b 27b",
-                    "28:",
-                    "mov {tmp}, #1",
-                    "b 26b",
+                    commit_and_abort!(),
                     ".popsection",
                     area = in(reg) area,
                     cpu = in(reg) cpu,

@@ -1370,7 +1370,10 @@ mod within {
                 })
                 .unwrap();
             updater.join().unwrap();
-            assert!(matches!(flush, WithinFlush::Partial { left: 1, .. }), "{flush:?}");
+            assert!(
+                matches!(flush, WithinFlush::Partial { left: 1, .. }),
+                "{flush:?}"
+            );
             assert_eq!(seen.len(), 3);
             for (g, w) in seen {
                 let (lo, hi) = if g.same(&a) {
