@@ -121,8 +121,9 @@ const fn ratio(
     }
 }
 
-/// The suite's ratios (each taken within every repetition, then
-/// summarized; `docs/json.md` lists them).
+/// The suite's fixed ratios (each taken within every repetition, then
+/// summarized; `docs/json.md` lists them); [`ratios`] adds the per-CPU
+/// mode's at every thread count.
 pub const RATIOS: &[RatioDef] = &[
     ratio(
         "hierstat_depth1_vs_atomic",
@@ -203,54 +204,6 @@ pub const RATIOS: &[RatioDef] = &[
         Target::Shows("the per-group threshold cost"),
     ),
     ratio(
-        "percpu_1threads_vs_shared_fetch_add",
-        "percpu_update_1threads",
-        "shared_fetch_add_1threads",
-        Target::AtMost(0.35),
-    ),
-    ratio(
-        "percpu_1threads_vs_plain",
-        "percpu_update_1threads",
-        "plain_add_1threads",
-        Target::AtMost(4.0),
-    ),
-    ratio(
-        "percpu_2threads_vs_shared_fetch_add",
-        "percpu_update_2threads",
-        "shared_fetch_add_2threads",
-        Target::AtMost(0.35),
-    ),
-    ratio(
-        "percpu_2threads_vs_plain",
-        "percpu_update_2threads",
-        "plain_add_2threads",
-        Target::AtMost(4.0),
-    ),
-    ratio(
-        "percpu_8threads_vs_shared_fetch_add",
-        "percpu_update_8threads",
-        "shared_fetch_add_8threads",
-        Target::AtMost(0.35),
-    ),
-    ratio(
-        "percpu_8threads_vs_plain",
-        "percpu_update_8threads",
-        "plain_add_8threads",
-        Target::AtMost(4.0),
-    ),
-    ratio(
-        "percpu_64threads_vs_shared_fetch_add",
-        "percpu_update_64threads",
-        "shared_fetch_add_64threads",
-        Target::AtMost(0.35),
-    ),
-    ratio(
-        "percpu_64threads_vs_plain",
-        "percpu_update_64threads",
-        "plain_add_64threads",
-        Target::AtMost(4.0),
-    ),
-    ratio(
         "percpu_1thread_vs_atomic",
         "percpu_update_1threads",
         "atomic_fetch_add",
@@ -281,6 +234,51 @@ pub const RATIOS: &[RatioDef] = &[
         Target::Shows("the tree's size, from memory"),
     ),
 ];
+
+/// The per-CPU mode's ratios at `threads` threads: against the same
+/// threads' shared `fetch_add` and plain adds (the targets), and
+/// against per-thread owner rows.
+fn percpu_ratios(threads: usize) -> [RatioDef; 3] {
+    // The names live as long as the process (built once, see `ratios`).
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let num = leak(format!("percpu_update_{threads}threads"));
+    let vs = |what: &str, den: String, target| {
+        ratio(
+            leak(format!("percpu_{threads}threads_vs_{what}")),
+            num,
+            leak(den),
+            target,
+        )
+    };
+    [
+        vs(
+            "shared_fetch_add",
+            format!("shared_fetch_add_{threads}threads"),
+            Target::AtMost(0.35),
+        ),
+        vs(
+            "plain",
+            format!("plain_add_{threads}threads"),
+            Target::AtMost(4.0),
+        ),
+        vs(
+            "owner",
+            format!("owner_update_{threads}threads"),
+            Target::Shows("against a row per thread"),
+        ),
+    ]
+}
+
+/// Every ratio of the suite: [`RATIOS`], then the per-CPU mode's at each
+/// of [`percpu::THREADS`].
+pub fn ratios() -> &'static [RatioDef] {
+    static ALL: std::sync::OnceLock<Vec<RatioDef>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut v = RATIOS.to_vec();
+        v.extend(percpu::THREADS.iter().flat_map(|&t| percpu_ratios(t)));
+        v
+    })
+}
 
 /// The derived figure of the heavy barrier: the membarrier flush minus
 /// the fenced one, within each repetition.
@@ -321,6 +319,7 @@ pub fn cases(o: &Options) -> Result<Vec<Case<'static>>, BenchError> {
             v.push(percpu::percpu_update(t, n)?);
             v.push(percpu::shared_fetch_add(t, n));
             v.push(percpu::plain_add(t, n));
+            v.push(percpu::owner_update(t, n)?);
         }
         v.push(percpu::percpu_counter(1, n)?);
         v.push(percpu::percpu_update_side_by_side(o.thread_ops)?);
@@ -381,7 +380,7 @@ impl Report {
         );
         barrier.median = barrier.median.max(0.0);
         ns_per_op.insert(BARRIER.into(), barrier);
-        let ratios = RATIOS
+        let ratios = ratios()
             .iter()
             .map(|&def| {
                 (
@@ -438,7 +437,7 @@ mod tests {
             .iter()
             .map(|c| c.name().to_string())
             .collect();
-        for r in RATIOS {
+        for r in ratios() {
             if r.num.starts_with("percpu") && !percpu::available() {
                 continue;
             }

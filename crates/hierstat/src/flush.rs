@@ -476,7 +476,17 @@ impl Core {
                 self.take_residues(st, &list, &rows, &mut hand, work);
             }
             self.writers.barrier_before_reading(s, work);
-            for (&id, &row) in list.iter().zip(&rows) {
+            // The groups' lines are asked for `AHEAD` groups before their
+            // turn: a flush whose groups are out of cache (the first flush
+            // of a large tree) then waits for their misses side by side.
+            const AHEAD: usize = 4;
+            for &id in list.iter().take(AHEAD) {
+                st.group(id).prefetch_for_flush();
+            }
+            for (i, (&id, &row)) in list.iter().zip(&rows).enumerate() {
+                if let Some(&next) = list.get(i + AHEAD) {
+                    st.group(next).prefetch_for_flush();
+                }
                 self.aggregate(st.group(id), row, work);
             }
         }

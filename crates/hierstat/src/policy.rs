@@ -15,68 +15,71 @@ use crate::error::ConfigError;
 use std::fmt;
 use std::str::FromStr;
 
-/// How much unflushed update magnitude makes a flush necessary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-#[non_exhaustive]
-pub enum ThresholdRule {
-    /// No threshold: every read flushes (5.13, `cgroup_rstat_flush` on each
-    /// `memory.stat` read).
-    None,
-    /// One tree-wide magnitude counter (5.15/5.16 `stats_flush_threshold`).
-    Global,
-    /// One magnitude counter per group (6.8 `8d59d2214c23`).
-    PerGroup,
+/// A policy knob: a plain enum, written (with the `serde` feature) in
+/// kebab case.
+macro_rules! knob {
+    ($(#[$m:meta])* pub enum $name:ident { $($body:tt)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[cfg_attr(
+            feature = "serde",
+            derive(serde::Serialize, serde::Deserialize),
+            serde(rename_all = "kebab-case")
+        )]
+        pub enum $name { $($body)* }
+    };
 }
 
-/// How per-group magnitudes are accounted on the update path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-#[non_exhaustive]
-pub enum ThresholdScheme {
-    /// The kernel's exact accounting: every update adds its magnitude to a
-    /// per-shard residue of the group *and of every ancestor*, folding each
-    /// residue into that group's atomic at `batch` (6.8 `memcg_rstat_updated`).
-    /// O(depth) atomics per update. Unfolded error per group ≤ shards × (batch − 1).
-    PerAncestor,
-    /// Ours: the update adds to the updated group's own per-shard residue
-    /// only; when it reaches `batch`, the folded magnitude is added to the
-    /// group and to each ancestor. When a (group, shard) pair is first
-    /// queued after a flush, `batch − 1` pages (the most its residue can hold
-    /// unfolded) are *reserved* in the group and each ancestor. O(1) atomics
-    /// per update; O(depth) per `batch` pages and per queued pair. Folded
-    /// magnitude plus reservations bound the unflushed magnitude of a
-    /// subtree exactly (`read_bounded` reports it); see
-    /// [`Policy::strict_bound`] for whether reservations also trigger flushes.
-    Folded,
+knob! {
+    /// How much unflushed update magnitude makes a flush necessary.
+    #[non_exhaustive]
+    pub enum ThresholdRule {
+        /// No threshold: every read flushes (5.13, `cgroup_rstat_flush` on each
+        /// `memory.stat` read).
+        None,
+        /// One tree-wide magnitude counter (5.15/5.16 `stats_flush_threshold`).
+        Global,
+        /// One magnitude counter per group (6.8 `8d59d2214c23`).
+        PerGroup,
+    }
 }
 
-/// When the per-group walk stops early (2025 `memcg_rstat_updated` early break).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-#[non_exhaustive]
-pub enum EarlyBreak {
-    /// Never: walk to the root.
-    Off,
-    /// Upstream: stop at the first group already above the threshold `T`.
-    /// "flushable(child) ⇒ flushable(ancestors)" then holds only approximately.
-    Upstream,
-    /// Stop only above `T + shards × (batch − 1)`, which makes the implication
-    /// exact for [`ThresholdScheme::PerAncestor`] (and is `T` for
-    /// [`ThresholdScheme::Folded`], whose ancestors get the same folds).
-    Margin,
+knob! {
+    /// How per-group magnitudes are accounted on the update path.
+    #[non_exhaustive]
+    pub enum ThresholdScheme {
+        /// The kernel's exact accounting: every update adds its magnitude to a
+        /// per-shard residue of the group *and of every ancestor*, folding each
+        /// residue into that group's atomic at `batch` (6.8 `memcg_rstat_updated`).
+        /// O(depth) atomics per update. Unfolded error per group ≤ shards × (batch − 1).
+        PerAncestor,
+        /// Ours: the update adds to the updated group's own per-shard residue
+        /// only; when it reaches `batch`, the folded magnitude is added to the
+        /// group and to each ancestor. When a (group, shard) pair is first
+        /// queued after a flush, `batch − 1` pages (the most its residue can hold
+        /// unfolded) are *reserved* in the group and each ancestor. O(1) atomics
+        /// per update; O(depth) per `batch` pages and per queued pair. Folded
+        /// magnitude plus reservations bound the unflushed magnitude of a
+        /// subtree exactly (`read_bounded` reports it); see
+        /// [`Policy::strict_bound`] for whether reservations also trigger flushes.
+        Folded,
+    }
+}
+
+knob! {
+    /// When the per-group walk stops early (2025 `memcg_rstat_updated` early break).
+    #[non_exhaustive]
+    pub enum EarlyBreak {
+        /// Never: walk to the root.
+        Off,
+        /// Upstream: stop at the first group already above the threshold `T`.
+        /// "flushable(child) ⇒ flushable(ancestors)" then holds only approximately.
+        Upstream,
+        /// Stop only above `T + shards × (batch − 1)`, which makes the implication
+        /// exact for [`ThresholdScheme::PerAncestor`] (and is `T` for
+        /// [`ThresholdScheme::Folded`], whose ancestors get the same folds).
+        Margin,
+    }
 }
 
 /// Size of the flush threshold `T` in pages of update magnitude.
@@ -101,19 +104,15 @@ pub enum ThresholdSize {
     Fixed(u64),
 }
 
-/// Which group a threshold-guarded flush flushes: the whole tree or the
-/// read group's subtree (there is nothing between, so the enum is closed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-pub enum FlushScope {
-    /// Always the whole tree (5.15–6.7).
-    Root,
-    /// The subtree of the group being read (5.13, 6.8+).
-    Subtree,
+knob! {
+    /// Which group a threshold-guarded flush flushes: the whole tree or the
+    /// read group's subtree (there is nothing between, so the enum is closed).
+    pub enum FlushScope {
+        /// Always the whole tree (5.15–6.7).
+        Root,
+        /// The subtree of the group being read (5.13, 6.8+).
+        Subtree,
+    }
 }
 
 /// What a flusher does when another flush is running.
@@ -194,28 +193,24 @@ impl Concurrency {
     }
 }
 
-/// What the refault / reclaim path does about stale stats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-#[non_exhaustive]
-pub enum HotPathFlush {
-    /// Nothing (5.13 and before: stats were propagated eagerly).
-    None,
-    /// A threshold-guarded flush per the policy's scope (5.15 root flush;
-    /// `hierstat`: subtree of the eviction group).
-    Sync,
-    /// Flush only if the periodic flush is more than 2 periods late
-    /// (5.15.y `9b3016154c91`, 6.8 `mem_cgroup_flush_stats_ratelimited`).
-    Ratelimited,
-    /// Over the threshold, ask the background flusher to run now and return
-    /// (Shakeel's 2022 async attempt,
-    /// `20220226002412.113819-1-shakeelb@google.com`); with no background
-    /// flusher running, flush synchronously as [`HotPathFlush::Sync`].
-    Async,
+knob! {
+    /// What the refault / reclaim path does about stale stats.
+    #[non_exhaustive]
+    pub enum HotPathFlush {
+        /// Nothing (5.13 and before: stats were propagated eagerly).
+        None,
+        /// A threshold-guarded flush per the policy's scope (5.15 root flush;
+        /// `hierstat`: subtree of the eviction group).
+        Sync,
+        /// Flush only if the periodic flush is more than 2 periods late
+        /// (5.15.y `9b3016154c91`, 6.8 `mem_cgroup_flush_stats_ratelimited`).
+        Ratelimited,
+        /// Over the threshold, ask the background flusher to run now and return
+        /// (Shakeel's 2022 async attempt,
+        /// `20220226002412.113819-1-shakeelb@google.com`); with no background
+        /// flusher running, flush synchronously as [`HotPathFlush::Sync`].
+        Async,
+    }
 }
 
 /// All knobs of the flush policy.

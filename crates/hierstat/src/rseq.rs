@@ -214,6 +214,212 @@ mod real {
     use crate::sync::AtomicU64;
     use crate::table::{CpuTable, Entry};
 
+    /// The section's descriptor, for `concat!` into `asm!` (label 24, in
+    /// `__rseq_cs`: the section from 22 to 23, the abort handler at 25).
+    macro_rules! descriptor {
+        () => {
+            concat!(
+                ".pushsection __rseq_cs, \"aw\"\n",
+                ".balign 32\n",
+                "24:\n",
+                ".long 0, 0\n",
+                ".quad 22f, 23f - 22f, 25f\n",
+                ".popsection\n",
+            )
+        };
+    }
+
+    /// The start of a section's asm: its `descriptor!`, `{aborts}`
+    /// zeroed, then (label 27, where an abort restarts) the descriptor's
+    /// address stored in the thread's `rseq_cs`; the section's first
+    /// instruction follows (22). Uses `{tmp}` and `{base}` (`Rseq::base`).
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! arm {
+        () => {
+            concat!(
+                descriptor!(),
+                "xor {aborts:e}, {aborts:e}\n",
+                "27:\n",
+                "lea {tmp}, [rip + 24b]\n",
+                "mov qword ptr fs:[{base} + 8], {tmp}\n",
+                "22:\n",
+            )
+        };
+    }
+
+    /// aarch64's `arm!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! arm {
+        () => {
+            concat!(
+                descriptor!(),
+                "mov {aborts}, xzr\n",
+                "27:\n",
+                "adrp {tmp}, 24b\n",
+                "add {tmp}, {tmp}, :lo12:24b\n",
+                "str {tmp}, [{base}, #8]\n",
+                "22:\n",
+            )
+        };
+    }
+
+    /// The end of a section's asm after its commit (23): `{tmp}` = 0 (the
+    /// status code), the exit (26); then, in `__rseq_failure`, glibc's
+    /// signature, the abort handler (25: `{aborts}` += 1, arm again at 27)
+    /// and status 1 at label 28 (the caller's other statuses and the
+    /// `.popsection` follow).
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! commit_and_abort {
+        () => {
+            concat!(
+                "23:\n",
+                "xor {tmp:e}, {tmp:e}\n",
+                "26:\n",
+                ".pushsection __rseq_failure, \"ax\"\n",
+                ".long 0x53053053\n",
+                "25:\n",
+                "inc {aborts}\n",
+                "jmp 27b\n",
+                "28:\n",
+                "mov {tmp:e}, 1\n",
+                "jmp 26b\n",
+            )
+        };
+    }
+
+    /// aarch64's `commit_and_abort!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! commit_and_abort {
+        () => {
+            concat!(
+                "23:\n",
+                "mov {tmp}, #0\n",
+                "26:\n",
+                ".pushsection __rseq_failure, \"ax\"\n",
+                ".inst 0xd428bc00\n",
+                "25:\n",
+                "add {aborts}, {aborts}, #1\n",
+                "b 27b\n",
+                "28:\n",
+                "mov {tmp}, #1\n",
+                "b 26b\n",
+            )
+        };
+    }
+
+    /// The update's section body (22 to the commit, see `Rseq::add_asm`):
+    /// the CPU (status 1 at 28 past the table), its row (status 2 at 29
+    /// if none), the residue's countdown, the cell's add (status 3 at 32
+    /// if it overflows), then the residue's store and the cell's, the
+    /// commit.
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! add_body {
+        () => {
+            concat!(
+                "mov {cpu:e}, dword ptr fs:[{base} + 4]\n",
+                "cmp {cpu}, {len}\n",
+                "jae 28f\n",
+                "mov {row}, qword ptr [{near} + {cpu} * 8]\n",
+                "test {row}, {row}\n",
+                "jz 29f\n",
+                "mov {left}, qword ptr [{row} + 8]\n",
+                "sub {left}, {mag}\n",
+                "mov {tmp}, qword ptr [{row} + {cell}]\n",
+                "add {tmp}, {delta}\n",
+                "jo 32f\n",
+                "mov qword ptr [{row} + 8], {left}\n",
+                "mov qword ptr [{row} + {cell}], {tmp}\n",
+            )
+        };
+    }
+
+    /// aarch64's `add_body!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! add_body {
+        () => {
+            concat!(
+                "ldr {cpu:w}, [{base}, #4]\n",
+                "cmp {cpu}, {len}\n",
+                "b.hs 28f\n",
+                "ldr {row}, [{near}, {cpu}, lsl #3]\n",
+                "cbz {row}, 29f\n",
+                "ldr {left}, [{row}, #8]\n",
+                "sub {left}, {left}, {mag}\n",
+                "ldr {tmp}, [{row}, {cell}]\n",
+                "adds {tmp}, {tmp}, {delta}\n",
+                "b.vs 32f\n",
+                "str {left}, [{row}, #8]\n",
+                "str {tmp}, [{row}, {cell}]\n",
+            )
+        };
+    }
+
+    /// The update's statuses 2 (no row) and 3 (overflow), in `__rseq_failure`.
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! add_statuses {
+        () => {
+            concat!(
+                "29:\n",
+                "mov {tmp:e}, 2\n",
+                "jmp 26b\n",
+                "32:\n",
+                "mov {tmp:e}, 3\n",
+                "jmp 26b\n",
+            )
+        };
+    }
+
+    /// aarch64's `add_statuses!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! add_statuses {
+        () => {
+            concat!(
+                "29:\n",
+                "mov {tmp}, #2\n",
+                "b 26b\n",
+                "32:\n",
+                "mov {tmp}, #3\n",
+                "b 26b\n",
+            )
+        };
+    }
+
+    /// The fold's section body (see `Rseq::credit`): on CPU `{cpu}` only
+    /// (status 1 at 28 otherwise), `{res}` += `{pages}`, at most up to
+    /// `{empty}`; the store commits.
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! credit_body {
+        () => {
+            concat!(
+                "mov {tmp:e}, dword ptr fs:[{base} + 4]\n",
+                "cmp {tmp}, {cpu}\n",
+                "jne 28f\n",
+                "mov {tmp}, qword ptr [{res}]\n",
+                "add {tmp}, {pages}\n",
+                "cmp {tmp}, {empty}\n",
+                "cmovg {tmp}, {empty}\n",
+                "mov qword ptr [{res}], {tmp}\n",
+            )
+        };
+    }
+
+    /// aarch64's `credit_body!`.
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! credit_body {
+        () => {
+            concat!(
+                "ldr {tmp:w}, [{base}, #4]\n",
+                "cmp {tmp}, {cpu}\n",
+                "b.ne 28f\n",
+                "ldr {tmp}, [{res}]\n",
+                "add {tmp}, {tmp}, {pages}\n",
+                "cmp {tmp}, {empty}\n",
+                "csel {tmp}, {empty}, {tmp}, gt\n",
+                "str {tmp}, [{res}]\n",
+            )
+        };
+    }
+
     /// The per-CPU mode's sections for this process (see the module docs):
     /// where the thread's `struct rseq` is, relative to its thread
     /// pointer.
@@ -269,7 +475,6 @@ mod real {
         /// group's row table (`len` entries, one per CPU), `cell` the byte
         /// offset of the cell in a row. Returns (status code, cpu, row,
         /// residue left, aborts).
-        #[cfg(target_arch = "x86_64")]
         #[inline(always)]
         fn add_asm(
             &self,
@@ -280,8 +485,9 @@ mod real {
             mag: u64,
         ) -> (u64, usize, usize, u64, u64) {
             let (code, cpu, row, left, aborts): (u64, usize, usize, u64, u64);
-            // SAFETY: the section reads the thread's `struct rseq` at
-            // `fs:[offset]` (glibc registered it: `detect`; the
+            // SAFETY: the section reads the thread's `struct rseq` (at
+            // `fs:[offset]` on x86-64, at the thread pointer plus the offset
+            // on aarch64: `base`; glibc registered it: `detect`; the
             // descriptor's address goes to `rseq_cs`), the table's
             // first `len` entries (`near` points at them, alive while the
             // caller's group handle is) and, when an entry is not null, the
@@ -292,54 +498,17 @@ mod real {
             // section like this one, which the kernel restarts rather than
             // resume after another ran there); flushers only read them
             // (with atomic loads). The descriptor is in `__rseq_cs`, its
-            // abort handler preceded by glibc's x86-64 signature
-            // (0x53053053). The asm clobbers memory and flags (the
-            // defaults) and keeps to its registers.
+            // abort handler preceded by glibc's signature (x86-64:
+            // 0x53053053; aarch64: 0xd428bc00, a `brk`). The asm clobbers
+            // memory and flags (the defaults) and keeps to its registers.
             unsafe {
                 std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
+                    arm!(),
+                    add_body!(),
+                    commit_and_abort!(),
+                    add_statuses!(),
                     ".popsection",
-                    "xor {aborts:e}, {aborts:e}",
-                    "27:",
-                    "lea {tmp}, [rip + 24b]",
-                    "mov qword ptr fs:[{off} + 8], {tmp}",
-                    "22:",
-                    "mov {cpu:e}, dword ptr fs:[{off} + 4]",
-                    "cmp {cpu}, {len}",
-                    "jae 28f",
-                    "mov {row}, qword ptr [{near} + {cpu} * 8]",
-                    "test {row}, {row}",
-                    "jz 29f",
-                    "mov {left}, qword ptr [{row} + 8]",
-                    "sub {left}, {mag}",
-                    "mov {tmp}, qword ptr [{row} + {cell}]",
-                    "add {tmp}, {delta}",
-                    "jo 32f",
-                    "mov qword ptr [{row} + 8], {left}",
-                    "mov qword ptr [{row} + {cell}], {tmp}",
-                    "23:",
-                    "xor {tmp:e}, {tmp:e}",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".long 0x53053053",
-                    "25:",
-                    "inc {aborts}",
-                    "jmp 27b",
-                    "28:",
-                    "mov {tmp:e}, 1",
-                    "jmp 26b",
-                    "29:",
-                    "mov {tmp:e}, 2",
-                    "jmp 26b",
-                    "32:",
-                    "mov {tmp:e}, 3",
-                    "jmp 26b",
-                    ".popsection",
-                    off = in(reg) self.offset,
+                    base = in(reg) self.base(),
                     near = in(reg) near,
                     len = in(reg) len,
                     cell = in(reg) cell,
@@ -356,94 +525,25 @@ mod real {
             (code, cpu, row, left, aborts)
         }
 
-        /// aarch64's [`add_asm`](Self::add_asm).
-        #[cfg(target_arch = "aarch64")]
+        /// What the sections address the thread's `struct rseq` with:
+        /// x86-64, glibc's offset from the `fs` base; aarch64, its address
+        /// (the thread pointer plus the offset).
         #[inline(always)]
-        fn add_asm(
-            &self,
-            near: *const Entry,
-            len: usize,
-            cell: usize,
-            delta: i64,
-            mag: u64,
-        ) -> (u64, usize, usize, u64, u64) {
-            let (code, cpu, row, left, aborts): (u64, usize, usize, u64, u64);
-            let area = self.area();
-            // SAFETY: as for x86-64's: `area` is the thread's registered
-            // `struct rseq`; the abort handler is preceded by glibc's
-            // aarch64 signature (0xd428bc00, a `brk`).
-            unsafe {
-                std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
-                    ".popsection",
-                    "mov {aborts}, xzr",
-                    "27:",
-                    "adrp {tmp}, 24b",
-                    "add {tmp}, {tmp}, :lo12:24b",
-                    "str {tmp}, [{area}, #8]",
-                    "22:",
-                    "ldr {cpu:w}, [{area}, #4]",
-                    "cmp {cpu}, {len}",
-                    "b.hs 28f",
-                    "ldr {row}, [{near}, {cpu}, lsl #3]",
-                    "cbz {row}, 29f",
-                    "ldr {left}, [{row}, #8]",
-                    "sub {left}, {left}, {mag}",
-                    "ldr {tmp}, [{row}, {cell}]",
-                    "adds {tmp}, {tmp}, {delta}",
-                    "b.vs 32f",
-                    "str {left}, [{row}, #8]",
-                    "str {tmp}, [{row}, {cell}]",
-                    "23:",
-                    "mov {tmp}, #0",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".inst 0xd428bc00",
-                    "25:",
-                    "add {aborts}, {aborts}, #1",
-                    "b 27b",
-                    "28:",
-                    "mov {tmp}, #1",
-                    "b 26b",
-                    "29:",
-                    "mov {tmp}, #2",
-                    "b 26b",
-                    "32:",
-                    "mov {tmp}, #3",
-                    "b 26b",
-                    ".popsection",
-                    area = in(reg) area,
-                    near = in(reg) near,
-                    len = in(reg) len,
-                    cell = in(reg) cell,
-                    delta = in(reg) delta,
-                    mag = in(reg) mag,
-                    tmp = out(reg) code,
-                    cpu = out(reg) cpu,
-                    row = out(reg) row,
-                    left = out(reg) left,
-                    aborts = out(reg) aborts,
-                    options(nostack),
-                );
+        fn base(&self) -> usize {
+            #[cfg(target_arch = "x86_64")]
+            {
+                self.offset as usize
             }
-            (code, cpu, row, left, aborts)
-        }
-
-        /// The thread's `struct rseq` (aarch64: the thread pointer plus
-        /// glibc's offset).
-        #[cfg(target_arch = "aarch64")]
-        #[inline(always)]
-        fn area(&self) -> usize {
-            let tp: usize;
-            // SAFETY: reads the thread pointer register; no memory access.
-            unsafe {
-                std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
+            #[cfg(target_arch = "aarch64")]
+            {
+                let tp: usize;
+                // SAFETY: reads the thread pointer register; no memory
+                // access.
+                unsafe {
+                    std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
+                }
+                tp.wrapping_add_signed(self.offset)
             }
-            tp.wrapping_add_signed(self.offset)
         }
 
         /// The fold's section (see the module docs): on CPU `cpu` only,
@@ -452,7 +552,6 @@ mod real {
         /// no longer runs on `cpu`, nothing written).
         ///
         /// `res` must be the residue word of a live row on `cpu`.
-        #[cfg(target_arch = "x86_64")]
         #[inline(never)]
         pub(crate) fn credit(
             &self,
@@ -463,108 +562,17 @@ mod real {
             empty: u64,
         ) -> bool {
             let (code, aborts): (u64, u64);
-            // SAFETY: as for `add_asm`: the thread's `struct rseq` at
-            // `fs:[offset]`, and `res`, a residue word that only threads on
+            // SAFETY: as for `add_asm`: the thread's `struct rseq` (at
+            // `base`), and `res`, a residue word that only threads on
             // `cpu` write, in sections; written here only if the thread
             // runs on `cpu`, by the commit.
             unsafe {
                 std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
+                    arm!(),
+                    credit_body!(),
+                    commit_and_abort!(),
                     ".popsection",
-                    "xor {aborts:e}, {aborts:e}",
-                    "27:",
-                    "lea {tmp}, [rip + 24b]",
-                    "mov qword ptr fs:[{off} + 8], {tmp}",
-                    "22:",
-                    "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-                    "cmp {tmp}, {cpu}",
-                    "jne 28f",
-                    "mov {tmp}, qword ptr [{res}]",
-                    "add {tmp}, {pages}",
-                    "cmp {tmp}, {empty}",
-                    "cmovg {tmp}, {empty}",
-                    "mov qword ptr [{res}], {tmp}",
-                    "23:",
-                    "xor {tmp:e}, {tmp:e}",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".long 0x53053053",
-                    "25:",
-                    "inc {aborts}",
-                    "jmp 27b",
-                    "28:",
-                    "mov {tmp:e}, 1",
-                    "jmp 26b",
-                    ".popsection",
-                    off = in(reg) self.offset,
-                    cpu = in(reg) cpu,
-                    res = in(reg) res.as_ptr(),
-                    pages = in(reg) pages,
-                    empty = in(reg) empty,
-                    tmp = out(reg) code,
-                    aborts = out(reg) aborts,
-                    options(nostack),
-                );
-            }
-            if aborts != 0 {
-                count_restarts(aborts);
-            }
-            code == 0
-        }
-
-        /// aarch64's [`credit`](Self::credit).
-        #[cfg(target_arch = "aarch64")]
-        #[inline(never)]
-        pub(crate) fn credit(
-            &self,
-            _model_cpu: usize,
-            cpu: usize,
-            res: &AtomicU64,
-            pages: u64,
-            empty: u64,
-        ) -> bool {
-            let (code, aborts): (u64, u64);
-            let area = self.area();
-            // SAFETY: as for x86-64's.
-            unsafe {
-                std::arch::asm!(
-                    ".pushsection __rseq_cs, \"aw\"",
-                    ".balign 32",
-                    "24:",
-                    ".long 0, 0",
-                    ".quad 22f, 23f - 22f, 25f",
-                    ".popsection",
-                    "mov {aborts}, xzr",
-                    "27:",
-                    "adrp {tmp}, 24b",
-                    "add {tmp}, {tmp}, :lo12:24b",
-                    "str {tmp}, [{area}, #8]",
-                    "22:",
-                    "ldr {tmp:w}, [{area}, #4]",
-                    "cmp {tmp}, {cpu}",
-                    "b.ne 28f",
-                    "ldr {tmp}, [{res}]",
-                    "add {tmp}, {tmp}, {pages}",
-                    "cmp {tmp}, {empty}",
-                    "csel {tmp}, {empty}, {tmp}, gt",
-                    "str {tmp}, [{res}]",
-                    "23:",
-                    "mov {tmp}, #0",
-                    "26:",
-                    ".pushsection __rseq_failure, \"ax\"",
-                    ".inst 0xd428bc00",
-                    "25:",
-                    "add {aborts}, {aborts}, #1",
-                    "b 27b",
-                    "28:",
-                    "mov {tmp}, #1",
-                    "b 26b",
-                    ".popsection",
-                    area = in(reg) area,
+                    base = in(reg) self.base(),
                     cpu = in(reg) cpu,
                     res = in(reg) res.as_ptr(),
                     pages = in(reg) pages,

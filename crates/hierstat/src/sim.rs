@@ -288,12 +288,7 @@ impl Simulator for HierStats {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error> {
-        let g = self.core.own(group)?;
-        let (total, per_node) = self
-            .core
-            .params
-            .schema
-            .node_slots_for_update(item, numa_node, delta)?;
+        let (g, total, per_node) = self.node_update(group, item, numa_node, delta)?;
         let s = shard.index(self)?;
         let mut work = Guarded::new(work);
         self.core

@@ -15,7 +15,8 @@ use crate::group::Group;
 use crate::mode::Mode;
 use crate::policy::Policy;
 use crate::read::Bounded;
-use crate::schema::{ItemId, NodeItemId, Schema};
+use crate::schema::{ItemId, NodeItemId, Schema, Slot};
+use crate::state::GroupState;
 use crate::sync::Arc;
 use crate::update::writers::Writers;
 use crate::within::{OnBusy, ReadItem, Req, Tolerance, Within, WithinFlush};
@@ -175,14 +176,28 @@ impl HierStats {
         numa_node: usize,
         delta: i64,
     ) -> Result<(), Error> {
+        let (g, total, per_node) = self.node_update(group, item, numa_node, delta)?;
+        self.core.update_node_here(g, total, per_node, delta);
+        Ok(())
+    }
+
+    /// What a per-node update of `delta` to `item` of `group` on
+    /// `numa_node` writes: the group's state, the total's slot and the
+    /// node's, all checked.
+    pub(crate) fn node_update<'g>(
+        &self,
+        group: &'g Group,
+        item: NodeItemId,
+        numa_node: usize,
+        delta: i64,
+    ) -> Result<(&'g GroupState, Slot, Slot), Error> {
         let g = self.core.own(group)?;
         let (total, per_node) = self
             .core
             .params
             .schema
             .node_slots_for_update(item, numa_node, delta)?;
-        self.core.update_node_here(g, total, per_node, delta);
-        Ok(())
+        Ok((g, total, per_node))
     }
 
     /// Binds `item` of `group` into a [`Counter`], the fast path for code
@@ -460,11 +475,7 @@ impl HierStats {
         work: &mut W,
     ) -> Result<WithinFlush, Error> {
         let g = self.core.own(root)?;
-        let schema = &self.core.params.schema;
-        let reqs = reads
-            .iter()
-            .map(|&(item, t)| Req::new(schema, item, t))
-            .collect::<Result<Vec<_>, _>>()?;
+        let reqs = self.requests(reads)?;
         Ok(self.core.read_subtree_within(
             g,
             &reqs,
@@ -485,12 +496,18 @@ impl HierStats {
         work: &mut W,
     ) -> Result<WithinFlush, Error> {
         let g = self.core.own(group)?;
+        let reqs = self.requests(reads)?;
+        Ok(self.core.read_within(g, &reqs, on_busy, out, work))
+    }
+
+    /// The requests of a tolerance read, each item checked against the
+    /// schema.
+    fn requests(&self, reads: &[(ReadItem, Tolerance)]) -> Result<Vec<Req>, Error> {
         let schema = &self.core.params.schema;
-        let reqs = reads
+        reads
             .iter()
             .map(|&(item, t)| Req::new(schema, item, t))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.core.read_within(g, &reqs, on_busy, out, work))
+            .collect()
     }
 }
 
