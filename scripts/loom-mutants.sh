@@ -1,80 +1,45 @@
 #!/usr/bin/env bash
-# Weakens each memory ordering (and barrier) the engine's update/flush
-# handshake keeps, one at a time, and runs the loom models (the integration
-# models and the crate's unit tests built for loom): every mutant
-# must be caught by at least one model, or the ordering is not needed (and
-# its comment overstates it). Not part of CI (about a minute per mutant);
-# run it after touching an ordering:
+# Weakens each memory ordering (and barrier) of hierstat's engine, one at a
+# time, and runs the loom models (the integration models and the crate's
+# unit tests built for loom): every mutant must be caught by at least one
+# model, or the ordering is not needed (and its comment overstates it).
+# Every non-Relaxed ordering and fence of `crates/hierstat/src` has a mutant
+# here, or an `unmutated` line saying why no model can fail it:
+# `scripts/orderings.py` lists the sites and measures that coverage.
 #
-#     scripts/loom-mutants.sh            # in a scratch copy of the tree
-#     ONLY="fold skip|claim" scripts/loom-mutants.sh   # the mutants whose name has one of these
+#     scripts/loom-mutants.sh                        # every mutant (about a minute each)
+#     ONLY="fold skip|claim" scripts/loom-mutants.sh # the mutants whose name has one of these
+#     ROTATE=3 scripts/loom-mutants.sh               # CI: 3 mutants, a different 3 each day
+#     LIST=1 scripts/loom-mutants.sh                 # the table, NUL-separated (for orderings.py)
+#
+# ROTATE=N splits the mutants (after ONLY) into K = ceil(M / N) slots by
+# their index modulo K and runs slot (ROTATE_SEED mod K), where ROTATE_SEED
+# defaults to the UTC day number: run daily (CI), every mutant is run once
+# every K days. ROTATE skips the unmutated baseline (CI has just run the
+# same models on the same tree) unless BASELINE=1.
+#
+# Whatever the mode, every mutant's and every `unmutated` line's pattern is
+# checked against the tree first: one that does not match exactly once is
+# a PATTERN ERROR and fails the run, so the list cannot rot silently.
 #
 # A mutant that makes a model spin forever (a drain following a stale list
 # link, say) is reported as caught by a hang after MUTANT_TIMEOUT seconds
-# (default 900).
+# (default 900; 300 under ROTATE).
 # It works on a copy (in $MUTANTS_DIR, default $TMPDIR/hierstat-mutants: give
-# each concurrent run its own), so the checkout is never left mutated.
+# each concurrent run its own), so the checkout is never left mutated; the
+# copy builds in $MUTANTS_DIR/target, kept between runs.
 set -uo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
-work="${MUTANTS_DIR:-${TMPDIR:-/tmp}/hierstat-mutants}"
-mkdir -p "$work"
-rm -rf "$work/tree" && mkdir -p "$work/tree"
-tar -C "$src" --exclude=./target --exclude=./.git -cf - . | tar -C "$work/tree" -xf -
-# tar keeps the checkout's (older) mtimes, and cargo rebuilds only what
-# looks newer than its last build: without this, a new invocation's
-# baseline could run the binary of the previous invocation's last mutant.
-find "$work/tree/crates" -name '*.rs' -exec touch {} +
-export CARGO_TARGET_DIR="$work/target"
-cd "$work/tree/crates/hierstat" || exit 1
-run_loom() {
-    LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "${MUTANT_TIMEOUT:-900}" \
-        cargo test -p hierstat --lib --test loom --release --no-fail-fast 2>&1
-}
-caught_all=1
-# ONLY="a|b": only the mutants whose name contains a or b.
-selected() {
-    [ -z "${ONLY:-}" ] && return 0
-    local IFS='|' p
-    for p in $ONLY; do
-        case "$1" in *"$p"*) return 0 ;; esac
-    done
-    return 1
-}
-mutant() {
-    local name="$1" file="$2" from="$3" to="$4"
-    selected "$name" || return
-    cp "$file" "$work/backup"
-    if ! python3 - "$file" "$from" "$to" <<'PY'
-import sys
-p, a, b = sys.argv[1:4]
-s = open(p).read()
-if s.count(a) != 1:
-    sys.exit(f"{p}: {s.count(a)} matches for {a!r}")
-open(p, "w").write(s.replace(a, b))
-PY
-    then
-        echo "PATTERN ERROR  $name"; caught_all=0; return
-    fi
-    local out failed rc
-    out=$(run_loom); rc=$?
-    cp "$work/backup" "$file"
-    if [ "$rc" = 124 ]; then
-        echo "caught (hang)  $name  <- the models did not finish in ${MUTANT_TIMEOUT:-900} s"
-        return
-    fi
-    failed=$(echo "$out" | grep -E "^test .* FAILED" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
-    # A model that fails inside a spawned loom thread aborts the process.
-    aborted=$(echo "$out" | sed -n "s/^thread '\([^']*\)'.* panicked.*/\1/p" | sort -u | tr '\n' ' ')
-    if [ -n "$failed" ]; then
-        echo "caught         $name  <- $failed"
-    elif [ "$rc" != 0 ] && [ -n "$aborted" ]; then
-        echo "caught (abort) $name  <- $aborted"
-    else
-        echo "NOT CAUGHT     $name"; caught_all=0
-    fi
-}
-out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
-echo "baseline passes"
+
+kinds=() names=() files=() froms=() tos=()
+# mutant NAME FILE FROM TO: replace FROM (exactly one match in FILE, a path
+# under crates/hierstat) by TO.
+mutant() { kinds+=(mutant); names+=("$1"); files+=("$2"); froms+=("$3"); tos+=("$4"); }
+# unmutated FILE PATTERN REASON: the orderings inside PATTERN have no mutant,
+# because no model can fail one (REASON says why).
+unmutated() { kinds+=(unmutated); names+=(""); files+=("$1"); froms+=("$2"); tos+=("$3"); }
+
+all_mutants() {
 mutant "shared path: header residue add AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch_add(small, Ordering::AcqRel);" "let old = self.0.fetch_add(small, Ordering::Relaxed);"
 mutant "shared path: header residue add AcqRel -> Release" src/header.rs "let old = self.0.fetch_add(small, Ordering::AcqRel);" "let old = self.0.fetch_add(small, Ordering::Release);"
 mutant "claim: fetch_or AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::AcqRel);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Relaxed);"
@@ -147,4 +112,150 @@ mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let s
 # published by the entry's Release store and read after its Acquire load.
 mutant "row table: entry load Acquire -> Relaxed" src/table.rs "NonNull::new(e.load(Ordering::Acquire)).map(|p| unsafe { RowAddr::from_ptr(p) })" "NonNull::new(e.load(Ordering::Relaxed)).map(|p| unsafe { RowAddr::from_ptr(p) })"
 mutant "row table: entry store Release -> Relaxed" src/table.rs "slot.row.store(a.as_ptr(), Ordering::Release);" "slot.row.store(a.as_ptr(), Ordering::Relaxed);"
-[ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }
+# Issue #34: the remaining orderings.
+mutant "global snapshot hold: swap AcqRel -> Relaxed" src/count.rs "!self.held.swap(true, Ordering::AcqRel)" "!self.held.swap(true, Ordering::Relaxed)"
+mutant "global snapshot hold: swap AcqRel -> Acquire" src/count.rs "!self.held.swap(true, Ordering::AcqRel)" "!self.held.swap(true, Ordering::Acquire)"
+mutant "global snapshot release: Release -> Relaxed" src/count.rs "self.held.store(false, Ordering::Release);" "self.held.store(false, Ordering::Relaxed);"
+mutant "global bound: in-flight load Acquire -> Relaxed" src/count.rs "self.in_flight.load(Ordering::Acquire)" "self.in_flight.load(Ordering::Relaxed)"
+mutant "global hand-over: in-flight release Release -> Relaxed" src/count.rs "self.in_flight.fetch_sub(landed, Ordering::Release);" "self.in_flight.fetch_sub(landed, Ordering::Relaxed);"
+mutant "hand-over: reservation reset Release -> Relaxed" src/flush.rs ".reserved
+                        .fetch_update(Ordering::Release, Ordering::Relaxed, |v| {" ".reserved
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {"
+mutant "bound: reservation load Acquire -> Relaxed" src/read.rs "let reserved = n.reserved.load(Ordering::Acquire);" "let reserved = n.reserved.load(Ordering::Relaxed);"
+mutant "group flag: load Acquire -> Relaxed" src/state.rs "self.flags.load(Ordering::Acquire) & f != 0" "self.flags.load(Ordering::Relaxed) & f != 0"
+mutant "group flag: set Release -> Relaxed" src/state.rs "self.flags.fetch_or(f, Ordering::Release);" "self.flags.fetch_or(f, Ordering::Relaxed);"
+mutant "snapshot hold: fetch_or AcqRel -> Relaxed" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Relaxed)"
+mutant "snapshot hold: fetch_or AcqRel -> Acquire" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Acquire)"
+mutant "snapshot release: Release -> Relaxed" src/state.rs ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Release);" ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Relaxed);"
+mutant "flusher: pass fence before reading removed (heavy barrier kept)" src/update/writers.rs "        crate::sync::fence_seqcst();
+        // ORDERING: Relaxed, after the \`SeqCst\` fence" "        // ORDERING: Relaxed, after the \`SeqCst\` fence"
+mutant "flusher: heavy barrier removed (pass fence kept)" src/update/writers.rs "            self.barriers.heavy();" ""
+mutant "owner claim: fence after the owner flag removed" src/update.rs "        self.writers.announce_owner(s);
+        crate::sync::fence_seqcst();" "        self.writers.announce_owner(s);"
+mutant "section publish: Release -> Relaxed" src/rows.rs "word.store(addr, Ordering::Release);" "word.store(addr, Ordering::Relaxed);"
+}
+all_mutants
+
+if [ -n "${LIST:-}" ]; then
+    for i in "${!kinds[@]}"; do
+        printf '%s\0' "${kinds[$i]}" "${names[$i]}" "${files[$i]}" "${froms[$i]}" "${tos[$i]}"
+    done
+    exit 0
+fi
+
+# Every pattern against the checkout, and no two mutants of one name.
+for i in "${!kinds[@]}"; do
+    printf '%s\0%s\0%s\0%s\0' "${kinds[$i]}" "${names[$i]}" "${files[$i]}" "${froms[$i]}"
+done | python3 -c '
+import collections, os, sys
+root = sys.argv[1]
+f = sys.stdin.buffer.read().decode().split("\0")
+bad, seen = 0, collections.Counter()
+for kind, name, path, pat in zip(f[0::4], f[1::4], f[2::4], f[3::4]):
+    p = os.path.join(root, path)
+    n = open(p).read().count(pat) if os.path.exists(p) else 0
+    label = name if kind == "mutant" else f"unmutated {pat.strip()!r}"
+    if n != 1:
+        print(f"PATTERN ERROR  {label}: {n} matches in {path}")
+        bad = 1
+    if kind == "mutant":
+        seen[name] += 1
+        if seen[name] == 2:
+            print(f"PATTERN ERROR  two mutants named {name!r}")
+            bad = 1
+sys.exit(bad)
+' "$src/crates/hierstat" || { echo "some patterns no longer match: fix them (the orderings moved or changed)"; exit 1; }
+
+# ONLY="a|b": only the mutants whose name contains a or b.
+only() {
+    [ -z "${ONLY:-}" ] && return 0
+    local IFS='|' p
+    for p in $ONLY; do
+        case "$1" in *"$p"*) return 0 ;; esac
+    done
+    return 1
+}
+chosen=()
+for i in "${!kinds[@]}"; do
+    [ "${kinds[$i]}" = mutant ] && only "${names[$i]}" && chosen+=("$i")
+done
+baseline="${BASELINE:-1}"
+timeout_s="${MUTANT_TIMEOUT:-900}"
+if [ -n "${ROTATE:-}" ]; then
+    n="${ROTATE}" m="${#chosen[@]}"
+    slots=$(( (m + n - 1) / n ))
+    seed="${ROTATE_SEED:-$(( $(date -u +%s) / 86400 ))}"
+    slot=$(( seed % slots ))
+    rotated=()
+    for j in "${!chosen[@]}"; do
+        [ $(( j % slots )) = "$slot" ] && rotated+=("${chosen[$j]}")
+    done
+    chosen=("${rotated[@]}")
+    baseline="${BASELINE:-0}"
+    timeout_s="${MUTANT_TIMEOUT:-300}"
+    echo "rotation: slot $slot of $slots (seed $seed): ${#chosen[@]} of $m mutants; each runs once every $slots seeds (days)"
+fi
+[ "${#chosen[@]}" -gt 0 ] || { echo "no mutant selected"; exit 1; }
+
+work="${MUTANTS_DIR:-${TMPDIR:-/tmp}/hierstat-mutants}"
+mkdir -p "$work"
+work="$(cd "$work" && pwd)"
+rm -rf "$work/tree" && mkdir -p "$work/tree"
+tar -C "$src" --exclude=./target --exclude=./.git -cf - . | tar -C "$work/tree" -xf -
+# tar keeps the checkout's (older) mtimes, and cargo rebuilds only what
+# looks newer than its last build: without this, a new invocation's
+# baseline could run the binary of the previous invocation's last mutant.
+find "$work/tree/crates" -name '*.rs' -exec touch {} +
+export CARGO_TARGET_DIR="$work/target"
+cd "$work/tree/crates/hierstat" || exit 1
+run_loom() {
+    LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "$timeout_s" \
+        cargo test -p hierstat --lib --test loom --release --no-fail-fast 2>&1
+}
+caught_all=1
+run_mutant() {
+    local name="$1" file="$2" from="$3" to="$4"
+    local start=$SECONDS
+    cp "$file" "$work/backup"
+    if ! python3 - "$file" "$from" "$to" <<'PY'
+import sys
+p, a, b = sys.argv[1:4]
+s = open(p).read()
+if s.count(a) != 1:
+    sys.exit(f"{p}: {s.count(a)} matches for {a!r}")
+open(p, "w").write(s.replace(a, b))
+PY
+    then
+        echo "PATTERN ERROR  $name"; caught_all=0; return
+    fi
+    local out failed aborted rc
+    out=$(run_loom); rc=$?
+    cp "$work/backup" "$file"
+    local took="($((SECONDS - start)) s)"
+    if [ "$rc" = 124 ]; then
+        echo "caught (hang)  $name  <- the models did not finish in $timeout_s s $took"
+        return
+    fi
+    failed=$(echo "$out" | sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' | tr '\n' ' ')
+    # A model that fails inside a spawned loom thread aborts the process.
+    aborted=$(echo "$out" | sed -n "s/^thread '\([^']*\)'.* panicked.*/\1/p" | sort -u | tr '\n' ' ')
+    if [ -n "$failed" ]; then
+        echo "caught         $name  <- $failed$took"
+    elif [ "$rc" != 0 ] && [ -n "$aborted" ]; then
+        echo "caught (abort) $name  <- $aborted$took"
+    elif [ "$rc" != 0 ] && ! echo "$out" | grep -q "^test result:"; then
+        echo "NOT CAUGHT     $name  <- the mutant did not build or run: $took"
+        echo "$out" | grep -E "^(error|warning: unused)" | head -5
+        caught_all=0
+    else
+        echo "NOT CAUGHT     $name  $took"; caught_all=0
+    fi
+}
+if [ "$baseline" = 1 ]; then
+    out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
+    echo "baseline passes"
+fi
+for i in "${chosen[@]}"; do
+    run_mutant "${names[$i]}" "${files[$i]}" "${froms[$i]}" "${tos[$i]}"
+done
+[ "$caught_all" = 1 ] && echo "every mutant caught (${#chosen[@]})" || { echo "some mutants survived"; exit 1; }

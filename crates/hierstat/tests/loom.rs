@@ -668,6 +668,28 @@ mod engine {
         a_read_during_a_flush_after_an_update(Preset::Hierstat);
     }
 
+    /// Folded scheme: an update of 10 pages (under the batch) is counted
+    /// only by its pair's reservation (31 pages). A forced flush of `/g`
+    /// carries it and then gives the reservation back (a Release RMW, its
+    /// count unchanged: nothing folded); a read racing the flush that sees
+    /// the reservation given back (Acquire) must see the aggregate that
+    /// landed before it (loom: Relaxed on either side reads 0 of 10 with a
+    /// bound of 0).
+    #[test]
+    fn a_reservation_given_back_comes_with_the_landed_value() {
+        model(|| {
+            let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
+            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&g2).unwrap();
+            });
+            assert_bounded_within(&t, &g, x, 10, 10);
+            flusher.join().unwrap();
+            assert_bounded_within(&t, &g, x, 10, 10);
+        });
+    }
+
     #[test]
     fn a_read_during_a_flush_is_bounded_kernel_exact() {
         a_read_during_a_flush_after_an_update(Preset::Linux6_8);
@@ -790,6 +812,41 @@ mod engine {
         p.concurrency = hierstat::Concurrency::Serialize;
         p.lock_per_shard = true;
         overlapping_flushes_of(p, true);
+    }
+
+    /// The per-group hold's Acquire half (`GroupState::hold_snapshot`): a
+    /// flush that takes a group's snapshot after another flush gave it back
+    /// must read the count that flush's reset left. Folded, per group, a
+    /// per-pass gate (no early break: `/g` has a child and keeps its
+    /// bound), batch 4: `/g` holds 100 pages. The main thread's flush of
+    /// `/g` carries and resets them, then it adds 100 more to `/g`; the
+    /// other thread adds 1 to `/g/c` and flushes `/g`, which is on its
+    /// tree for `/g/c`'s sake (not for the main thread's push, which would
+    /// carry the reset with it). Holding after the first flush's release
+    /// without acquiring it, that flush reads the count as it was before
+    /// the reset (100), misses the second push (its drains ran first) and
+    /// its reset takes the second 100 pages from the count: `/g` read 101
+    /// of 201 with a bound of 3. (The overlapping model below holds the
+    /// snapshot only for the main thread's own push.)
+    #[test]
+    fn a_snapshot_held_after_another_flush_reads_its_reset() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.concurrency = hierstat::Concurrency::Serialize;
+            p.lock_per_shard = true;
+            let (t, x, g) = folding_tree(p, 4);
+            let c = t.create(&g, "c").unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            let (t2, g2, c2) = (t.clone(), g.clone(), c.clone());
+            let a = thread::spawn(move || {
+                t2.add_with(Shard(0), &c2, x, 1, &mut ()).unwrap();
+                t2.flush_forced(&g2).unwrap();
+            });
+            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            a.join().unwrap();
+            assert_bounded_within(&t, &g, x, 201, 201);
+        });
     }
 
     /// A fold of 100 pages (over the batch, so it reaches the threshold
