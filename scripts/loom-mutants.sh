@@ -129,10 +129,59 @@ mutant "snapshot hold: fetch_or AcqRel -> Acquire" src/state.rs "self.flags.fetc
 mutant "snapshot release: Release -> Relaxed" src/state.rs ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Release);" ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Relaxed);"
 mutant "flusher: pass fence before reading removed (heavy barrier kept)" src/update/writers.rs "        crate::sync::fence_seqcst();
         // ORDERING: Relaxed, after the \`SeqCst\` fence" "        // ORDERING: Relaxed, after the \`SeqCst\` fence"
-mutant "flusher: heavy barrier removed (pass fence kept)" src/update/writers.rs "            self.barriers.heavy();" ""
+mutant "flusher: heavy barrier removed (pass fence kept)" src/update/writers.rs "                None => self.barriers.heavy()," "                None => {}"
 mutant "owner claim: fence after the owner flag removed" src/update.rs "        self.writers.announce_owner(s);
         crate::sync::fence_seqcst();" "        self.writers.announce_owner(s);"
 mutant "section publish: Release -> Relaxed" src/rows.rs "word.store(addr, Ordering::Release);" "word.store(addr, Ordering::Relaxed);"
+# The per-CPU mode (issue #36; tests/loom.rs, `percpu`): its claim check,
+# its claims' reservation order and fences, the flushers' rseq membarrier,
+# and the modelled sections' own rule (a store only if nothing committed on
+# the CPU since the section armed; arming after a commit reads its writes).
+mutant "percpu: claim check Acquire -> Relaxed" src/header.rs "self.0.load(Ordering::Acquire) & OWNER_RES != 0" "self.0.load(Ordering::Relaxed) & OWNER_RES != 0"
+mutant "percpu: flushers' rseq membarrier removed" src/update/writers.rs "                Some(r) => r.membarrier()," "                Some(_) => {}"
+mutant "percpu: claim reserves after its bit (the owner's order)" src/update.rs "        if folded && w == Writer::PerCpu {
+            self.reserve(g, work);
+        }
+        if folded && w == Writer::Shared {
+            self.reserve(g, work);
+        }
+        let c = hdr.claim(w);
+        work.count(Work::Atomic, 3);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
+        }
+        if folded && c.reserve && w == Writer::Owner {" "        if folded && w == Writer::Shared {
+            self.reserve(g, work);
+        }
+        let c = hdr.claim(w);
+        work.count(Work::Atomic, 3);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
+        }
+        if folded && c.reserve && w != Writer::Shared {"
+mutant "percpu: claim's fence after announcing the CPU removed" src/update.rs "        self.writers.announce_owner(cpu);
+        crate::sync::fence_seqcst();" "        self.writers.announce_owner(cpu);"
+mutant "percpu: claim's fence after the push removed" src/update.rs "        self.claim(cpu, g, hdr, Writer::PerCpu, work);
+        // As the owner's: before this update's fold reads the flush count.
+        crate::sync::fence_seqcst();" "        self.claim(cpu, g, hdr, Writer::PerCpu, work);"
+mutant "percpu model: a section's store without the restart check" src/rseq.rs "            if c.gen.load(Ordering::Relaxed) != gen {
+                return false;
+            }" ""
+mutant "percpu model: arming load Acquire -> Relaxed" src/rseq.rs "                let gen = self.cpus[cpu].gen.load(Ordering::Acquire);
+                if cpu >= table.len {" "                let gen = self.cpus[cpu].gen.load(Ordering::Relaxed);
+                if cpu >= table.len {"
+# Tolerance reads (issue #37, src/within.rs and the partial flush in
+# src/flush.rs, src/dirty/partial.rs): the models in tests/loom.rs, mod
+# within.
+mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, frontier, sum))" "Some(Plan::new(g, frontier, 0))"
+mutant "partial flush: opened groups reset as if carried" src/dirty/partial.rs "Part::Opened => false," "Part::Opened => true,"
+mutant "partial flush: opened groups not aggregated" src/dirty/partial.rs "            if expanded {
+                out.push(n);" "            if expanded {"
+mutant "partial flush: an opened group leaves the tree with a left child on it" src/dirty/partial.rs "let empty = self.nodes.get(&n).is_none_or(|l| l.children.is_empty());" "let empty = true;"
+mutant "subtree read: the opened groups' left sums not counted" src/within/subtree.rs "g.children[i].iter().fold(0u64, |s, &c| {
+                s.saturating_add(if left[c] { bound[c] } else { composed[c] })
+            })" "0"
+mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
 }
 all_mutants
 

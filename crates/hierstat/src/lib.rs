@@ -14,7 +14,9 @@
 //! * **thresholds** count unflushed update magnitude per group so that a
 //!   reader flushes only when the error could exceed `T`
 //!   ([`HierStats::read_bounded`] returns the value with a bound that holds
-//!   at every instant, flushes running included: see [`Bounded`]);
+//!   at every instant, flushes running included: see [`Bounded`]), and a
+//!   reader that states the error it accepts flushes only what could
+//!   break it ([`HierStats::read_within`], [`Tolerance`]);
 //! * **policies** reproduce each kernel era's choices ([`Preset`]) and ours;
 //! * a **background flusher** bounds staleness in time
 //!   ([`HierStats::start_flusher`]);
@@ -38,11 +40,13 @@
 //! | `rows`, `table` | counter rows, allocated on first touch from per-shard arenas; a group's table of its rows |
 //! | `header` | the row header word and the owner's residue: every bit and transition of the update/flush handshake |
 //! | `seat` | which shard a thread writes (the process-wide seat pool) |
+//! | `mode`, `rseq` | per-CPU or per-thread ([`Mode`]); the per-CPU mode's restartable sequences (assembly; modelled under loom) |
 //! | `update`, `counter` | the update paths (`update::writers`: who writes each shard); a pre-resolved [`Counter`] |
 //! | `dirty` | lock-free update lists, persistent dirty trees |
 //! | `count` | the threshold count word |
 //! | `flush`, `flusher` | flushes and their hand-over (`flush::state`: exclusion, running count, statistics, async requests; `flush::outcome`: the public result types); the background flusher |
 //! | `read` | the bound and [`Bounded`] |
+//! | `within` | reads with an error budget ([`HierStats::read_within`]): the planner of partial flushes (`flush::partial`, `dirty::partial` carry them out) |
 //! | `saturation` | counters that left `i64` |
 //! | `sim`, `work`, `verify` | the simulator's API ([`sim`]): explicit shards, work counters, invariant checks |
 //! | `sync` | the one import point of atomics and locks (loom or std), the lock order |
@@ -85,10 +89,13 @@ mod flusher;
 #[allow(unsafe_code)] // the handle's cached pointers (see the module docs)
 mod group;
 mod header;
+mod mode;
 mod policy;
 mod read;
 #[allow(unsafe_code)] // the row addresses of the update path (see the module docs)
 mod rows;
+#[allow(unsafe_code)] // the restartable sequences' assembly (see the module docs)
+mod rseq;
 mod saturation;
 mod schema;
 mod seat;
@@ -101,6 +108,7 @@ mod table;
 mod tree;
 mod update;
 mod verify;
+mod within;
 mod work;
 
 pub use clock::{Clock, MonotonicClock};
@@ -112,6 +120,7 @@ pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]
 pub use flusher::{BackgroundFlusher, FlusherStats};
 pub use group::Group;
+pub use mode::{Fallback, Mode};
 pub use policy::{
     BadThresholdSize, Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset,
     ThresholdRule, ThresholdScheme, ThresholdSize, UnknownPreset,
@@ -119,6 +128,14 @@ pub use policy::{
 pub use read::Bounded;
 pub use schema::{ItemId, ItemInfo, ItemKind, NodeItemId, Schema, SchemaBuilder, Unit, PAGE_SIZE};
 pub use stats::HierStats;
+pub use within::{OnBusy, ReadItem, Tolerance, Within, WithinFlush};
+
+/// Restartable sequences the calling thread has restarted so far (aborted
+/// by preemption, migration, a signal or a flusher's barrier, and run
+/// again) in trees of the per-CPU mode ([`Mode::PerCpu`]): a diagnostic.
+pub fn thread_restarts() -> u64 {
+    rseq::restarts()
+}
 
 // The simulator's types under their names before `hierstat::sim` existed,
 // so that code written against them keeps compiling; new code names them

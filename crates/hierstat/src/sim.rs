@@ -45,6 +45,7 @@ use crate::flush::{FlushKind, FlushOutcome, HotPathDecision};
 use crate::group::Group;
 use crate::schema::{ItemId, NodeItemId};
 use crate::stats::HierStats;
+use crate::within::{OnBusy, ReadItem, Tolerance, Within, WithinFlush};
 use crate::work::Guarded;
 
 /// Which shards have been written, and how (see
@@ -120,6 +121,36 @@ pub trait Simulator: sealed::Sealed {
         work: &mut W,
     ) -> Result<(), Error>;
 
+    /// [`HierStats::read_many_within`], reporting the work of its flush
+    /// (and of its plan: one structure lock and one reference count per
+    /// child group it looked at). A panic in `work` reaches the caller once
+    /// the read has completed (see [`WorkSink`]).
+    ///
+    /// # Errors
+    /// As [`HierStats::read_many_within`].
+    fn read_many_within_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        out: &mut Vec<Within>,
+        work: &mut W,
+    ) -> Result<WithinFlush, Error>;
+
+    /// [`HierStats::read_subtree_within`], reporting work as
+    /// [`read_many_within_with`](Self::read_many_within_with).
+    ///
+    /// # Errors
+    /// As [`HierStats::read_subtree_within`].
+    fn read_subtree_within_with<W: WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error>;
+
     /// Any flush entry point, reporting work. A panic in `work` reaches
     /// the caller once the flush has completed (see [`WorkSink`]).
     ///
@@ -187,6 +218,13 @@ pub trait Simulator: sealed::Sealed {
     /// [`Config::shards`](crate::Config::shards)) has `shared == 0`.
     fn shards_written(&self) -> ShardsWritten;
 
+    /// The rows `group` has: one per shard (per CPU, in the per-CPU mode)
+    /// that ever wrote it, until it is reaped.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    fn rows_of(&self, group: &Group) -> Result<usize, Error>;
+
     /// loom only: [`HierStats::add`] through the owner path of `shard`, as
     /// the thread that owns it. (Model threads share the OS thread whose
     /// seat `add` would look up.) The caller must be the only thread that
@@ -198,6 +236,23 @@ pub trait Simulator: sealed::Sealed {
     fn add_owned_with(
         &self,
         shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error>;
+
+    /// loom only: [`HierStats::add`] of a per-CPU tree
+    /// ([`Mode::PerCpu`](crate::Mode::PerCpu)) by a thread running on
+    /// modelled CPU `cpu` (see `rseq.rs`): any number of model threads may
+    /// use one CPU, as real threads do. On a tree of the other modes, the
+    /// owner path (as [`add_owned_with`](Self::add_owned_with)).
+    ///
+    /// # Errors
+    /// As [`add_with`](Self::add_with).
+    #[cfg(loom)]
+    fn add_on_cpu_with(
+        &self,
+        cpu: Shard,
         group: &Group,
         item: ItemId,
         delta: i64,
@@ -247,6 +302,34 @@ impl Simulator for HierStats {
         Ok(())
     }
 
+    fn read_many_within_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        out: &mut Vec<Within>,
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let mut work = Guarded::new(work);
+        let r = HierStats::read_many_within_with(self, group, reads, on_busy, out, &mut work);
+        work.finish();
+        r
+    }
+
+    fn read_subtree_within_with<W: WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let mut work = Guarded::new(work);
+        let r = HierStats::read_subtree_within_with(self, root, reads, on_busy, visit, &mut work);
+        work.finish();
+        r
+    }
+
     fn flush_with<W: WorkSink>(
         &self,
         group: &Group,
@@ -283,6 +366,10 @@ impl Simulator for HierStats {
         ShardsWritten { by_owners, shared }
     }
 
+    fn rows_of(&self, group: &Group) -> Result<usize, Error> {
+        Ok(self.core.own(group)?.hot.rows.rows().count())
+    }
+
     #[cfg(loom)]
     fn add_owned_with(
         &self,
@@ -295,6 +382,28 @@ impl Simulator for HierStats {
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
         let s = shard.index(self)?;
         self.core.update_owned(s, g, slot, delta, mag, &mut ());
+        Ok(())
+    }
+
+    #[cfg(loom)]
+    fn add_on_cpu_with(
+        &self,
+        cpu: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error> {
+        self.core.check(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        let c = cpu.index(self)?;
+        match group.per_cpu_table() {
+            Some(table) => self
+                .core
+                .update_percpu(c, table, &group.state, slot, delta, mag),
+            None => self
+                .core
+                .update_owned(c, &group.state, slot, delta, mag, &mut ()),
+        }
         Ok(())
     }
 }

@@ -1060,3 +1060,419 @@ mod engine {
         });
     }
 }
+
+/// The per-CPU mode ([`hierstat::Mode::PerCpu`]) on the engine's real code,
+/// its restartable sequences modelled (see `rseq.rs`'s `model`): a model
+/// thread runs on the CPU it names, a section restarts when another
+/// section committed on its CPU or a flusher's membarrier passed since it
+/// armed, and the membarrier is an operation of the flusher that visits
+/// every CPU (restarting the section in progress there).
+mod percpu {
+    use super::model;
+    use hierstat::sim::{Shard, Simulator};
+    use hierstat::{
+        Config, Group, HierStats, ItemId, Mode, Policy, Preset, Schema, ThresholdSize, Unit,
+    };
+    use loom::thread;
+
+    /// A per-CPU tree of `cpus` modelled CPUs under `p`, with two event
+    /// items and a group `/g`.
+    fn tree(p: Policy, cpus: usize) -> (HierStats, ItemId, ItemId, Group) {
+        let mut b = Schema::builder();
+        let x = b.event("x", Unit::Count);
+        let y = b.event("y", Unit::Count);
+        let cfg = Config::with_policy(p).shards(cpus).per_cpu(true);
+        let t = HierStats::new(b.build().unwrap(), cfg).unwrap();
+        assert_eq!(t.mode(), Mode::PerCpu);
+        let g = t.create(&t.root(), "g").unwrap();
+        (t, x, y, g)
+    }
+
+    fn assert_bounded_within(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
+        let b = t.read_bounded(g, x).unwrap();
+        if let Some(bound) = b.bound {
+            let slack = (hi - lo) as u64;
+            let off = (lo - b.signed)
+                .unsigned_abs()
+                .min((hi - b.signed).unsigned_abs());
+            assert!(
+                off <= bound + slack,
+                "bound {bound} (+{slack}) misses: read {} of {lo}..={hi}",
+                b.signed
+            );
+        }
+    }
+
+    /// Updates on CPU 0 (two slots, the second after the first's claim)
+    /// against a flush: every commit is either read by the flush or
+    /// followed by a claim the next flush drains. Without the flushers'
+    /// membarrier between their drain and their read, the commit and the
+    /// claim check race the drain and the read (store buffering), and an
+    /// update is lost.
+    #[test]
+    fn percpu_updates_vs_flush() {
+        model(|| {
+            let (t, x, y, g) = tree(Preset::Hierstat.policy(), 1);
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap();
+                t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 1);
+            assert_eq!(t.read(&g, y).unwrap(), 1);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// Two threads on one CPU add to the same cell: each section either
+    /// commits with no other commit on the CPU since it armed, or restarts,
+    /// so neither add is lost (a plain load-add-store without the restart
+    /// loses one).
+    #[test]
+    fn percpu_two_threads_on_one_cpu_lose_nothing() {
+        model(|| {
+            let (t, x, _, g) = tree(Preset::Hierstat.policy(), 1);
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap());
+            t.add_on_cpu_with(Shard(0), &g, x, 2).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 3);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// A thread migrates (CPU 0, then CPU 1) while a flush runs: both rows
+    /// are claimed and carried.
+    #[test]
+    fn percpu_migration_vs_flush() {
+        model(|| {
+            let (t, x, _, g) = tree(Preset::Hierstat.policy(), 2);
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap();
+                t2.add_on_cpu_with(Shard(1), &g2, x, 1).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 2);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// Another thread on the CPU claims the pair and may be preempted
+    /// before it pushes the row; this thread's update finds the pair
+    /// claimed and returns, and its own flush must still carry it: its
+    /// check must acquire the claim (whose `begin_claim` the flush's drain
+    /// then waits for). Under a global threshold no snapshot fence hides a
+    /// Relaxed check.
+    #[test]
+    fn percpu_update_seen_claimed_is_flushed_by_a_later_flush() {
+        for preset in [Preset::Hierstat, Preset::Linux5_15] {
+            model(move || {
+                let (t, x, _, g) = tree(preset.policy(), 1);
+                let (t2, g2) = (t.clone(), g.clone());
+                let claimer =
+                    thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap());
+                t.add_on_cpu_with(Shard(0), &g, x, 10).unwrap();
+                t.flush_forced(&g).unwrap();
+                let seen = t.read(&g, x).unwrap();
+                assert!(seen >= 10, "our own update is missing: {seen}");
+                claimer.join().unwrap();
+            });
+        }
+    }
+
+    /// Folded thresholds: this thread's 20 pages land while another thread
+    /// on the CPU is claiming the pair (it set the bit first): the
+    /// reservation that covers them must be in the count before the bit,
+    /// as a shared writer's is (the owner's order, reserving after the
+    /// push, leaves a read here with a bound of 0 for 20 unflushed).
+    #[test]
+    fn percpu_writer_finding_the_pair_claimed_is_covered() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.threshold_size = ThresholdSize::Fixed(1000);
+            let (t, x, y, g) = tree(p, 1);
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap());
+            t.add_on_cpu_with(Shard(0), &g, x, 20).unwrap();
+            assert_bounded_within(&t, &g, x, 20, 20);
+            assert_bounded_within(&t, &t.root(), x, 20, 20);
+            claimer.join().unwrap();
+        });
+    }
+
+    /// A fold of pages another thread on the CPU added (batch 4: the
+    /// second 3-page add takes the residue below empty, whichever thread
+    /// makes it): this thread's 3 pages, returned, stay bounded while the
+    /// other thread's fold counts them and gives them back to the residue,
+    /// for the folded and the kernel-exact schemes.
+    #[test]
+    fn percpu_a_fold_of_another_threads_pages() {
+        for preset in [Preset::Hierstat, Preset::Linux6_8] {
+            model(move || {
+                let mut p = preset.policy();
+                p.batch = 4;
+                p.threshold_size = ThresholdSize::Fixed(1000);
+                let (t, x, _, g) = tree(p, 1);
+                let (t2, g2) = (t.clone(), g.clone());
+                let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 3).unwrap());
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                assert_bounded_within(&t, &g, x, 3, 6);
+                assert_bounded_within(&t, &t.root(), x, 3, 6);
+                u.join().unwrap();
+                t.flush_forced(&t.root()).unwrap();
+                assert_eq!(t.read(&g, x).unwrap(), 6);
+            });
+        }
+    }
+
+    /// A fold (the second of two 3-page adds, batch 4) races a root flush:
+    /// the bound holds after both, for both schemes.
+    #[test]
+    fn percpu_a_fold_racing_a_root_flush() {
+        for preset in [Preset::Hierstat, Preset::Linux6_8] {
+            model(move || {
+                let mut p = preset.policy();
+                p.batch = 4;
+                p.threshold_size = ThresholdSize::Fixed(1000);
+                let (t, x, _, g) = tree(p, 1);
+                let t2 = t.clone();
+                let f = thread::spawn(move || {
+                    t2.flush_forced(&t2.root()).unwrap();
+                });
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                f.join().unwrap();
+                assert_bounded_within(&t, &g, x, 6, 6);
+                assert_bounded_within(&t, &t.root(), x, 6, 6);
+            });
+        }
+    }
+}
+
+/// Tolerance reads (`HierStats::read_within`): a partial flush, which
+/// leaves a child subtree unflushed and reports the sum of the left bounds,
+/// racing an updater, a plain bounded reader and another flush.
+mod within {
+    use super::model;
+    use hierstat::sim::{Shard, Simulator};
+    use hierstat::{
+        Concurrency, Config, EarlyBreak, Group, HierStats, ItemId, Policy, Preset, Schema,
+        Tolerance, Unit, WithinFlush,
+    };
+    use loom::thread;
+
+    /// `/a` with two leaves on one shard: `/a/c` holds 200 (over the
+    /// threshold: no bound), `/a/b` 25 (unfolded: its bound is a
+    /// reservation, 31, or the kernel-exact residue allowance, 63). A read
+    /// of `/a` within 70 leaves `/a/b` and carries `/a/c`; a racing update
+    /// adds 5 to `/a/b`, less than what a read that lost `/a/b` would
+    /// miss.
+    fn tree(p: Policy) -> (HierStats, ItemId, [Group; 3]) {
+        let mut s = Schema::builder();
+        let x = s.event("x", Unit::Count);
+        let t = HierStats::new(s.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+        let a = t.create(&t.root(), "a").unwrap();
+        let b = t.create(&a, "b").unwrap();
+        let c = t.create(&a, "c").unwrap();
+        t.add_with(Shard(0), &c, x, 200, &mut ()).unwrap();
+        t.add_with(Shard(0), &b, x, 25, &mut ()).unwrap();
+        (t, x, [a, b, c])
+    }
+
+    /// `g`'s bound against an exact value in `lo..=hi` (see the other
+    /// models' helper of that name).
+    fn within_range(what: &str, signed: i64, bound: Option<u64>, lo: i64, hi: i64) {
+        if let Some(bound) = bound {
+            let off = (lo - signed)
+                .unsigned_abs()
+                .min((hi - signed).unsigned_abs());
+            let inside = (lo..=hi).contains(&signed);
+            assert!(
+                inside || off <= bound + (hi - lo) as u64,
+                "{what}: bound {bound} (+{}) misses: read {signed} of {lo}..={hi}",
+                hi - lo
+            );
+        }
+    }
+
+    fn read_bounded_range(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
+        let b = t.read_bounded(g, x).unwrap();
+        within_range(
+            &format!("read_bounded {}", g.path()),
+            b.signed,
+            b.bound,
+            lo,
+            hi,
+        );
+    }
+
+    /// The tolerance read of `/a` within 70, checked against `lo..=hi`.
+    fn read_a_within(t: &HierStats, a: &Group, x: ItemId, lo: i64, hi: i64) -> WithinFlush {
+        let w = t.read_within(a, x, Tolerance::Absolute(70)).unwrap();
+        assert!(w.met, "not met: {w:?}");
+        assert!(w.read.bound.unwrap() <= 70, "{w:?}");
+        within_range("read_within /a", w.read.signed, w.read.bound, lo, hi);
+        w.flush
+    }
+
+    /// After everything: every bound holds, a root flush is exact, and the
+    /// trees are clean.
+    fn settle(t: &HierStats, x: ItemId, [a, b, c]: &[Group; 3], b_total: i64) {
+        read_bounded_range(t, a, x, 200 + b_total, 200 + b_total);
+        read_bounded_range(t, b, x, b_total, b_total);
+        read_bounded_range(t, c, x, 200, 200);
+        t.flush_forced(&t.root()).unwrap();
+        assert_eq!(t.read_signed(a, x).unwrap(), 200 + b_total);
+        t.verify_clean().unwrap();
+    }
+
+    /// The partial flush of `/a` (leaving `/a/b`) races an update of the
+    /// left leaf and a reader of `/a` and `/a/c`: the tolerance read is
+    /// within its bound (the left bound) of the exact value up to the
+    /// racing update, the plain reads hold their contract whatever the
+    /// partial flush has done (it resets `/a/c`, not `/a`), and so do all
+    /// afterwards.
+    fn partial_flush_racing_an_updater_and_a_reader(p: Policy) {
+        model(move || {
+            let (t, x, groups) = tree(p);
+            let [a, b, c] = groups.clone();
+            let (t2, a2) = (t.clone(), a.clone());
+            let within = thread::spawn(move || read_a_within(&t2, &a2, x, 225, 230));
+            let (t3, b3) = (t.clone(), b.clone());
+            let updater = thread::spawn(move || {
+                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
+            });
+            read_bounded_range(&t, &a, x, 225, 230);
+            read_bounded_range(&t, &c, x, 200, 200);
+            let flush = within.join().unwrap();
+            updater.join().unwrap();
+            assert!(
+                matches!(flush, WithinFlush::Partial { left: 1, opened: 1 }),
+                "{flush:?}"
+            );
+            settle(&t, x, &groups, 30);
+        });
+    }
+
+    /// Ours without the early break, so that `/a` has a bound a wrong
+    /// reset would show (folded thresholds: the left leaf's bound is its
+    /// reservation).
+    fn folded() -> Policy {
+        let mut p = Preset::Hierstat.policy();
+        p.early_break = EarlyBreak::Off;
+        p
+    }
+
+    #[test]
+    fn a_partial_flush_racing_an_updater_and_a_reader_folded() {
+        partial_flush_racing_an_updater_and_a_reader(folded());
+    }
+
+    /// Kernel-exact (6.8): `/a`'s residue counts the left leaf's updates;
+    /// the partial flush must not take it (its pages are not carried).
+    #[test]
+    fn a_partial_flush_racing_an_updater_and_a_reader_kernel_exact() {
+        partial_flush_racing_an_updater_and_a_reader(Preset::Linux6_8.policy());
+    }
+
+    /// Under a per-pass gate (flushes of overlapping subtrees interleave by
+    /// pass), a flush of the left leaf races the partial flush of `/a`.
+    /// If the planner sees the leaf's flush landed (its bound 0), what that
+    /// flush pushed into `/a`'s pending must reach `/a`'s aggregate through
+    /// the partial flush; if not, the leaf's bound covers it.
+    #[test]
+    fn a_partial_flush_racing_a_flush_of_the_left_subtree() {
+        let mut p = folded();
+        p.concurrency = Concurrency::Serialize;
+        p.lock_per_shard = true;
+        model(move || {
+            let (t, x, groups) = tree(p);
+            let [a, b, _] = groups.clone();
+            let (t2, b2) = (t.clone(), b.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&b2).unwrap();
+            });
+            read_a_within(&t, &a, x, 225, 225);
+            flusher.join().unwrap();
+            settle(&t, x, &groups, 25);
+        });
+    }
+
+    /// A scrape of `/a` within 70 pages per group (`read_subtree_within`):
+    /// one partial flush leaves `/a/b` (clean: its 25 pages are within its
+    /// own budget) and carries `/a/c`; racing an update of `/a/b`, every
+    /// group's result is within its bound of its exact value and its bound
+    /// within budget.
+    #[test]
+    fn a_subtree_read_racing_an_updater() {
+        model(|| {
+            let (t, x, groups) = tree(folded());
+            let [a, b, c] = groups.clone();
+            let (t3, b3) = (t.clone(), b.clone());
+            let updater = thread::spawn(move || {
+                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
+            });
+            let reads = [(hierstat::ReadItem::Item(x), Tolerance::Absolute(70))];
+            let mut seen = Vec::new();
+            let flush = t
+                .read_subtree_within(&a, &reads, hierstat::OnBusy::Wait, |g, w| {
+                    seen.push((g.clone(), w[0]))
+                })
+                .unwrap();
+            updater.join().unwrap();
+            assert!(matches!(flush, WithinFlush::Partial { left: 1, .. }), "{flush:?}");
+            assert_eq!(seen.len(), 3);
+            for (g, w) in seen {
+                let (lo, hi) = if g.same(&a) {
+                    (225, 230)
+                } else if g.same(&b) {
+                    (25, 30)
+                } else {
+                    assert!(g.same(&c));
+                    (200, 200)
+                };
+                assert!(w.met && w.read.bound.unwrap() <= 70, "{}: {w:?}", g.path());
+                within_range(g.path(), w.read.signed, w.read.bound, lo, hi);
+            }
+            settle(&t, x, &groups, 30);
+        });
+    }
+
+    /// A tolerance read that needs no flush reads the aggregate after the
+    /// bound, as `read_bounded`: a value pinned by a racing flush comes
+    /// with its saturation (see
+    /// `a_pinned_aggregate_is_never_read_without_its_saturation`).
+    #[test]
+    fn a_tolerance_read_never_sees_a_pin_without_its_saturation() {
+        model(|| {
+            let mut s = Schema::builder();
+            let x = s.event("x", Unit::Count);
+            let t = HierStats::new(
+                s.build().unwrap(),
+                Config::preset(Preset::Linux6_8).shards(1),
+            )
+            .unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            t.add_with(Shard(0), &g, x, i64::MAX - 10, &mut ()).unwrap();
+            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 50, &mut ()).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&g2).unwrap();
+            });
+            let w = t.read_within(&g, x, Tolerance::Absolute(u64::MAX)).unwrap();
+            assert!(
+                w.read.saturated || w.read.signed == i64::MAX - 10,
+                "read {w:?}: pinned without its saturation"
+            );
+            flusher.join().unwrap();
+        });
+    }
+}
