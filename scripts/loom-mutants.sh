@@ -132,7 +132,16 @@ mutant "flusher: pass fence before reading removed (heavy barrier kept)" src/upd
 mutant "flusher: heavy barrier removed (pass fence kept)" src/update/writers.rs "                None => self.barriers.heavy()," "                None => {}"
 mutant "owner claim: fence after the owner flag removed" src/update.rs "        self.writers.announce_owner(s);
         crate::sync::fence_seqcst();" "        self.writers.announce_owner(s);"
-mutant "section publish: Release -> Relaxed" src/rows.rs "word.store(addr, Ordering::Release);" "word.store(addr, Ordering::Relaxed);"
+# Orderings that no loom model can fail, each with the reason.
+unmutated src/rows.rs "word.store(addr, Ordering::Release);" "std builds only: under loom a chunk's sections and their head words are set with the chunk (rows.rs, Chunk::new), published by the row table's Release store, and read as immutable (sync::load_published)"
+unmutated src/sync.rs "    #[cfg(not(loom))]
+    word.load(Ordering::Acquire)" "std builds only: under loom the head word is read as immutable (see the publish store in rows.rs)"
+unmutated src/update.rs "crate::sync::std_only::compiler_fence(Ordering::SeqCst);" "std builds only: the updater's half of the asymmetric barrier; loom and Miri model it as the SeqCst fence that follows (mutant 'owner path: light barrier removed')"
+unmutated src/flush/state.rs "self.requested.store(true, Ordering::Release);" "the background flusher is a real thread, not built under loom (flusher.rs); the pair orders a requester's updates before the flush it requests"
+unmutated src/flush/state.rs "self.requested.load(Ordering::Acquire)" "the background flusher is a real thread, not built under loom (see AsyncRequests::request)"
+unmutated src/flush/state.rs "self.requested.swap(false, Ordering::Acquire)" "the background flusher is a real thread, not built under loom (see AsyncRequests::request)"
+unmutated src/flusher.rs "let stopped = || sh.stop.load(Ordering::Acquire);" "the background flusher is a real thread, not built under loom; the stop flag carries nothing (shutdown joins the thread)"
+unmutated src/flusher.rs "self.shared.stop.store(true, Ordering::Release);" "the background flusher is a real thread, not built under loom; the stop flag carries nothing (shutdown joins the thread)"
 # The per-CPU mode (issue #36; tests/loom.rs, `percpu`): its claim check,
 # its claims' reservation order and fences, the flushers' rseq membarrier,
 # and the modelled sections' own rule (a store only if nothing committed on
@@ -170,6 +179,16 @@ mutant "percpu model: a section's store without the restart check" src/rseq.rs "
 mutant "percpu model: arming load Acquire -> Relaxed" src/rseq.rs "                let gen = self.cpus[cpu].gen.load(Ordering::Acquire);
                 if cpu >= table.len {" "                let gen = self.cpus[cpu].gen.load(Ordering::Relaxed);
                 if cpu >= table.len {"
+mutant "percpu model: commit Release -> Relaxed" src/rseq.rs "c.gen.store(gen + 1, Ordering::Release);" "c.gen.store(gen + 1, Ordering::Relaxed);"
+mutant "percpu model: fold's arming load Acquire -> Relaxed" src/rseq.rs "                // ORDERING: Acquire, as in \`add\`.
+                let gen = self.cpus[cpu].gen.load(Ordering::Acquire);" "                // ORDERING: Acquire, as in \`add\`.
+                let gen = self.cpus[cpu].gen.load(Ordering::Relaxed);"
+mutant "percpu model: membarrier's first fence removed" src/rseq.rs "        pub(crate) fn membarrier(&self) {
+            crate::sync::fence_seqcst();" "        pub(crate) fn membarrier(&self) {"
+mutant "percpu model: membarrier's last fence removed" src/rseq.rs "                c.gen.fetch_add(1, Ordering::Relaxed);
+            }
+            crate::sync::fence_seqcst();" "                c.gen.fetch_add(1, Ordering::Relaxed);
+            }"
 # Tolerance reads (issue #37, src/within.rs and the partial flush in
 # src/flush.rs, src/dirty/partial.rs): the models in tests/loom.rs, mod
 # within.
