@@ -666,9 +666,13 @@ mod tests {
         });
     }
 
-    /// [`a_claim_in_the_other_parity_is_waited_for`] on real threads: the
-    /// waiter is still waiting 20 ms later, and returns once the claim
-    /// ends.
+    /// [`a_claim_in_the_other_parity_is_waited_for`] on real threads. The
+    /// waiter's epoch advances say where it is: from 2, the first (to 3)
+    /// waits on parity 0 (empty), the second (to 4) on parity 1, which
+    /// holds the claim. At 4 it cannot return (nor advance again) before
+    /// the claim ends; a fast path that missed the claim returns without
+    /// advancing (the wait for 4 then fails), and a grace wait that did not
+    /// wait would advance past 4 or return while the claim is in progress.
     #[cfg(not(loom))]
     #[test]
     fn a_claim_in_the_other_parity_is_waited_for() {
@@ -677,15 +681,25 @@ mod tests {
         let (l2, d2) = (list.clone(), done.clone());
         let waiter = std::thread::spawn(move || {
             l2.wait_for_claims();
+            // ORDERING: Release; pairs with the Acquire loads below.
             d2.store(true, Ordering::Release);
         });
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // ORDERING: Relaxed; the epoch is only observed.
+        while list.epoch.load(Ordering::Relaxed) < 4 {
+            assert!(
+                std::time::Instant::now() < deadline && !done.load(Ordering::Acquire),
+                "the wait returned (or stalled) before it waited on the claimed parity"
+            );
+            std::thread::yield_now();
+        }
         assert!(
-            !done.load(Ordering::Acquire),
-            "the wait returned while the claim was in progress"
+            !done.load(Ordering::Acquire) && list.epoch.load(Ordering::Relaxed) == 4,
+            "the wait went past the claimed parity while the claim was in progress"
         );
         list.end_claim(ClaimToken(1));
         waiter.join().unwrap();
         assert!(done.load(Ordering::Acquire));
+        assert_eq!(list.epoch.load(Ordering::Relaxed), 5);
     }
 }
