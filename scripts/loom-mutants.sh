@@ -27,7 +27,9 @@
 # (default 900; 300 under ROTATE).
 # It works on a copy (in $MUTANTS_DIR, default $TMPDIR/hierstat-mutants: give
 # each concurrent run its own), so the checkout is never left mutated; the
-# copy builds in $MUTANTS_DIR/target, kept between runs.
+# copy builds in $MUTANTS_DIR/target, kept between runs, or in
+# $MUTANTS_TARGET_DIR (CI: scripts/test.sh's loom build folder, whose
+# dependencies it reuses).
 set -uo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -91,20 +93,20 @@ mutant "per-pass gate: overlapping root flushes each subtract the global snapsho
 # drains find (issue #32: the Some(0) of a root flush after a subtree flush).
 mutant "fold: count add Release -> Relaxed" src/count.rs "self.0.fetch_add(m.min(MAX_FOLD), Ordering::Release);" "self.0.fetch_add(m.min(MAX_FOLD), Ordering::Relaxed);"
 mutant "claim: reservation add Release -> Relaxed" src/update.rs ".fetch_add(self.params.batch - 1, Ordering::Release);" ".fetch_add(self.params.batch - 1, Ordering::Relaxed);"
-mutant "shared claim: reservation after the claim RMW" src/update.rs "        if folded && w == Writer::Shared {
+# The claim's order (src/update.rs, `Core::claim`): a shared or per-CPU
+# writer reserves before its claim RMW, the owner after it.
+reserve_shared="        if folded && w == Writer::Shared {
             self.reserve(g, work);
         }
-        let c = hdr.claim(w);
+"
+reserve_percpu="${reserve_shared/Shared/PerCpu}"
+claim_push="        let c = hdr.claim(w);
         work.count(Work::Atomic, 3);
         if c.push {
             list.push(g.hot.id, hdr, work);
         }
-        if folded && c.reserve && w == Writer::Owner {" "        let c = hdr.claim(w);
-        work.count(Work::Atomic, 3);
-        if c.push {
-            list.push(g.hot.id, hdr, work);
-        }
-        if folded && c.reserve {"
+        if folded && c.reserve"
+mutant "shared claim: reservation after the claim RMW" src/update.rs "$reserve_shared$claim_push && w == Writer::Owner {" "$claim_push {"
 mutant "global: root flush snapshot Acquire -> Relaxed" src/count.rs "        self.0.load(Ordering::Acquire) & COUNT_MASK" "        self.0.load(Ordering::Relaxed) & COUNT_MASK"
 mutant "saturation: pin Release -> Relaxed" src/flush.rs "    n.agg[k].store(dir.limit(), Ordering::Release);" "    n.agg[k].store(dir.limit(), Ordering::Relaxed);"
 mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let signed = g.agg[slot.get()].load(Ordering::Acquire);" "let signed = g.agg[slot.get()].load(Ordering::Relaxed);"
@@ -148,26 +150,7 @@ unmutated src/flusher.rs "self.shared.stop.store(true, Ordering::Release);" "the
 # the CPU since the section armed; arming after a commit reads its writes).
 mutant "percpu: claim check Acquire -> Relaxed" src/header.rs "self.0.load(Ordering::Acquire) & OWNER_RES != 0" "self.0.load(Ordering::Relaxed) & OWNER_RES != 0"
 mutant "percpu: flushers' rseq membarrier removed" src/update/writers.rs "                Some(r) => r.membarrier()," "                Some(_) => {}"
-mutant "percpu: claim reserves after its bit (the owner's order)" src/update.rs "        if folded && w == Writer::PerCpu {
-            self.reserve(g, work);
-        }
-        if folded && w == Writer::Shared {
-            self.reserve(g, work);
-        }
-        let c = hdr.claim(w);
-        work.count(Work::Atomic, 3);
-        if c.push {
-            list.push(g.hot.id, hdr, work);
-        }
-        if folded && c.reserve && w == Writer::Owner {" "        if folded && w == Writer::Shared {
-            self.reserve(g, work);
-        }
-        let c = hdr.claim(w);
-        work.count(Work::Atomic, 3);
-        if c.push {
-            list.push(g.hot.id, hdr, work);
-        }
-        if folded && c.reserve && w != Writer::Shared {"
+mutant "percpu: claim reserves after its bit (the owner's order)" src/update.rs "$reserve_percpu$reserve_shared$claim_push && w == Writer::Owner {" "$reserve_shared$claim_push && w != Writer::Shared {"
 mutant "percpu: claim's fence after announcing the CPU removed" src/update.rs "        self.writers.announce_owner(cpu);
         crate::sync::fence_seqcst();" "        self.writers.announce_owner(cpu);"
 mutant "percpu: claim's fence after the push removed" src/update.rs "        self.claim(cpu, g, hdr, Writer::PerCpu, work);
@@ -274,16 +257,25 @@ tar -C "$src" --exclude=./target --exclude=./.git -cf - . | tar -C "$work/tree" 
 # looks newer than its last build: without this, a new invocation's
 # baseline could run the binary of the previous invocation's last mutant.
 find "$work/tree/crates" -name '*.rs' -exec touch {} +
-export CARGO_TARGET_DIR="$work/target"
+target="${MUTANTS_TARGET_DIR:-$work/target}"
+mkdir -p "$target"
+export CARGO_TARGET_DIR="$(cd "$target" && pwd)"
 cd "$work/tree/crates/hierstat" || exit 1
 run_loom() {
     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "$timeout_s" \
         cargo test -p hierstat --lib --test loom --release --no-fail-fast 2>&1
 }
+# CPU seconds of this shell's finished children (cargo, rustc, the models):
+# `times` in this shell, not in a subshell (a fork starts at zero).
+cpu_now() {
+    times >"$work/times"
+    awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$work/times"
+}
 caught_all=1
 run_mutant() {
     local name="$1" file="$2" from="$3" to="$4"
-    local start=$SECONDS
+    local start=$SECONDS cpu0
+    cpu0=$(cpu_now)
     cp "$file" "$work/backup"
     if ! python3 - "$file" "$from" "$to" <<'PY'
 import sys
@@ -299,7 +291,7 @@ PY
     local out failed aborted rc
     out=$(run_loom); rc=$?
     cp "$work/backup" "$file"
-    local took="($((SECONDS - start)) s)"
+    local took="($((SECONDS - start)) s, $(($(cpu_now) - cpu0)) s CPU)"
     if [ "$rc" = 124 ]; then
         echo "caught (hang)  $name  <- the models did not finish in $timeout_s s $took"
         return
@@ -320,8 +312,9 @@ PY
     fi
 }
 if [ "$baseline" = 1 ]; then
+    start=$SECONDS cpu0=$(cpu_now)
     out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
-    echo "baseline passes"
+    echo "baseline passes ($((SECONDS - start)) s, $(($(cpu_now) - cpu0)) s CPU)"
 fi
 for i in "${chosen[@]}"; do
     run_mutant "${names[$i]}" "${files[$i]}" "${froms[$i]}" "${tos[$i]}"
