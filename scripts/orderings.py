@@ -26,6 +26,7 @@ fail them.
 
     scripts/orderings.py            # the table, then the counts
     scripts/orderings.py --check    # also fail on a site neither mutated nor justified
+    scripts/orderings.py --check --summary   # the counts only (scripts/test.sh)
     scripts/orderings.py --json     # machine-readable
 
 The mutants' catches are not here (they need the loom runs): see
@@ -267,12 +268,13 @@ def main():
         json.dump({"sites": sites, "other_mutants": other, "problems": problems}, sys.stdout, indent=1)
         print()
     else:
-        for s in sites:
+        for s in [] if "--summary" in sys.argv else sites:
             where = f"{s['file']}:{s['line']}"
             how = "; ".join(s["mutants"]) or ("not mutated: " + "; ".join(s["unmutated"]) if s["unmutated"] else "NO MUTANT")
             print(f"{where:<24} {s['ordering']:<16} {s['fn']:<34} {how}")
-        print()
-        if other:
+        if "--summary" not in sys.argv:
+            print()
+        if other and "--summary" not in sys.argv:
             print("mutants of something else than one ordering (a load moved, a barrier call, a check):")
             for name in other:
                 print(f"  {name}")

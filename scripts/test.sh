@@ -5,14 +5,15 @@
 # model checks of the engine's update/flush races.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/step.sh
+. scripts/step.sh
 
-echo "== docs name only what exists"; python3 scripts/check-docs.py
+step "docs name only what exists" python3 scripts/check-docs.py
 
 # Text analysis, a second: every non-Relaxed ordering and fence of hierstat
 # has a mutant in scripts/loom-mutants.sh or a line saying why no loom model
 # can fail it, and every mutant's pattern still matches the source.
-echo "== hierstat's orderings: a mutant or a reason each"
-python3 scripts/orderings.py --check | tail -1
+step "hierstat's orderings: a mutant or a reason each" python3 scripts/orderings.py --check --summary
 
 # The HTML report test drives a real browser: Debian's chromium.
 if ! command -v chromium >/dev/null 2>&1; then
@@ -36,10 +37,9 @@ if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1;
     export HIERSTAT_EXPORTER_REQUIRE_PROMETHEUS=1
 fi
 
-echo "== cargo test --workspace"
-cargo test --workspace
+step "cargo test --workspace" cargo test --workspace
 
-echo "== loom model checks (hierstat)"
-LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+step "loom model checks (hierstat)" \
+    env LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p hierstat --lib --test loom --release
