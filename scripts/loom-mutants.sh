@@ -33,7 +33,7 @@
 set -uo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 
-kinds=() names=() files=() froms=() tos=()
+kinds=() names=() files=() froms=() tos=() cpu=0
 # mutant NAME FILE FROM TO: replace FROM (exactly one match in FILE, a path
 # under crates/hierstat) by TO.
 mutant() { kinds+=(mutant); names+=("$1"); files+=("$2"); froms+=("$3"); tos+=("$4"); }
@@ -265,17 +265,19 @@ run_loom() {
     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "$timeout_s" \
         cargo test -p hierstat --lib --test loom --release --no-fail-fast 2>&1
 }
-# CPU seconds of this shell's finished children (cargo, rustc, the models):
-# `times` in this shell, not in a subshell (a fork starts at zero).
+# cpu: CPU seconds of this shell's finished children (cargo, rustc, the
+# models), from `times` run in this shell (not in a subshell: a fork
+# starts at zero).
 cpu_now() {
     times >"$work/times"
-    awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$work/times"
+    cpu=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$work/times")
 }
 caught_all=1
 run_mutant() {
     local name="$1" file="$2" from="$3" to="$4"
     local start=$SECONDS cpu0
-    cpu0=$(cpu_now)
+    cpu_now
+    cpu0=$cpu
     cp "$file" "$work/backup"
     if ! python3 - "$file" "$from" "$to" <<'PY'
 import sys
@@ -291,7 +293,8 @@ PY
     local out failed aborted rc
     out=$(run_loom); rc=$?
     cp "$work/backup" "$file"
-    local took="($((SECONDS - start)) s, $(($(cpu_now) - cpu0)) s CPU)"
+    cpu_now
+    local took="($((SECONDS - start)) s, $((cpu - cpu0)) s CPU)"
     if [ "$rc" = 124 ]; then
         echo "caught (hang)  $name  <- the models did not finish in $timeout_s s $took"
         return
@@ -312,9 +315,12 @@ PY
     fi
 }
 if [ "$baseline" = 1 ]; then
-    start=$SECONDS cpu0=$(cpu_now)
+    start=$SECONDS
+    cpu_now
+    cpu0=$cpu
     out=$(run_loom); echo "$out" | grep -q "test result: ok" || { echo "baseline fails:"; echo "$out" | tail -20; exit 1; }
-    echo "baseline passes ($((SECONDS - start)) s, $(($(cpu_now) - cpu0)) s CPU)"
+    cpu_now
+    echo "baseline passes ($((SECONDS - start)) s, $((cpu - cpu0)) s CPU)"
 fi
 for i in "${chosen[@]}"; do
     run_mutant "${names[$i]}" "${files[$i]}" "${froms[$i]}" "${tos[$i]}"
