@@ -7,10 +7,11 @@
 # here, or an `unmutated` line saying why no model can fail it:
 # `scripts/orderings.py` lists the sites and measures that coverage.
 #
-#     scripts/loom-mutants.sh                        # every mutant (about a minute each)
+#     scripts/loom-mutants.sh                        # every mutant (about 70 CPU seconds each)
 #     ONLY="fold skip|claim" scripts/loom-mutants.sh # the mutants whose name has one of these
 #     ROTATE=3 scripts/loom-mutants.sh               # CI: 3 mutants, a different 3 each day
 #     LIST=1 scripts/loom-mutants.sh                 # the table, NUL-separated (for orderings.py)
+#     DRY=1 ROTATE=3 scripts/loom-mutants.sh         # the names it would run, and no run
 #
 # ROTATE=N splits the mutants (after ONLY) into K = ceil(M / N) slots by
 # their index modulo K and runs slot (ROTATE_SEED mod K), where ROTATE_SEED
@@ -247,6 +248,10 @@ if [ -n "${ROTATE:-}" ]; then
     echo "rotation: slot $slot of $slots (seed $seed): ${#chosen[@]} of $m mutants; each runs once every $slots seeds (days)"
 fi
 [ "${#chosen[@]}" -gt 0 ] || { echo "no mutant selected"; exit 1; }
+if [ -n "${DRY:-}" ]; then
+    for i in "${chosen[@]}"; do echo "${names[$i]}"; done
+    exit 0
+fi
 
 work="${MUTANTS_DIR:-${TMPDIR:-/tmp}/hierstat-mutants}"
 mkdir -p "$work"
