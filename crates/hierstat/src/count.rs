@@ -188,8 +188,8 @@ impl GlobalCount {
     /// that finds the snapshot held takes nothing from the holder, and a
     /// swap that finds it free reads a holder's Release store directly.
     /// (loom: Relaxed fails
-    /// `overlapping_root_flushes_subtract_one_global_snapshot`; the AcqRel
-    /// this was failed no model with its Release half removed.)
+    /// `overlapping_root_flushes_subtract_one_global_snapshot`; when this
+    /// was AcqRel, dropping its Release half failed no model.)
     pub(crate) fn hold_snapshot(&self) -> bool {
         !self.held.swap(true, Ordering::Acquire)
     }
