@@ -130,16 +130,16 @@ mutant "hand-over: reservation reset Release -> Relaxed" src/flush.rs ".reserved
                         .fetch_update(Ordering::Release, Ordering::Relaxed, |v| {" ".reserved
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {"
 mutant "bound: reservation load Acquire -> Relaxed" src/read.rs "let reserved = n.reserved.load(Ordering::Acquire);" "let reserved = n.reserved.load(Ordering::Relaxed);"
-mutant "group flag: load Acquire -> Relaxed" src/state.rs "self.flags.load(Ordering::Acquire) & f != 0" "self.flags.load(Ordering::Relaxed) & f != 0"
-mutant "group flag: set Release -> Relaxed" src/state.rs "self.flags.fetch_or(f, Ordering::Release);" "self.flags.fetch_or(f, Ordering::Relaxed);"
 mutant "snapshot hold: fetch_or AcqRel -> Relaxed" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Relaxed)"
 mutant "snapshot hold: fetch_or AcqRel -> Acquire" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Acquire)"
 mutant "snapshot release: Release -> Relaxed" src/state.rs ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Release);" ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Relaxed);"
 mutant "flusher: pass fence before reading removed (heavy barrier kept)" src/update/writers.rs "        crate::sync::fence_seqcst();
         // ORDERING: Relaxed, after the \`SeqCst\` fence" "        // ORDERING: Relaxed, after the \`SeqCst\` fence"
-mutant "owner claim: fence after the owner flag removed" src/update.rs "        self.writers.announce_owner(s);
-        crate::sync::fence_seqcst();" "        self.writers.announce_owner(s);"
 # Orderings that no loom model can fail, each with the reason.
+unmutated src/state.rs "self.flags.load(Ordering::Acquire) & f != 0" "its Relaxed mutant survived every model (issue #34's run): the one flag set with Release, SATURATED, is set under the saturation table's lock, and a reader that sees it reads the table under that lock, which coherence then orders after the setter's (the table entry is published by the lock)"
+unmutated src/state.rs "self.flags.fetch_or(f, Ordering::Release);" "as GroupState::flag's Acquire: the saturation table's lock publishes the entry (the Relaxed mutant survived every model)"
+unmutated src/update.rs "        self.writers.announce_owner(s);
+        crate::sync::fence_seqcst();" "its removal survived every model (issue #34's run): under loom every owner update issues the heavy barrier's model, a SeqCst fence, before its claim check, and the flusher's heavy barrier is a SeqCst fence after its pass fence, so the owner flag this fence orders decides nothing a model sees (std builds: the flag decides whether the flusher issues membarrier)"
 unmutated src/update/writers.rs "                None => self.barriers.heavy()," "under loom (and Miri) the heavy barrier is a SeqCst fence, right after the pass's own SeqCst fence: removed alone it changes nothing a model can see; the mutant that removes both ('flusher: fence and heavy barrier before reading removed') checks the flusher's side, and the std build's membarrier runs in the real-thread owner tests"
 unmutated src/rows.rs "word.store(addr, Ordering::Release);" "std builds only: under loom a chunk's sections and their head words are set with the chunk (rows.rs, Chunk::new), published by the row table's Release store, and read as immutable (sync::load_published)"
 unmutated src/sync.rs "    #[cfg(not(loom))]

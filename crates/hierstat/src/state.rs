@@ -204,7 +204,10 @@ impl GroupState {
     #[inline]
     pub(crate) fn flag(&self, f: u8) -> bool {
         // ORDERING: Acquire; pairs with the Release `fetch_or` of whoever
-        // set it (see `NodeFlags`).
+        // set it (see `NodeFlags`). For SATURATED the saturation table's
+        // lock, taken by the setter and the reader, orders the entry too:
+        // no loom model fails either side Relaxed (`unmutated` in
+        // `scripts/loom-mutants.sh`).
         self.flags.load(Ordering::Acquire) & f != 0
     }
 
