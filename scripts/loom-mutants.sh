@@ -130,8 +130,7 @@ mutant "hand-over: reservation reset Release -> Relaxed" src/flush.rs ".reserved
                         .fetch_update(Ordering::Release, Ordering::Relaxed, |v| {" ".reserved
                         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {"
 mutant "bound: reservation load Acquire -> Relaxed" src/read.rs "let reserved = n.reserved.load(Ordering::Acquire);" "let reserved = n.reserved.load(Ordering::Relaxed);"
-mutant "snapshot hold: fetch_or AcqRel -> Relaxed" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Relaxed)"
-mutant "snapshot hold: fetch_or AcqRel -> Acquire" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Acquire)"
+mutant "snapshot hold: fetch_or Acquire -> Relaxed" src/state.rs "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Acquire)" "self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Relaxed)"
 mutant "snapshot release: Release -> Relaxed" src/state.rs ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Release);" ".fetch_and(!Flags::SNAPSHOT_HELD, Ordering::Relaxed);"
 mutant "flusher: pass fence before reading removed (heavy barrier kept)" src/update/writers.rs "        crate::sync::fence_seqcst();
         // ORDERING: Relaxed, after the \`SeqCst\` fence" "        // ORDERING: Relaxed, after the \`SeqCst\` fence"
@@ -197,6 +196,11 @@ mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v 
 # residue in flight is still to find).
 survives "hand-over: reservation reset Release -> Relaxed" "a_reservation_given_back_comes_with_the_landed_value passes with it"
 survives "bound: reservation load Acquire -> Relaxed" "as the reservation reset's"
+# The per-CPU model's own rules (src/rseq.rs, mod model): no model runs a
+# fold's credit on a CPU right after another thread's commit there, and the
+# CPU locks the membarrier visits may order what its first fence does.
+survives "percpu model: fold's arming load Acquire -> Relaxed" "no percpu model fails it"
+survives "percpu model: membarrier's first fence removed" "no percpu model fails it"
 all_mutants
 for n in "${!survivors[@]}"; do
     printf '%s\n' "${names[@]}" | grep -qxF -- "$n" || { echo "PATTERN ERROR  survives names no mutant: $n"; exit 1; }
