@@ -201,6 +201,7 @@ survives "bound: reservation load Acquire -> Relaxed" "as the reservation reset'
 # CPU locks the membarrier visits may order what its first fence does.
 survives "percpu model: fold's arming load Acquire -> Relaxed" "no percpu model fails it"
 survives "percpu model: membarrier's first fence removed" "no percpu model fails it"
+survives "percpu model: membarrier's last fence removed" "no percpu model fails it"
 all_mutants
 for n in "${!survivors[@]}"; do
     printf '%s\n' "${names[@]}" | grep -qxF -- "$n" || { echo "PATTERN ERROR  survives names no mutant: $n"; exit 1; }
