@@ -10,6 +10,11 @@ cd "$(dirname "$0")/.."
 
 step "docs name only what exists" python3 scripts/check-docs.py
 
+# Text analysis, a second: every non-Relaxed ordering and fence of hierstat
+# has a mutant in scripts/loom-mutants.sh or a line saying why no loom model
+# can fail it, and every mutant's pattern still matches the source.
+step "hierstat's orderings: a mutant or a reason each" python3 scripts/orderings.py --check --summary
+
 # The HTML report test drives a real browser: Debian's chromium.
 if ! command -v chromium >/dev/null 2>&1; then
     echo "== installing chromium (needed by the HTML report test)"

@@ -182,9 +182,16 @@ pub(crate) struct GlobalCount {
 impl GlobalCount {
     /// Takes the count's snapshot for one root flush: `false` if another
     /// running flush holds it (see `GroupState::hold_snapshot`).
-    /// ORDERING: AcqRel, as there.
+    /// ORDERING: Acquire; pairs with the previous holder's
+    /// [`release_snapshot`](Self::release_snapshot), so that this snapshot
+    /// reads the count after that holder's reset. No Release half: a flush
+    /// that finds the snapshot held takes nothing from the holder, and a
+    /// swap that finds it free reads a holder's Release store directly.
+    /// (loom: Relaxed fails
+    /// `overlapping_root_flushes_subtract_one_global_snapshot`; when this
+    /// was AcqRel, dropping its Release half failed no model.)
     pub(crate) fn hold_snapshot(&self) -> bool {
-        !self.held.swap(true, Ordering::AcqRel)
+        !self.held.swap(true, Ordering::Acquire)
     }
 
     /// Gives back the snapshot. ORDERING: Release; after the hand-over.

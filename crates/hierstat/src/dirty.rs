@@ -616,9 +616,63 @@ mod tests {
         });
     }
 
-    /// [`a_claim_in_the_other_parity_is_waited_for`] on real threads: the
-    /// waiter is still waiting 20 ms later, and returns once the claim
-    /// ends.
+    /// The claim RMW's Acquire half (`Header::claim`): a writer whose claim
+    /// finds the pair queued by a claim still in progress trusts that
+    /// claimer to push, so the claimer's `begin_claim` must be visible to
+    /// the drain of any flush the writer starts, which then waits for it.
+    /// A global threshold's flush has no fence before its drain: only the
+    /// claim RMW acquires. The owner claims in parity 0; it read the epoch
+    /// (2) before an earlier flush's last advance (to 3), so the shared
+    /// writer, which finds the pair queued by the owner's claim, counts in
+    /// parity 1 and learns of the owner's claim only through its own claim
+    /// RMW. (The integration models reach this state only with four
+    /// threads: two claims and two flushes. loom: the claim as Release
+    /// fails here; the shared writer's `add_residue`, AcqRel, would
+    /// acquire the owner's claim too had it come after it, so the model
+    /// starts at the claim.)
+    #[cfg(loom)]
+    #[test]
+    fn a_claim_found_in_progress_is_waited_for_by_the_finders_flush() {
+        use crate::header::Writer;
+        use crate::sync::AtomicU64;
+        loom::model(|| {
+            let list = Arc::new(ListHead::default());
+            list.epoch.store(3, Ordering::Relaxed);
+            let header = Arc::new(AtomicU64::new(0));
+            let pushed = Arc::new(AtomicBool::new(false));
+            let (l, h, p) = (list.clone(), header.clone(), pushed.clone());
+            let owner = loom::thread::spawn(move || {
+                // ORDERING (the model's): `begin_claim` at epoch 2.
+                l.claiming[0].fetch_add(1, Ordering::Relaxed);
+                if Header::new(&h).claim(Writer::Owner).push {
+                    // ORDERING: Relaxed; published by `end_claim`.
+                    p.store(true, Ordering::Relaxed);
+                }
+                l.end_claim(ClaimToken(0));
+            });
+            let t = list.begin_claim();
+            let found_queued = !Header::new(&header).claim(Writer::Shared).push;
+            if !found_queued {
+                pushed.store(true, Ordering::Relaxed);
+            }
+            list.end_claim(t);
+            // The shared writer's flush: its drain's wait, then the list.
+            list.wait_for_claims();
+            assert!(
+                pushed.load(Ordering::Relaxed),
+                "the flush's drain did not wait for the claim its writer found in progress"
+            );
+            owner.join().unwrap();
+        });
+    }
+
+    /// [`a_claim_in_the_other_parity_is_waited_for`] on real threads. The
+    /// waiter's epoch advances say where it is: from 2, the first (to 3)
+    /// waits on parity 0 (empty), the second (to 4) on parity 1, which
+    /// holds the claim. At 4 it cannot return (nor advance again) before
+    /// the claim ends; a fast path that missed the claim returns without
+    /// advancing (the wait for 4 then fails), and a grace wait that did not
+    /// wait would advance past 4 or return while the claim is in progress.
     #[cfg(not(loom))]
     #[test]
     fn a_claim_in_the_other_parity_is_waited_for() {
@@ -627,15 +681,25 @@ mod tests {
         let (l2, d2) = (list.clone(), done.clone());
         let waiter = std::thread::spawn(move || {
             l2.wait_for_claims();
+            // ORDERING: Release; pairs with the Acquire loads below.
             d2.store(true, Ordering::Release);
         });
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // ORDERING: Relaxed; the epoch is only observed.
+        while list.epoch.load(Ordering::Relaxed) < 4 {
+            assert!(
+                std::time::Instant::now() < deadline && !done.load(Ordering::Acquire),
+                "the wait returned (or stalled) before it waited on the claimed parity"
+            );
+            std::thread::yield_now();
+        }
         assert!(
-            !done.load(Ordering::Acquire),
-            "the wait returned while the claim was in progress"
+            !done.load(Ordering::Acquire) && list.epoch.load(Ordering::Relaxed) == 4,
+            "the wait went past the claimed parity while the claim was in progress"
         );
         list.end_claim(ClaimToken(1));
         waiter.join().unwrap();
         assert!(done.load(Ordering::Acquire));
+        assert_eq!(list.epoch.load(Ordering::Relaxed), 5);
     }
 }

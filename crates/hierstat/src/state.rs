@@ -223,7 +223,10 @@ impl GroupState {
     #[inline]
     pub(crate) fn flag(&self, f: u8) -> bool {
         // ORDERING: Acquire; pairs with the Release `fetch_or` of whoever
-        // set it (see `NodeFlags`).
+        // set it (see `NodeFlags`). For SATURATED the saturation table's
+        // lock, taken by the setter and the reader, orders the entry too:
+        // no loom model fails either side Relaxed (`unmutated` in
+        // `scripts/loom-mutants.sh`).
         self.flags.load(Ordering::Acquire) & f != 0
     }
 
@@ -243,11 +246,15 @@ impl GroupState {
     /// counted before it (see `flush.rs`, "What a flush hands over");
     /// whichever flush carries them, they land before the holder's reset.
     ///
-    /// ORDERING: AcqRel; the Acquire half pairs with the previous holder's
+    /// ORDERING: Acquire; pairs with the previous holder's
     /// [`release_snapshot`](Self::release_snapshot), so this snapshot reads
-    /// the count after that holder's reset.
+    /// the count after that holder's reset. No Release half: a flush that
+    /// finds the snapshot held takes nothing from the holder (and an RMW
+    /// of any ordering keeps the flags' release sequences). (loom: Relaxed
+    /// fails `a_snapshot_held_after_another_flush_reads_its_reset`; when
+    /// this was AcqRel, dropping its Release half failed no model.)
     pub(crate) fn hold_snapshot(&self) -> bool {
-        self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::AcqRel) & Flags::SNAPSHOT_HELD == 0
+        self.flags.fetch_or(Flags::SNAPSHOT_HELD, Ordering::Acquire) & Flags::SNAPSHOT_HELD == 0
     }
 
     /// Gives back the snapshot [`hold_snapshot`](Self::hold_snapshot)

@@ -16,6 +16,8 @@
 
 #![cfg(loom)]
 
+use hierstat::sim::Simulator;
+use hierstat::{Group, HierStats, ItemId};
 use loom::sync::atomic::{fence, AtomicU64, Ordering::*};
 use loom::sync::Arc;
 use loom::thread;
@@ -26,6 +28,82 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
         b.preemption_bound = Some(2);
     }
     b.check(f);
+}
+
+/// Runs `f` on a new loom thread with clones of the tree and of `g`.
+fn spawn_with<T: Send + 'static>(
+    t: &HierStats,
+    g: &Group,
+    f: impl FnOnce(HierStats, Group) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let (t2, g2) = (t.clone(), g.clone());
+    thread::spawn(move || f(t2, g2))
+}
+
+/// A loom thread that runs a forced flush of `g`.
+fn spawn_flush(t: &HierStats, g: &Group) -> thread::JoinHandle<()> {
+    spawn_with(t, g, |t2, g2| {
+        t2.flush_forced(&g2).unwrap();
+    })
+}
+
+/// A loom thread that runs a forced flush of the root.
+fn spawn_root_flush(t: &HierStats) -> thread::JoinHandle<()> {
+    let t2 = t.clone();
+    thread::spawn(move || {
+        t2.flush_forced(&t2.root()).unwrap();
+    })
+}
+
+/// A read's bound against an exact value known only to lie in `lo..=hi`
+/// (an update of `hi − lo` may run concurrently with the read: the
+/// contract allows its magnitude on top of the bound); `what` names the
+/// read.
+fn within_range(what: &dyn std::fmt::Display, signed: i64, bound: Option<u64>, lo: i64, hi: i64) {
+    if let Some(bound) = bound {
+        let off = (lo - signed)
+            .unsigned_abs()
+            .min((hi - signed).unsigned_abs());
+        let inside = (lo..=hi).contains(&signed);
+        assert!(
+            inside || off <= bound + (hi - lo) as u64,
+            "{what}: bound {bound} (+{}) misses: read {signed} of {lo}..={hi}",
+            hi - lo
+        );
+    }
+}
+
+/// [`within_range`] for `g`'s `read_bounded` of `x`.
+fn assert_bounded_within(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
+    let b = t.read_bounded(g, x).unwrap();
+    let what = format_args!("read_bounded {}", g.path());
+    within_range(&what, b.signed, b.bound, lo, hi);
+}
+
+/// Forced root flushes after a race: `updates` (given clones of the tree
+/// and of `g`) on another thread against
+/// one flush, then a second flush, after which every (group, item, value)
+/// of `expect` reads exactly and the tree is clean (no update was left
+/// both unqueued and unflushed).
+fn updates_vs_root_flush(
+    t: &HierStats,
+    g: &Group,
+    updates: impl FnOnce(HierStats, Group) + Send + 'static,
+    expect: &[(&Group, ItemId, u64)],
+) {
+    let u = spawn_with(t, g, updates);
+    t.flush_forced(&t.root()).unwrap();
+    u.join().unwrap();
+    t.flush_forced(&t.root()).unwrap();
+    for &(g, x, v) in expect {
+        assert_eq!(
+            t.read(g, x).unwrap(),
+            v,
+            "{} {x:?}: an update was lost",
+            g.path()
+        );
+    }
+    t.verify_clean().unwrap();
 }
 
 /// The protocol variants. `counter` is the per-(group, shard) stat,
@@ -233,9 +311,12 @@ fn taking_an_ancestor_residue_before_draining_keeps_pages() {
 }
 
 mod engine {
-    use super::model;
+    use super::{
+        assert_bounded_within, model, spawn_flush, spawn_root_flush, spawn_with,
+        updates_vs_root_flush,
+    };
     use hierstat::sim::{Shard, Simulator};
-    use hierstat::{Config, HierStats, ItemId, Preset, Schema, ThresholdSize, Unit};
+    use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, ThresholdSize, Unit};
     use loom::thread;
 
     fn tree(preset: Preset) -> (HierStats, ItemId) {
@@ -264,10 +345,12 @@ mod engine {
         model(|| {
             let (t, x) = tree_on(Preset::Hierstat, 2);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let owner = thread::spawn(move || t2.add_owned_with(Shard(1), &g2, x, 2).unwrap());
-            let (t3, g3) = (t.clone(), g.clone());
-            let sharer = thread::spawn(move || t3.add_with(Shard(1), &g3, x, 1, &mut ()).unwrap());
+            let owner = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_owned_with(Shard(1), &g2, x, 2).unwrap()
+            });
+            let sharer = spawn_with(&t, &g, move |t3, g3| {
+                t3.add_with(Shard(1), &g3, x, 1, &mut ()).unwrap()
+            });
             t.flush_forced(&t.root()).unwrap();
             owner.join().unwrap();
             sharer.join().unwrap();
@@ -287,8 +370,7 @@ mod engine {
             let (t, x) = tree_on(Preset::Linux6_8, 2);
             let a = t.create(&t.root(), "a").unwrap();
             let b = t.create(&a, "b").unwrap();
-            let (t2, b2) = (t.clone(), b.clone());
-            let u = thread::spawn(move || {
+            let u = spawn_with(&t, &b, move |t2, b2| {
                 t2.add_with(Shard(1), &b2, x, 30, &mut ()).unwrap();
             });
             t.flush_forced(&a).unwrap();
@@ -319,17 +401,11 @@ mod engine {
         model(|| {
             let (t, x, y) = tree2(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
+            let add = move |t2: HierStats, g2: Group| {
                 t2.add_owned_with(Shard(0), &g2, x, 1).unwrap();
                 t2.add_owned_with(Shard(0), &g2, y, 1).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, x).unwrap(), 1);
-            assert_eq!(t.read(&g, y).unwrap(), 1);
-            t.verify_clean().unwrap();
+            };
+            updates_vs_root_flush(&t, &g, add, &[(&g, x, 1), (&g, y, 1)]);
         });
     }
 
@@ -341,8 +417,9 @@ mod engine {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            let claimer = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
+            });
             t.add_owned_with(Shard(0), &g, x, 10).unwrap();
             t.flush_forced(&g).unwrap();
             let seen = t.read(&g, x).unwrap();
@@ -364,12 +441,10 @@ mod engine {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
-            let t3 = t.clone();
-            let flusher = thread::spawn(move || {
-                t3.flush_forced(&t3.root()).unwrap();
+            let claimer = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
             });
+            let flusher = spawn_root_flush(&t);
             t.add_owned_with(Shard(0), &g, x, 10).unwrap();
             t.flush_forced(&g).unwrap();
             let seen = t.read(&g, x).unwrap();
@@ -415,21 +490,11 @@ mod engine {
         model(|| {
             let (t, x, y) = tree2(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
+            let add = move |t2: HierStats, g2: Group| {
                 t2.add_with(Shard(0), &g2, y, 1, &mut ()).unwrap();
                 t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, y).unwrap(), 1);
-            assert_eq!(
-                t.read(&g, x).unwrap(),
-                1,
-                "the second slot's update was lost"
-            );
-            t.verify_clean().unwrap();
+            };
+            updates_vs_root_flush(&t, &g, add, &[(&g, y, 1), (&g, x, 1)]);
         });
     }
 
@@ -440,15 +505,10 @@ mod engine {
             let g = t.create(&t.root(), "g").unwrap();
             // Queue g once, so the racing update may see it queued.
             t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
-            // Whatever the interleaving, one more flush finds everything:
-            // no update was left both unqueued and unflushed.
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&t.root(), x).unwrap(), 2);
-            t.verify_clean().unwrap();
+            let add = move |t2: HierStats, g2: Group| {
+                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap();
+            };
+            updates_vs_root_flush(&t, &g, add, &[(&t.root(), x, 2)]);
         });
     }
 
@@ -459,8 +519,9 @@ mod engine {
         model(move || {
             let (t, x) = tree(preset);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            let claimer = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
+            });
             for _ in 0..flushes_before {
                 t.flush_forced(&g).unwrap();
             }
@@ -501,8 +562,9 @@ mod engine {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap());
+            let u = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
+            });
             t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
             u.join().unwrap();
             let mut w = hierstat::sim::WorkCounters::default();
@@ -526,22 +588,9 @@ mod engine {
         (t, x)
     }
 
-    /// The bound of `g` holds against the exact value `exact`.
-    fn assert_bounded(t: &HierStats, g: &hierstat::Group, x: ItemId, exact: i64) {
-        let b = t.read_bounded(g, x).unwrap();
-        if let Some(bound) = b.bound {
-            assert!(
-                (exact - b.signed).unsigned_abs() <= bound,
-                "bound {bound} misses: read {} of {exact}",
-                b.signed
-            );
-        }
-    }
-
     /// One owner update of 2 to `g` (a fold) racing a forced root flush.
     fn owner_add_racing_a_root_flush(t: &HierStats, g: &hierstat::Group, x: ItemId) {
-        let (t2, g2) = (t.clone(), g.clone());
-        let u = thread::spawn(move || {
+        let u = spawn_with(t, g, move |t2, g2| {
             t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
         });
         t.flush_forced(&t.root()).unwrap();
@@ -562,8 +611,8 @@ mod engine {
             t.add_owned_with(Shard(0), &g, x, 2).unwrap();
             t.add_owned_with(Shard(0), &g, x, 2).unwrap();
             owner_add_racing_a_root_flush(&t, &g, x);
-            assert_bounded(&t, &g, x, 6);
-            assert_bounded(&t, &t.root(), x, 6);
+            assert_bounded_within(&t, &g, x, 6, 6);
+            assert_bounded_within(&t, &t.root(), x, 6, 6);
         });
     }
 
@@ -579,8 +628,8 @@ mod engine {
             t.add_owned_with(Shard(0), &c, x, 2).unwrap();
             t.flush_forced(&c).unwrap();
             owner_add_racing_a_root_flush(&t, &g, x);
-            assert_bounded(&t, &g, x, 4);
-            assert_bounded(&t, &t.root(), x, 4);
+            assert_bounded_within(&t, &g, x, 4, 4);
+            assert_bounded_within(&t, &t.root(), x, 4, 4);
         });
     }
 
@@ -597,8 +646,8 @@ mod engine {
             let g = t.create(&t.root(), "g").unwrap();
             t.add_owned_with(Shard(0), &a, x, 2).unwrap();
             owner_add_racing_a_root_flush(&t, &g, x);
-            assert_bounded(&t, &g, x, 2);
-            assert_bounded(&t, &t.root(), x, 4);
+            assert_bounded_within(&t, &g, x, 2, 2);
+            assert_bounded_within(&t, &t.root(), x, 4, 4);
         });
     }
 
@@ -611,34 +660,13 @@ mod engine {
                 let b = t.create(&a, "b").unwrap();
                 t.add_with(Shard(0), &b, x, 1, &mut ()).unwrap();
                 t.add_with(Shard(0), &a, x, 1, &mut ()).unwrap();
-                let (t2, a2) = (t.clone(), a.clone());
-                let f = thread::spawn(move || {
-                    t2.flush_forced(&a2).unwrap();
-                });
+                let f = spawn_flush(&t, &a);
                 t.flush_forced(&b).unwrap();
                 f.join().unwrap();
                 // a's flush covered b; whichever ran first, a is exact now.
                 assert_eq!(t.read(&a, x).unwrap(), 2);
                 t.verify().unwrap();
             });
-        }
-    }
-
-    /// `g`'s bound against an exact value known only to lie in
-    /// `lo..=hi` (an update of `hi − lo` may run concurrently with the
-    /// read: the contract allows its magnitude on top of the bound).
-    fn assert_bounded_within(t: &HierStats, g: &hierstat::Group, x: ItemId, lo: i64, hi: i64) {
-        let b = t.read_bounded(g, x).unwrap();
-        if let Some(bound) = b.bound {
-            let slack = (hi - lo) as u64;
-            let off = (lo - b.signed)
-                .unsigned_abs()
-                .min((hi - b.signed).unsigned_abs());
-            assert!(
-                off <= bound + slack,
-                "bound {bound} (+{slack}) misses: read {} of {lo}..={hi}",
-                b.signed
-            );
         }
     }
 
@@ -652,10 +680,7 @@ mod engine {
             let a = t.create(&t.root(), "a").unwrap();
             let b = t.create(&a, "b").unwrap();
             t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
-            let (t2, a2) = (t.clone(), a.clone());
-            let flusher = thread::spawn(move || {
-                t2.flush_forced(&a2).unwrap();
-            });
+            let flusher = spawn_flush(&t, &a);
             t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
             assert_bounded_within(&t, &a, x, 120, 120);
             flusher.join().unwrap();
@@ -666,6 +691,25 @@ mod engine {
     #[test]
     fn a_read_during_a_flush_is_bounded_folded() {
         a_read_during_a_flush_after_an_update(Preset::Hierstat);
+    }
+
+    /// Folded scheme: an update of 10 pages (under the batch) is counted
+    /// only by its pair's reservation (31 pages). A forced flush of `/g`
+    /// carries it and then gives the reservation back (a Release RMW, its
+    /// count unchanged: nothing folded); a read racing the flush that sees
+    /// the reservation given back (Acquire) must see the aggregate that
+    /// landed before it (loom: Relaxed on either side reads 0 of 10 with a
+    /// bound of 0).
+    #[test]
+    fn a_reservation_given_back_comes_with_the_landed_value() {
+        model(|| {
+            let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
+            t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
+            let flusher = spawn_flush(&t, &g);
+            assert_bounded_within(&t, &g, x, 10, 10);
+            flusher.join().unwrap();
+            assert_bounded_within(&t, &g, x, 10, 10);
+        });
     }
 
     #[test]
@@ -686,10 +730,7 @@ mod engine {
             let root = t.root();
             t.add_with(Shard(0), &root, x, 31, &mut ()).unwrap();
             t.add_with(Shard(0), &g, x, 31, &mut ()).unwrap();
-            let t2 = t.clone();
-            let flusher = thread::spawn(move || {
-                t2.flush_forced(&t2.root()).unwrap();
-            });
+            let flusher = spawn_root_flush(&t);
             t.add_with(Shard(0), &root, x, 31, &mut ()).unwrap();
             t.add_with(Shard(0), &g, x, 31, &mut ()).unwrap();
             assert_bounded_within(&t, &root, x, 124, 124);
@@ -707,12 +748,8 @@ mod engine {
             let a = t.create(&t.root(), "a").unwrap();
             let b = t.create(&a, "b").unwrap();
             t.add_with(Shard(0), &b, x, 20, &mut ()).unwrap();
-            let (t2, a2) = (t.clone(), a.clone());
-            let flusher = thread::spawn(move || {
-                t2.flush_forced(&a2).unwrap();
-            });
-            let (t3, b3) = (t.clone(), b.clone());
-            let updater = thread::spawn(move || {
+            let flusher = spawn_flush(&t, &a);
+            let updater = spawn_with(&t, &b, move |t3, b3| {
                 t3.add_with(Shard(0), &b3, x, 20, &mut ()).unwrap();
             });
             assert_bounded_within(&t, &a, x, 20, 40);
@@ -736,8 +773,7 @@ mod engine {
             let a = t.create(&t.root(), "a").unwrap();
             let b = t.create(&a, "b").unwrap();
             t.add_with(Shard(0), &a, x, 1, &mut ()).unwrap();
-            let (t2, b2) = (t.clone(), b.clone());
-            let u = thread::spawn(move || {
+            let u = spawn_with(&t, &b, move |t2, b2| {
                 t2.add_with(Shard(0), &b2, x, 60, &mut ()).unwrap();
             });
             t.flush_forced(&a).unwrap();
@@ -758,8 +794,7 @@ mod engine {
             let (t, x) = tree(Preset::Linux6_17);
             let leaf = t.create(&t.root(), "leaf").unwrap();
             t.add_with(Shard(0), &leaf, x, 100, &mut ()).unwrap();
-            let (t2, l2) = (t.clone(), leaf.clone());
-            let u = thread::spawn(move || {
+            let u = spawn_with(&t, &leaf, move |t2, l2| {
                 t2.add_with(Shard(0), &l2, x, 345, &mut ()).unwrap();
             });
             t.flush_forced(&leaf).unwrap();
@@ -790,6 +825,41 @@ mod engine {
         p.concurrency = hierstat::Concurrency::Serialize;
         p.lock_per_shard = true;
         overlapping_flushes_of(p, true);
+    }
+
+    /// The per-group hold's Acquire half (`GroupState::hold_snapshot`): a
+    /// flush that takes a group's snapshot after another flush gave it back
+    /// must read the count that flush's reset left. Folded, per group, a
+    /// per-pass gate (no early break: `/g` has a child and keeps its
+    /// bound), batch 4: `/g` holds 100 pages. The main thread's flush of
+    /// `/g` carries and resets them, then it adds 100 more to `/g`; the
+    /// other thread adds 1 to `/g/c` and flushes `/g`, which is on its
+    /// tree for `/g/c`'s sake (not for the main thread's push, which would
+    /// carry the reset with it). Holding after the first flush's release
+    /// without acquiring it, that flush reads the count as it was before
+    /// the reset (100), misses the second push (its drains ran first) and
+    /// its reset takes the second 100 pages from the count: `/g` read 101
+    /// of 201 with a bound of 3. (The overlapping model below holds the
+    /// snapshot only for the main thread's own push.)
+    #[test]
+    fn a_snapshot_held_after_another_flush_reads_its_reset() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.concurrency = hierstat::Concurrency::Serialize;
+            p.lock_per_shard = true;
+            let (t, x, g) = folding_tree(p, 4);
+            let c = t.create(&g, "c").unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            let (t2, g2, c2) = (t.clone(), g.clone(), c.clone());
+            let a = thread::spawn(move || {
+                t2.add_with(Shard(0), &c2, x, 1, &mut ()).unwrap();
+                t2.flush_forced(&g2).unwrap();
+            });
+            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
+            a.join().unwrap();
+            assert_bounded_within(&t, &g, x, 201, 201);
+        });
     }
 
     /// A fold of 100 pages (over the batch, so it reaches the threshold
@@ -828,10 +898,7 @@ mod engine {
     fn fold_racing_a_root_flush(p: hierstat::Policy) {
         model(move || {
             let (t, x, g) = folding_tree(p, 4);
-            let t2 = t.clone();
-            let a = thread::spawn(move || {
-                t2.flush_forced(&t2.root()).unwrap();
-            });
+            let a = spawn_root_flush(&t);
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             a.join().unwrap();
             assert_bounded_within(&t, &g, x, 100, 100);
@@ -868,8 +935,7 @@ mod engine {
             let ab = t.create(&a, "b").unwrap();
             t.add_with(Shard(0), &ab, x, 1, &mut ()).unwrap();
             t.flush_forced(&ab).unwrap();
-            let (t2, ab2) = (t.clone(), ab.clone());
-            let u = thread::spawn(move || {
+            let u = spawn_with(&t, &ab, move |t2, ab2| {
                 t2.add_with(Shard(0), &ab2, x, add, &mut ()).unwrap();
             });
             t.flush_forced(&t.root()).unwrap();
@@ -916,8 +982,7 @@ mod engine {
             let y = b.event("y", Unit::Count);
             let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
             let g = t.create(&t.root(), "g").unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || {
+            let claimer = spawn_with(&t, &g, move |t2, g2| {
                 t2.add_with(Shard(0), &g2, y, 1, &mut ()).unwrap();
             });
             t.add_with(Shard(0), &g, x, 20, &mut ()).unwrap();
@@ -941,10 +1006,10 @@ mod engine {
     fn a_claim_acquired_through_another_claim_is_waited_for() {
         model(|| {
             let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
-            let (t2, g2) = (t.clone(), g.clone());
-            let owner = thread::spawn(move || t2.add_owned_with(Shard(0), &g2, x, 30).unwrap());
-            let (t3, g3) = (t.clone(), g.clone());
-            let sharer = thread::spawn(move || {
+            let owner = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_owned_with(Shard(0), &g2, x, 30).unwrap()
+            });
+            let sharer = spawn_with(&t, &g, move |t3, g3| {
                 t3.add_with(Shard(0), &g3, x, 30, &mut ()).unwrap();
             });
             t.flush_forced(&t.root()).unwrap();
@@ -963,10 +1028,7 @@ mod engine {
             let (t, x, g) = folding_tree(p, 4);
             let target = if root { t.root() } else { g.clone() };
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
-            let (t2, f2) = (t.clone(), target.clone());
-            let a = thread::spawn(move || {
-                t2.flush_forced(&f2).unwrap();
-            });
+            let a = spawn_flush(&t, &target);
             t.flush_forced(&target).unwrap();
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             a.join().unwrap();
@@ -989,10 +1051,7 @@ mod engine {
             t.add_with(Shard(0), &g, x, i64::MAX - 10, &mut ()).unwrap();
             t.flush_forced(&g).unwrap();
             t.add_with(Shard(0), &g, x, 50, &mut ()).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let flusher = thread::spawn(move || {
-                t2.flush_forced(&g2).unwrap();
-            });
+            let flusher = spawn_flush(&t, &g);
             let b = t.read_bounded(&g, x).unwrap();
             assert!(
                 b.saturated || b.signed == i64::MAX - 10,
@@ -1011,12 +1070,13 @@ mod engine {
 /// armed, and the membarrier is an operation of the flusher that visits
 /// every CPU (restarting the section in progress there).
 mod percpu {
-    use super::model;
+    use super::{
+        assert_bounded_within, model, spawn_root_flush, spawn_with, updates_vs_root_flush,
+    };
     use hierstat::sim::{Shard, Simulator};
     use hierstat::{
         Config, Group, HierStats, ItemId, Mode, Policy, Preset, Schema, ThresholdSize, Unit,
     };
-    use loom::thread;
 
     /// A per-CPU tree of `cpus` modelled CPUs under `p`, with two event
     /// items and a group `/g`.
@@ -1031,21 +1091,6 @@ mod percpu {
         (t, x, y, g)
     }
 
-    fn assert_bounded_within(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
-        let b = t.read_bounded(g, x).unwrap();
-        if let Some(bound) = b.bound {
-            let slack = (hi - lo) as u64;
-            let off = (lo - b.signed)
-                .unsigned_abs()
-                .min((hi - b.signed).unsigned_abs());
-            assert!(
-                off <= bound + slack,
-                "bound {bound} (+{slack}) misses: read {} of {lo}..={hi}",
-                b.signed
-            );
-        }
-    }
-
     /// Updates on CPU 0 (two slots, the second after the first's claim)
     /// against a flush: every commit is either read by the flush or
     /// followed by a claim the next flush drains. Without the flushers'
@@ -1056,17 +1101,11 @@ mod percpu {
     fn percpu_updates_vs_flush() {
         model(|| {
             let (t, x, y, g) = tree(Preset::Hierstat.policy(), 1);
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
+            let add = move |t2: HierStats, g2: Group| {
                 t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap();
                 t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, x).unwrap(), 1);
-            assert_eq!(t.read(&g, y).unwrap(), 1);
-            t.verify_clean().unwrap();
+            };
+            updates_vs_root_flush(&t, &g, add, &[(&g, x, 1), (&g, y, 1)]);
         });
     }
 
@@ -1078,8 +1117,9 @@ mod percpu {
     fn percpu_two_threads_on_one_cpu_lose_nothing() {
         model(|| {
             let (t, x, _, g) = tree(Preset::Hierstat.policy(), 1);
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap());
+            let u = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap()
+            });
             t.add_on_cpu_with(Shard(0), &g, x, 2).unwrap();
             u.join().unwrap();
             t.flush_forced(&t.root()).unwrap();
@@ -1094,16 +1134,11 @@ mod percpu {
     fn percpu_migration_vs_flush() {
         model(|| {
             let (t, x, _, g) = tree(Preset::Hierstat.policy(), 2);
-            let (t2, g2) = (t.clone(), g.clone());
-            let u = thread::spawn(move || {
+            let add = move |t2: HierStats, g2: Group| {
                 t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap();
                 t2.add_on_cpu_with(Shard(1), &g2, x, 1).unwrap();
-            });
-            t.flush_forced(&t.root()).unwrap();
-            u.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, x).unwrap(), 2);
-            t.verify_clean().unwrap();
+            };
+            updates_vs_root_flush(&t, &g, add, &[(&g, x, 2)]);
         });
     }
 
@@ -1118,9 +1153,9 @@ mod percpu {
         for preset in [Preset::Hierstat, Preset::Linux5_15] {
             model(move || {
                 let (t, x, _, g) = tree(preset.policy(), 1);
-                let (t2, g2) = (t.clone(), g.clone());
-                let claimer =
-                    thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap());
+                let claimer = spawn_with(&t, &g, move |t2, g2| {
+                    t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap()
+                });
                 t.add_on_cpu_with(Shard(0), &g, x, 10).unwrap();
                 t.flush_forced(&g).unwrap();
                 let seen = t.read(&g, x).unwrap();
@@ -1141,8 +1176,9 @@ mod percpu {
             let mut p = Preset::Hierstat.policy();
             p.threshold_size = ThresholdSize::Fixed(1000);
             let (t, x, y, g) = tree(p, 1);
-            let (t2, g2) = (t.clone(), g.clone());
-            let claimer = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap());
+            let claimer = spawn_with(&t, &g, move |t2, g2| {
+                t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap()
+            });
             t.add_on_cpu_with(Shard(0), &g, x, 20).unwrap();
             assert_bounded_within(&t, &g, x, 20, 20);
             assert_bounded_within(&t, &t.root(), x, 20, 20);
@@ -1163,8 +1199,9 @@ mod percpu {
                 p.batch = 4;
                 p.threshold_size = ThresholdSize::Fixed(1000);
                 let (t, x, _, g) = tree(p, 1);
-                let (t2, g2) = (t.clone(), g.clone());
-                let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 3).unwrap());
+                let u = spawn_with(&t, &g, move |t2, g2| {
+                    t2.add_on_cpu_with(Shard(0), &g2, x, 3).unwrap()
+                });
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
                 assert_bounded_within(&t, &g, x, 3, 6);
                 assert_bounded_within(&t, &t.root(), x, 3, 6);
@@ -1185,10 +1222,7 @@ mod percpu {
                 p.batch = 4;
                 p.threshold_size = ThresholdSize::Fixed(1000);
                 let (t, x, _, g) = tree(p, 1);
-                let t2 = t.clone();
-                let f = thread::spawn(move || {
-                    t2.flush_forced(&t2.root()).unwrap();
-                });
+                let f = spawn_root_flush(&t);
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
                 f.join().unwrap();
@@ -1203,13 +1237,12 @@ mod percpu {
 /// leaves a child subtree unflushed and reports the sum of the left bounds,
 /// racing an updater, a plain bounded reader and another flush.
 mod within {
-    use super::model;
+    use super::{assert_bounded_within, model, spawn_flush, spawn_with, within_range};
     use hierstat::sim::{Shard, Simulator};
     use hierstat::{
         Concurrency, Config, EarlyBreak, Group, HierStats, ItemId, Policy, Preset, Schema,
         Tolerance, Unit, WithinFlush,
     };
-    use loom::thread;
 
     /// `/a` with two leaves on one shard: `/a/c` holds 200 (over the
     /// threshold: no bound), `/a/b` 25 (unfolded: its bound is a
@@ -1229,48 +1262,21 @@ mod within {
         (t, x, [a, b, c])
     }
 
-    /// `g`'s bound against an exact value in `lo..=hi` (see the other
-    /// models' helper of that name).
-    fn within_range(what: &str, signed: i64, bound: Option<u64>, lo: i64, hi: i64) {
-        if let Some(bound) = bound {
-            let off = (lo - signed)
-                .unsigned_abs()
-                .min((hi - signed).unsigned_abs());
-            let inside = (lo..=hi).contains(&signed);
-            assert!(
-                inside || off <= bound + (hi - lo) as u64,
-                "{what}: bound {bound} (+{}) misses: read {signed} of {lo}..={hi}",
-                hi - lo
-            );
-        }
-    }
-
-    fn read_bounded_range(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
-        let b = t.read_bounded(g, x).unwrap();
-        within_range(
-            &format!("read_bounded {}", g.path()),
-            b.signed,
-            b.bound,
-            lo,
-            hi,
-        );
-    }
-
     /// The tolerance read of `/a` within 70, checked against `lo..=hi`.
     fn read_a_within(t: &HierStats, a: &Group, x: ItemId, lo: i64, hi: i64) -> WithinFlush {
         let w = t.read_within(a, x, Tolerance::Absolute(70)).unwrap();
         assert!(w.met, "not met: {w:?}");
         assert!(w.read.bound.unwrap() <= 70, "{w:?}");
-        within_range("read_within /a", w.read.signed, w.read.bound, lo, hi);
+        within_range(&"read_within /a", w.read.signed, w.read.bound, lo, hi);
         w.flush
     }
 
     /// After everything: every bound holds, a root flush is exact, and the
     /// trees are clean.
     fn settle(t: &HierStats, x: ItemId, [a, b, c]: &[Group; 3], b_total: i64) {
-        read_bounded_range(t, a, x, 200 + b_total, 200 + b_total);
-        read_bounded_range(t, b, x, b_total, b_total);
-        read_bounded_range(t, c, x, 200, 200);
+        assert_bounded_within(t, a, x, 200 + b_total, 200 + b_total);
+        assert_bounded_within(t, b, x, b_total, b_total);
+        assert_bounded_within(t, c, x, 200, 200);
         t.flush_forced(&t.root()).unwrap();
         assert_eq!(t.read_signed(a, x).unwrap(), 200 + b_total);
         t.verify_clean().unwrap();
@@ -1286,14 +1292,12 @@ mod within {
         model(move || {
             let (t, x, groups) = tree(p);
             let [a, b, c] = groups.clone();
-            let (t2, a2) = (t.clone(), a.clone());
-            let within = thread::spawn(move || read_a_within(&t2, &a2, x, 225, 230));
-            let (t3, b3) = (t.clone(), b.clone());
-            let updater = thread::spawn(move || {
+            let within = spawn_with(&t, &a, move |t2, a2| read_a_within(&t2, &a2, x, 225, 230));
+            let updater = spawn_with(&t, &b, move |t3, b3| {
                 t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
             });
-            read_bounded_range(&t, &a, x, 225, 230);
-            read_bounded_range(&t, &c, x, 200, 200);
+            assert_bounded_within(&t, &a, x, 225, 230);
+            assert_bounded_within(&t, &c, x, 200, 200);
             let flush = within.join().unwrap();
             updater.join().unwrap();
             assert!(
@@ -1338,10 +1342,7 @@ mod within {
         model(move || {
             let (t, x, groups) = tree(p);
             let [a, b, _] = groups.clone();
-            let (t2, b2) = (t.clone(), b.clone());
-            let flusher = thread::spawn(move || {
-                t2.flush_forced(&b2).unwrap();
-            });
+            let flusher = spawn_flush(&t, &b);
             read_a_within(&t, &a, x, 225, 225);
             flusher.join().unwrap();
             settle(&t, x, &groups, 25);
@@ -1358,8 +1359,7 @@ mod within {
         model(|| {
             let (t, x, groups) = tree(folded());
             let [a, b, c] = groups.clone();
-            let (t3, b3) = (t.clone(), b.clone());
-            let updater = thread::spawn(move || {
+            let updater = spawn_with(&t, &b, move |t3, b3| {
                 t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
             });
             let reads = [(hierstat::ReadItem::Item(x), Tolerance::Absolute(70))];
@@ -1385,7 +1385,7 @@ mod within {
                     (200, 200)
                 };
                 assert!(w.met && w.read.bound.unwrap() <= 70, "{}: {w:?}", g.path());
-                within_range(g.path(), w.read.signed, w.read.bound, lo, hi);
+                within_range(&g.path(), w.read.signed, w.read.bound, lo, hi);
             }
             settle(&t, x, &groups, 30);
         });
@@ -1409,10 +1409,7 @@ mod within {
             t.add_with(Shard(0), &g, x, i64::MAX - 10, &mut ()).unwrap();
             t.flush_forced(&g).unwrap();
             t.add_with(Shard(0), &g, x, 50, &mut ()).unwrap();
-            let (t2, g2) = (t.clone(), g.clone());
-            let flusher = thread::spawn(move || {
-                t2.flush_forced(&g2).unwrap();
-            });
+            let flusher = spawn_flush(&t, &g);
             let w = t.read_within(&g, x, Tolerance::Absolute(u64::MAX)).unwrap();
             assert!(
                 w.read.saturated || w.read.signed == i64::MAX - 10,

@@ -250,7 +250,10 @@ impl AsyncRequests {
     /// Asks the background flusher to flush the root now.
     pub(crate) fn request(&self) {
         // ORDERING: Release; pairs with the background flusher's Acquire
-        // swap, though nothing but the flag itself is communicated.
+        // `pending` and `take`, so that the flush a request starts comes
+        // after the requester's updates (its drains read what their
+        // pushes published). The flusher is a real thread, not modelled
+        // by loom (see `scripts/loom-mutants.sh`, `unmutated`).
         self.requested.store(true, Ordering::Release);
         self.wake_all();
     }

@@ -251,10 +251,7 @@ fn hot_path_rules_follow_the_preset() {
     t.add(&a, file, 10_000).unwrap();
     assert_eq!(t.flush_hot_path(&a).unwrap(), FlushOutcome::AsyncRequested);
     assert_eq!(t.flush_stats().async_requests, 1);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while f.stats().async_flushes == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    crate::wait_until("the requested flush", || f.stats().async_flushes > 0);
     assert_eq!(f.stop().async_flushes, 1);
     assert_eq!(t.read(&a, file), Ok(20_000));
     // Stopped: back to synchronous.
@@ -290,14 +287,7 @@ fn background_flusher_publishes_and_stops() {
     let f = t
         .start_flusher(std::time::Duration::from_millis(10))
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while t.read(&t.root(), file).unwrap() != 5 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "periodic flush never ran"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
+    crate::wait_until("a periodic flush", || t.read(&t.root(), file).unwrap() == 5);
     t.request_async_flush();
     let stats = f.stop();
     assert!(stats.periodic_flushes + stats.async_flushes >= 1);

@@ -478,11 +478,14 @@ fn out_of_range_configurations_are_typed_errors() {
             Err(Error::InvalidConfig(ConfigError::FlusherPeriod(_)))
         ));
     }
-    // The longest period that fits waits (it does not flush back to back).
+    // The longest period that fits waits (it does not flush back to back):
+    // the thread goes to wait before any periodic flush. A deadline that
+    // wrapped would flush at once and again after each flush, never
+    // waiting.
     let f = t
         .start_flusher(std::time::Duration::from_nanos(u64::MAX))
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    crate::wait_until("the flusher's first wait", || f.stats().waits > 0);
     assert_eq!(f.stop().periodic_flushes, 0);
 }
 
@@ -624,7 +627,7 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
             // and it is raised once every thread is done.
             if failure.is_none() {
                 let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    check_round(t, groups, &parent, &exact, &items, seed, round)
+                    check_round(t, &flusher, groups, &parent, &exact, &items, seed, round)
                 }));
                 match checked {
                     Ok((r, b)) => {
@@ -648,8 +651,10 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
 /// One round's checks of [`real_threads_round_trip`], the updaters paused:
 /// every (group, item) bound against the exact sums, at once and after the
 /// background flusher's next period; (reads, reads with a bound).
+#[allow(clippy::too_many_arguments)]
 fn check_round(
     t: &HierStats,
+    flusher: &hierstat::BackgroundFlusher,
     groups: &[Group],
     parent: &[usize],
     exact: &[[std::sync::atomic::AtomicI64; 2]],
@@ -675,7 +680,12 @@ fn check_round(
     // count) are back under their thresholds.
     for pass in 0..2 {
         if pass == 1 {
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            // Two more periodic flushes: the second started after this
+            // look (the first may have been running).
+            let seen = flusher.stats().periodic_flushes;
+            crate::wait_until("the background flusher's next period", || {
+                flusher.stats().periodic_flushes >= seen + 2
+            });
         }
         for (g, group) in groups.iter().enumerate() {
             for (k, &item) in items.iter().enumerate() {

@@ -54,6 +54,20 @@ pub fn tree_with(policy: Policy, shards: usize) -> (HierStats, Items) {
     )
 }
 
+/// Waits until `cond` holds, polling: the tests synchronize on what they
+/// can observe, never on a sleep. Panics after a minute, naming `what` (a
+/// condition that never comes is a failure, not a hang).
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited a minute for {what}"
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// An iteration count, cut down under Miri (every step of a test runs
 /// thousands of times slower there; the interleavings it explores do not
 /// need the volume).
