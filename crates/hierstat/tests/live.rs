@@ -339,15 +339,7 @@ impl Reader<'_> {
     /// One tolerance read of a fixed group (one item, or all three), checked
     /// as the bounded reads are, and its bound against its budget.
     fn within_read(&self, r: &mut Rng, c: &mut Counts) {
-        let Reader {
-            t,
-            fixed,
-            shape,
-            sums,
-            items,
-            seed,
-        } = *self;
-        let slot = r.below(shape.fixed as u64) as usize;
+        let slot = r.below(self.shape.fixed as u64) as usize;
         let ks: Vec<usize> = if r.below(3) == 0 {
             vec![0, 1, 2]
         } else {
@@ -355,7 +347,7 @@ impl Reader<'_> {
         };
         let reads: Vec<(ReadItem, Tolerance)> = ks
             .iter()
-            .map(|&k| (ReadItem::Item(items[k]), tolerance(r, k)))
+            .map(|&k| (ReadItem::Item(self.items[k]), tolerance(r, k)))
             .collect();
         let on_busy = if r.below(4) == 0 {
             OnBusy::ReturnBest
@@ -365,13 +357,14 @@ impl Reader<'_> {
         let before: Vec<(u64, i64)> = ks
             .iter()
             .map(|&k| {
-                let s = &sums[slot][k];
+                let s = &self.sums[slot][k];
                 (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
             })
             .collect();
         let mut out: Vec<Within> = Vec::new();
-        let flush = t
-            .read_many_within(&fixed[slot], &reads, on_busy, &mut out)
+        let flush = self
+            .t
+            .read_many_within(&self.fixed[slot], &reads, on_busy, &mut out)
             .unwrap();
         match flush {
             WithinFlush::Partial { .. } => c.within_partial += 1,
@@ -380,15 +373,16 @@ impl Reader<'_> {
             _ => {}
         }
         for (i, &k) in ks.iter().enumerate() {
-            let begun_mag = sums[slot][k].begun_mag.load(SeqCst);
+            let begun_mag = self.sums[slot][k].begun_mag.load(SeqCst);
             let (done_mag, exact) = before[i];
             let w = out[i];
             let concurrent = begun_mag - done_mag;
             check_within(&w, exact, concurrent, flush == WithinFlush::Busy, c, || {
                 format!(
-                    "seed {seed}, {} item {}: tolerance read {w:?} of exact {exact}, \
-                 concurrent {concurrent}, {:?}",
-                    fixed[slot].path(),
+                    "seed {}, {} item {}: tolerance read {w:?} of exact {exact}, \
+                     concurrent {concurrent}, {:?}",
+                    self.seed,
+                    self.fixed[slot].path(),
                     ["ev", "pages", "bytes"][k],
                     reads[i].1,
                 )
@@ -399,26 +393,19 @@ impl Reader<'_> {
     /// A tolerance read of a fixed group's whole subtree (a scrape, one
     /// partial flush for all), every fixed group of it checked.
     fn subtree_read(&self, r: &mut Rng, c: &mut Counts) {
-        let Reader {
-            t,
-            fixed,
-            shape,
-            sums,
-            items,
-            seed,
-        } = *self;
-        let slot = r.below(shape.fixed as u64) as usize;
+        let slot = r.below(self.shape.fixed as u64) as usize;
         let k = r.below(3) as usize;
-        let reads = [(ReadItem::Item(items[k]), tolerance(r, k))];
-        let before: Vec<(u64, i64)> = (0..shape.fixed)
+        let reads = [(ReadItem::Item(self.items[k]), tolerance(r, k))];
+        let before: Vec<(u64, i64)> = (0..self.shape.fixed)
             .map(|g| {
-                let s = &sums[g][k];
+                let s = &self.sums[g][k];
                 (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
             })
             .collect();
         let mut got = Vec::new();
-        let flush = t
-            .read_subtree_within(&fixed[slot], &reads, OnBusy::Wait, |g, w| {
+        let flush = self
+            .t
+            .read_subtree_within(&self.fixed[slot], &reads, OnBusy::Wait, |g, w| {
                 got.push((g.clone(), w[0]))
             })
             .unwrap();
@@ -428,19 +415,20 @@ impl Reader<'_> {
         }
         for (g, w) in got {
             // Churned leaves are not checked (their sums span incarnations).
-            let Some(i) = fixed.iter().position(|f| f.same(&g)) else {
+            let Some(i) = self.fixed.iter().position(|f| f.same(&g)) else {
                 continue;
             };
-            let begun_mag = sums[i][k].begun_mag.load(SeqCst);
+            let begun_mag = self.sums[i][k].begun_mag.load(SeqCst);
             let (done_mag, exact) = before[i];
             let concurrent = begun_mag - done_mag;
             check_within(&w, exact, concurrent, false, c, || {
                 format!(
-                    "seed {seed}, {} item {} (subtree read of {}): {w:?} of exact {exact}, \
-                 concurrent {concurrent}, {:?}",
+                    "seed {}, {} item {} (subtree read of {}): {w:?} of exact {exact}, \
+                     concurrent {concurrent}, {:?}",
+                    self.seed,
                     g.path(),
                     ["ev", "pages", "bytes"][k],
-                    fixed[slot].path(),
+                    self.fixed[slot].path(),
                     reads[0].1,
                 )
             });
