@@ -83,14 +83,29 @@ fn alloc_anon_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
     Ok(())
 }
 
+/// `get_temp_fd()` and `alloc_pagecache(fd, size)` for `pid`, then
+/// `check`; the file is closed after (if `pid` still lives).
+fn with_pagecache(
+    m: &mut Machine,
+    pid: Pid,
+    size: i64,
+    check: impl FnOnce(&mut Machine) -> TestResult,
+) -> TestResult {
+    let fd = m.tmpfile(Some(pid));
+    let ret = if m.alloc_pagecache(pid, fd, size as u64).is_done() {
+        check(m)
+    } else {
+        Err("alloc_pagecache".into())
+    };
+    if m.alive(pid) {
+        m.close_file(fd).map_err(|e| e.to_string())?;
+    }
+    ret
+}
+
 fn alloc_pagecache_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
     let size = mb(50);
-    let fd = m.tmpfile(Some(pid));
-    let ret = (|| {
-        ensure!(
-            m.alloc_pagecache(pid, fd, size as u64).is_done(),
-            "alloc_pagecache"
-        );
+    with_pagecache(m, pid, size, |m| {
         let current = cg_read_long(m, cg, "memory.current");
         ensure!(current >= size, "current {current} < size");
         let file = cg_read_key_long(m, cg, "memory.stat", "file ");
@@ -100,11 +115,7 @@ fn alloc_pagecache_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult 
             "file {file} vs current {current}"
         );
         Ok(())
-    })();
-    if m.alive(pid) {
-        m.close_file(fd).map_err(|e| e.to_string())?;
-    }
-    ret
+    })
 }
 
 /// Runs a check as a child of `cg` (`cg_run`): 0 or -1, and why it
@@ -364,23 +375,14 @@ fn alloc_pagecache_max_30m(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
         !(high != mb(30) && max != mb(30)),
         "neither high nor max is 30M"
     );
-    let fd = m.tmpfile(Some(pid));
-    let ret = (|| {
-        ensure!(
-            m.alloc_pagecache(pid, fd, size as u64).is_done(),
-            "alloc_pagecache"
-        );
+    with_pagecache(m, pid, size, |m| {
         let current = cg_read_long(m, cg, "memory.current");
         ensure!(
             values_close(current, mb(30), 5),
             "current {current} !~ 30M (5%)"
         );
         Ok(())
-    })();
-    if m.alive(pid) {
-        m.close_file(fd).map_err(|e| e.to_string())?;
-    }
-    ret
+    })
 }
 
 /// This test checks that memory.high limits the amount of memory which
