@@ -16,7 +16,6 @@ mod common;
 #[path = "../examples/serve_workload/workload.rs"]
 mod workload;
 
-use hierstat::Tolerance;
 use hierstat_exporter::{Exporter, Format, MetricsServer, ScrapePolicy};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -116,57 +115,10 @@ fn prometheus_scrapes_the_service_and_parents_sum_their_children() {
     let server = MetricsServer::bind("127.0.0.1:0", exporter).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: hierstat\n    static_configs:\n      - targets: ['{}']\n",
-            server.local_addr()
-        ),
-    )
-    .unwrap();
-    let log_path = dir.path().join("prometheus.log");
-    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let child = Command::new(&prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address={prom_addr}"))
-        .arg("--log.level=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .expect("start prometheus");
-    let mut prom = Killed(child);
-    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
-
+    let (mut prom, prom_addr, log) = start_prometheus(&prometheus, server.local_addr(), dir.path());
     // Wait for two successful scrapes: `up` is 1 only when Prometheus
     // parsed the whole exposition.
-    let scraped_at = loop {
-        if let Ok(Some(status)) = prom.0.try_wait() {
-            panic!("prometheus exited ({status}):\n{}", log());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no two successful scrapes within 90 s; server {:?}\nprometheus log:\n{}",
-            server.stats(),
-            log()
-        );
-        let ups = query(
-            prom_addr,
-            r#"count_over_time(up{job="hierstat"}[5m]) >= 2 and up{job="hierstat"} == 1"#,
-            None,
-        );
-        if ups.is_some_and(|v| !v.is_empty()) {
-            let t = query(prom_addr, r#"timestamp(up{job="hierstat"})"#, None).unwrap();
-            break sample_value(&t[0]);
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    };
+    let scraped_at = scrape_after(&mut prom, prom_addr, &log, 0.0, deadline);
     let served = server.stats();
     assert!(
         served.openmetrics >= 2,
@@ -346,24 +298,12 @@ fn prometheus_scrapes_within_a_tolerance_and_each_sample_has_its_bound() {
     let work = workload::Workload::start(2, 30, 200, 11);
     // 1% of each sample, or 1 MiB (256 pages; counts: 256).
     let floor = 256;
-    let mut builder = Exporter::builder(work.stats.clone())
+    let builder = Exporter::builder(work.stats.clone())
         .prefix("memcg_")
         .policy(ScrapePolicy::Within);
-    for info in work.stats.schema().items() {
-        let unit = if info.unit == hierstat::Unit::Bytes {
-            4096
-        } else {
-            1
-        };
-        builder = builder.item_tolerance(
-            &info.name,
-            Tolerance::Either {
-                relative: 0.01,
-                absolute: floor * unit,
-            },
-        );
-    }
-    let exporter = builder.build().unwrap();
+    let exporter = common::within_one_percent(builder, &work.stats, floor)
+        .build()
+        .unwrap();
     let stats = work.stats.clone();
     let server = MetricsServer::bind("127.0.0.1:0", exporter).unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -29,9 +29,9 @@ mod common;
 mod workload;
 
 use hierstat::sim::{Shard, Simulator, WorkCounters};
-use hierstat::{Config, Group, HierStats, Preset, Tolerance};
+use hierstat::{Config, Group, HierStats, Preset};
 use hierstat_exporter::{Exporter, Format, ScrapePolicy};
-use models::memcg::{MemcgSchema, Slot, Stat};
+use models::memcg::{MemcgSchema, Slot};
 use simcore::Rng;
 use std::collections::HashMap;
 
@@ -64,13 +64,7 @@ fn tree() -> (HierStats, MemcgSchema, Vec<Group>) {
 /// One scrape interval: `updates` of the example's writer pattern on the
 /// first `active` of the (shuffled) targets.
 fn interval(stats: &HierStats, ms: &MemcgSchema, targets: &[Group], updates: u64, active: usize) {
-    const CHARGED: [Stat; 4] = [Stat::Anon, Stat::File, Stat::Kernel, Stat::Sock];
-    const EVENTS: [Stat; 4] = [
-        Stat::Pgfault,
-        Stat::Pgmajfault,
-        Stat::Pgactivate,
-        Stat::PgscanKswapd,
-    ];
+    use workload::{CHARGED, EVENTS};
     let mut rng = Rng::new(42);
     let mut order: Vec<usize> = (0..targets.len()).collect();
     for i in 0..order.len() {
@@ -119,30 +113,6 @@ struct Row {
     groups: u64,
 }
 
-/// 1% of each sample, or `floor` pages (bytes items: `floor` × 4096
-/// bytes; counts: `floor` events), whichever is larger.
-fn tolerant(
-    mut b: hierstat_exporter::ExporterBuilder,
-    stats: &HierStats,
-    floor: u64,
-) -> hierstat_exporter::ExporterBuilder {
-    for info in stats.schema().items() {
-        let unit = if info.unit == hierstat::Unit::Bytes {
-            4096
-        } else {
-            1
-        };
-        b = b.item_tolerance(
-            &info.name,
-            Tolerance::Either {
-                relative: 0.01,
-                absolute: floor * unit,
-            },
-        );
-    }
-    b
-}
-
 fn one(updates: u64, active: usize, floor: u64) -> Row {
     let (a, ms, targets) = tree();
     let (b, _, targets_b) = tree();
@@ -153,7 +123,7 @@ fn one(updates: u64, active: usize, floor: u64) -> Row {
         .sample_bounds(true)
         .build()
         .unwrap();
-    let within = tolerant(
+    let within = common::within_one_percent(
         Exporter::builder(b.clone())
             .prefix("memcg_")
             .policy(ScrapePolicy::Within),

@@ -21,22 +21,9 @@ use hierstat::sim::{ManualClock, Shard, Simulator};
 use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, Unit};
 use std::time::Instant;
 
-/// A small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn arg(i: usize, default: usize) -> usize {
     std::env::args()

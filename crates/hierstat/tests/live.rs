@@ -51,22 +51,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::SeqCst};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A small deterministic generator (the tests' own).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "support/items.rs"]
+mod items;
+#[path = "support/rng.rs"]
+mod rng;
+use items::ev_pages_bytes;
+use rng::Rng;
 
 /// What the updaters published for one (group, item), in the item's unit.
 /// Every access is `SeqCst`: the check orders them against the read.
@@ -308,135 +298,140 @@ fn tolerance(r: &mut Rng, k: usize) -> Tolerance {
     }
 }
 
-/// One tolerance read of a fixed group (one item, or all three), checked
-/// as the bounded reads are, and its bound against its budget.
-#[allow(clippy::too_many_arguments)]
-fn within_read(
-    t: &HierStats,
-    fixed: &[Group],
-    shape: &Shape,
-    sums: &[[Sums; 3]],
-    items: &[hierstat::ItemId; 3],
+/// What the checking reader's tolerance reads read and check against: the
+/// tree, its fixed groups and their shape, the updaters' published sums.
+struct Reader<'a> {
+    t: &'a HierStats,
+    fixed: &'a [Group],
+    shape: &'a Shape,
+    sums: &'a [[Sums; 3]],
+    items: &'a [hierstat::ItemId; 3],
     seed: u64,
-    r: &mut Rng,
+}
+
+/// Counts one tolerance read `w` of `exact` (`concurrent` the magnitude
+/// that raced it): its bound must hold in the bounded reads' terms, and
+/// fit its budget unless `busy` (the read returned busy). A miss is
+/// counted, and the first few described by `what`.
+fn check_within(
+    w: &Within,
+    exact: i64,
+    concurrent: u64,
+    busy: bool,
     c: &mut Counts,
+    what: impl FnOnce() -> String,
 ) {
-    let slot = r.below(shape.fixed as u64) as usize;
-    let ks: Vec<usize> = if r.below(3) == 0 {
-        vec![0, 1, 2]
-    } else {
-        vec![r.below(3) as usize]
-    };
-    let reads: Vec<(ReadItem, Tolerance)> = ks
-        .iter()
-        .map(|&k| (ReadItem::Item(items[k]), tolerance(r, k)))
-        .collect();
-    let on_busy = if r.below(4) == 0 {
-        OnBusy::ReturnBest
-    } else {
-        OnBusy::Wait
-    };
-    let before: Vec<(u64, i64)> = ks
-        .iter()
-        .map(|&k| {
-            let s = &sums[slot][k];
-            (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
-        })
-        .collect();
-    let mut out: Vec<Within> = Vec::new();
-    let flush = t
-        .read_many_within(&fixed[slot], &reads, on_busy, &mut out)
-        .unwrap();
-    match flush {
-        WithinFlush::Partial { .. } => c.within_partial += 1,
-        WithinFlush::Full => c.within_full += 1,
-        WithinFlush::Busy => c.within_busy += 1,
-        _ => {}
-    }
-    for (i, &k) in ks.iter().enumerate() {
-        let begun_mag = sums[slot][k].begun_mag.load(SeqCst);
-        let (done_mag, exact) = before[i];
-        let w = out[i];
-        c.within += 1;
-        let concurrent = begun_mag - done_mag;
-        let fits = w.met && w.read.bound.is_some_and(|b| b <= w.budget);
-        let holds = w
-            .read
-            .bound
-            .is_none_or(|b| w.read.signed.abs_diff(exact) <= b.saturating_add(concurrent));
-        if !holds || !(fits || flush == WithinFlush::Busy) {
-            c.within_violations += 1;
-            if c.first.len() < 5 {
-                c.first.push(format!(
-                    "seed {seed}, {} item {}: tolerance read {w:?} of exact {exact}, \
-                     concurrent {concurrent}, {:?}",
-                    fixed[slot].path(),
-                    ["ev", "pages", "bytes"][k],
-                    reads[i].1,
-                ));
-            }
+    c.within += 1;
+    let fits = w.met && w.read.bound.is_some_and(|b| b <= w.budget);
+    let holds = w
+        .read
+        .bound
+        .is_none_or(|b| w.read.signed.abs_diff(exact) <= b.saturating_add(concurrent));
+    if !holds || !(fits || busy) {
+        c.within_violations += 1;
+        if c.first.len() < 5 {
+            c.first.push(what());
         }
     }
 }
 
-/// A tolerance read of a fixed group's whole subtree (a scrape, one
-/// partial flush for all), every fixed group of it checked.
-#[allow(clippy::too_many_arguments)]
-fn subtree_read(
-    t: &HierStats,
-    fixed: &[Group],
-    shape: &Shape,
-    sums: &[[Sums; 3]],
-    items: &[hierstat::ItemId; 3],
-    seed: u64,
-    r: &mut Rng,
-    c: &mut Counts,
-) {
-    let slot = r.below(shape.fixed as u64) as usize;
-    let k = r.below(3) as usize;
-    let reads = [(ReadItem::Item(items[k]), tolerance(r, k))];
-    let before: Vec<(u64, i64)> = (0..shape.fixed)
-        .map(|g| {
-            let s = &sums[g][k];
-            (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
-        })
-        .collect();
-    let mut got = Vec::new();
-    let flush = t
-        .read_subtree_within(&fixed[slot], &reads, OnBusy::Wait, |g, w| {
-            got.push((g.clone(), w[0]))
-        })
-        .unwrap();
-    c.within_subtree += 1;
-    if matches!(flush, WithinFlush::Partial { .. }) {
-        c.within_partial += 1;
-    }
-    for (g, w) in got {
-        // Churned leaves are not checked (their sums span incarnations).
-        let Some(i) = fixed.iter().position(|f| f.same(&g)) else {
-            continue;
+impl Reader<'_> {
+    /// One tolerance read of a fixed group (one item, or all three), checked
+    /// as the bounded reads are, and its bound against its budget.
+    fn within_read(&self, r: &mut Rng, c: &mut Counts) {
+        let slot = r.below(self.shape.fixed as u64) as usize;
+        let ks: Vec<usize> = if r.below(3) == 0 {
+            vec![0, 1, 2]
+        } else {
+            vec![r.below(3) as usize]
         };
-        let begun_mag = sums[i][k].begun_mag.load(SeqCst);
-        let (done_mag, exact) = before[i];
-        let concurrent = begun_mag - done_mag;
-        c.within += 1;
-        let fits = w.met && w.read.bound.is_some_and(|b| b <= w.budget);
-        let holds = w
-            .read
-            .bound
-            .is_none_or(|b| w.read.signed.abs_diff(exact) <= b.saturating_add(concurrent));
-        if !holds || !fits {
-            c.within_violations += 1;
-            if c.first.len() < 5 {
-                c.first.push(format!(
-                    "seed {seed}, {} item {} (subtree read of {}): {w:?} of exact {exact}, \
+        let reads: Vec<(ReadItem, Tolerance)> = ks
+            .iter()
+            .map(|&k| (ReadItem::Item(self.items[k]), tolerance(r, k)))
+            .collect();
+        let on_busy = if r.below(4) == 0 {
+            OnBusy::ReturnBest
+        } else {
+            OnBusy::Wait
+        };
+        let before: Vec<(u64, i64)> = ks
+            .iter()
+            .map(|&k| {
+                let s = &self.sums[slot][k];
+                (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
+            })
+            .collect();
+        let mut out: Vec<Within> = Vec::new();
+        let flush = self
+            .t
+            .read_many_within(&self.fixed[slot], &reads, on_busy, &mut out)
+            .unwrap();
+        match flush {
+            WithinFlush::Partial { .. } => c.within_partial += 1,
+            WithinFlush::Full => c.within_full += 1,
+            WithinFlush::Busy => c.within_busy += 1,
+            _ => {}
+        }
+        for (i, &k) in ks.iter().enumerate() {
+            let begun_mag = self.sums[slot][k].begun_mag.load(SeqCst);
+            let (done_mag, exact) = before[i];
+            let w = out[i];
+            let concurrent = begun_mag - done_mag;
+            check_within(&w, exact, concurrent, flush == WithinFlush::Busy, c, || {
+                format!(
+                    "seed {}, {} item {}: tolerance read {w:?} of exact {exact}, \
                      concurrent {concurrent}, {:?}",
+                    self.seed,
+                    self.fixed[slot].path(),
+                    ["ev", "pages", "bytes"][k],
+                    reads[i].1,
+                )
+            });
+        }
+    }
+
+    /// A tolerance read of a fixed group's whole subtree (a scrape, one
+    /// partial flush for all), every fixed group of it checked.
+    fn subtree_read(&self, r: &mut Rng, c: &mut Counts) {
+        let slot = r.below(self.shape.fixed as u64) as usize;
+        let k = r.below(3) as usize;
+        let reads = [(ReadItem::Item(self.items[k]), tolerance(r, k))];
+        let before: Vec<(u64, i64)> = (0..self.shape.fixed)
+            .map(|g| {
+                let s = &self.sums[g][k];
+                (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
+            })
+            .collect();
+        let mut got = Vec::new();
+        let flush = self
+            .t
+            .read_subtree_within(&self.fixed[slot], &reads, OnBusy::Wait, |g, w| {
+                got.push((g.clone(), w[0]))
+            })
+            .unwrap();
+        c.within_subtree += 1;
+        if matches!(flush, WithinFlush::Partial { .. }) {
+            c.within_partial += 1;
+        }
+        for (g, w) in got {
+            // Churned leaves are not checked (their sums span incarnations).
+            let Some(i) = self.fixed.iter().position(|f| f.same(&g)) else {
+                continue;
+            };
+            let begun_mag = self.sums[i][k].begun_mag.load(SeqCst);
+            let (done_mag, exact) = before[i];
+            let concurrent = begun_mag - done_mag;
+            check_within(&w, exact, concurrent, false, c, || {
+                format!(
+                    "seed {}, {} item {} (subtree read of {}): {w:?} of exact {exact}, \
+                     concurrent {concurrent}, {:?}",
+                    self.seed,
                     g.path(),
                     ["ev", "pages", "bytes"][k],
-                    fixed[slot].path(),
+                    self.fixed[slot].path(),
                     reads[0].1,
-                ));
-            }
+                )
+            });
         }
     }
 }
@@ -450,11 +445,7 @@ fn run_seed(mut policy: Policy, seed: u64, size: Size, per_cpu: bool, c: &mut Co
     }
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED);
     let mut b = Schema::builder();
-    let items = [
-        b.event("ev", Unit::Count),
-        b.state("pages", Unit::Pages),
-        b.state("bytes", Unit::Bytes),
-    ];
+    let items = ev_pages_bytes(&mut b);
     let cfg = Config::with_policy(policy)
         .shards(2)
         .membarrier(per_cpu || size.membarrier.unwrap_or(seed / 2 % 2 == 0))
@@ -566,15 +557,23 @@ fn run_seed(mut policy: Policy, seed: u64, size: Size, per_cpu: bool, c: &mut Co
             }
         });
         // The checking reader.
+        let reader = Reader {
+            t,
+            fixed,
+            shape,
+            sums,
+            items,
+            seed,
+        };
         let deadline = Instant::now() + size.per_seed;
         let mut r = Rng(seed + 991);
         while Instant::now() < deadline {
             for _ in 0..64 {
                 if r.below(4) == 0 {
                     if r.below(16) == 0 {
-                        subtree_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                        reader.subtree_read(&mut r, c);
                     } else {
-                        within_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                        reader.within_read(&mut r, c);
                     }
                     continue;
                 }

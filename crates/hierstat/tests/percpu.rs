@@ -30,22 +30,12 @@ use hierstat::{
 };
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
 
-/// A small deterministic generator (the tests' own).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "support/items.rs"]
+mod items;
+#[path = "support/rng.rs"]
+mod rng;
+use items::ev_pages_bytes;
+use rng::Rng;
 
 fn env(k: &str, default: u64) -> u64 {
     std::env::var(k)
@@ -57,11 +47,7 @@ fn env(k: &str, default: u64) -> u64 {
 /// Items: an event, a page gauge, a byte gauge; a per-node gauge.
 fn schema() -> (Schema, [ItemId; 3], NodeItemId) {
     let mut b = Schema::builder();
-    let items = [
-        b.event("ev", Unit::Count),
-        b.state("pages", Unit::Pages),
-        b.state("bytes", Unit::Bytes),
-    ];
+    let items = ev_pages_bytes(&mut b);
     let lru = b.node_state("lru", Unit::Pages);
     (b.nodes(2).build().unwrap(), items, lru)
 }

@@ -140,8 +140,20 @@ fn reads(r: &Replayed, pages: u64) -> Vec<(ReadItem, Tolerance)> {
         .collect()
 }
 
-/// Every group's `read_bounded` is within its bound of the exact value.
-fn all_bounds_hold(r: &Replayed, what: &str) -> Result<(), TestCaseError> {
+/// A read's flush did no more work than `than` did, counter by counter.
+fn work_at_most(work: &WorkCounters, than: &WorkCounters, what: &str) -> Result<(), TestCaseError> {
+    prop_assert!(
+        work.groups_visited <= than.groups_visited
+            && work.counters_aggregated <= than.counters_aggregated
+            && work.shards_scanned <= than.shards_scanned,
+        "{what}: {work:?} vs {than:?}"
+    );
+    Ok(())
+}
+
+/// The tree is intact: every group's `read_bounded` is within its bound of
+/// the exact value, and the tree's invariants hold.
+fn intact(r: &Replayed, what: &str) -> Result<(), TestCaseError> {
     for (i, g) in r.groups.iter().enumerate() {
         for k in 0..3 {
             let b = r.t.read_bounded(g, r.items[k]).unwrap();
@@ -156,7 +168,8 @@ fn all_bounds_hold(r: &Replayed, what: &str) -> Result<(), TestCaseError> {
             }
         }
     }
-    Ok(())
+    r.t.verify()
+        .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))
 }
 
 fn check_results(
@@ -224,18 +237,8 @@ fn subtree_read(preset: Preset, h: &History, pages: u64) -> Result<(), TestCaseE
         _ => &NONE,
     }
     .fetch_add(1, Relaxed);
-    prop_assert!(
-        work.groups_visited <= forced_work.groups_visited,
-        "{what}: {work:?} vs {forced_work:?}"
-    );
-    prop_assert!(
-        work.counters_aggregated <= forced_work.counters_aggregated,
-        "{what}"
-    );
-    prop_assert!(work.shards_scanned <= forced_work.shards_scanned, "{what}");
-    all_bounds_hold(&r, &what)?;
-    r.t.verify()
-        .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))?;
+    work_at_most(&work, &forced_work, &what)?;
+    intact(&r, &what)?;
     r.t.flush_forced(&r.t.root()).unwrap();
     r.t.verify_clean()
         .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))?;
@@ -297,29 +300,14 @@ fn one_preset(preset: Preset, h: &History) -> Result<(), TestCaseError> {
             }
         }
         // Never more than the forced flush's.
-        prop_assert!(work.groups_visited <= forced_work.groups_visited, "{what}");
-        prop_assert!(
-            work.counters_aggregated <= forced_work.counters_aggregated,
-            "{what}"
-        );
-        prop_assert!(work.shards_scanned <= forced_work.shards_scanned, "{what}");
+        work_at_most(&work, &forced_work, &what)?;
         // Monotone in the tolerance.
         if let Some(p) = prev {
-            prop_assert!(
-                work.groups_visited <= p.groups_visited,
-                "{what}: {work:?} after {p:?}"
-            );
-            prop_assert!(
-                work.counters_aggregated <= p.counters_aggregated,
-                "{what}: {work:?} after {p:?}"
-            );
-            prop_assert!(work.shards_scanned <= p.shards_scanned, "{what}");
+            work_at_most(&work, &p, &format!("{what}, after a smaller budget"))?;
         }
         prev = Some(work);
         // The partial flush left every bound and the invariants intact.
-        all_bounds_hold(&r, &what)?;
-        r.t.verify()
-            .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))?;
+        intact(&r, &what)?;
         // A second read with the same budget needs no more than the first.
         let mut again = WorkCounters::default();
         r.t.read_many_within_with(

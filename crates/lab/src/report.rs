@@ -270,19 +270,29 @@ impl Claims {
         }
     }
 
+    /// A claim of this report's scenario that holds, counted, not in
+    /// size, with no reason given: what each `add` changes.
+    fn claim(&self, claim: &str, measured: String, published: &str) -> Claim {
+        Claim {
+            scenario: self.scenario.clone(),
+            claim: claim.into(),
+            measured,
+            published: published.into(),
+            pass: true,
+            info: false,
+            size: None,
+            why: String::new(),
+        }
+    }
+
     /// Adds a claim of direction (its source gives no figure to meet in
     /// size); one whose text ends in "(reference)" is shown for
     /// information and not counted.
     pub fn add(&mut self, claim: &str, measured: String, published: &str, pass: bool) {
         self.out.push(Claim {
-            scenario: self.scenario.clone(),
-            claim: claim.into(),
-            measured,
-            published: published.into(),
             pass,
             info: claim.ends_with("(reference)"),
-            size: None,
-            why: String::new(),
+            ..self.claim(claim, measured, published)
         });
     }
 
@@ -305,14 +315,10 @@ impl Claims {
             measured.push_str(context);
         }
         self.out.push(Claim {
-            scenario: self.scenario.clone(),
-            claim: claim.into(),
-            measured,
-            published: published.into(),
             pass,
-            info: false,
             size: Some(size),
             why: if pass { String::new() } else { why.into() },
+            ..self.claim(claim, measured, published)
         });
     }
 
@@ -320,14 +326,9 @@ impl Claims {
     /// claim.
     pub fn add_info(&mut self, claim: &str, measured: String, published: &str, why: &str) {
         self.out.push(Claim {
-            scenario: self.scenario.clone(),
-            claim: claim.into(),
-            measured,
-            published: published.into(),
-            pass: true,
             info: true,
-            size: None,
             why: why.into(),
+            ..self.claim(claim, measured, published)
         });
     }
 

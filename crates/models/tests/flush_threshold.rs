@@ -15,7 +15,7 @@ mod common;
 
 use common::*;
 use hierstat::{Preset, ThresholdRule, ThresholdScheme, ThresholdSize};
-use models::machine::{Machine, MachineConfig, ThreadBody};
+use models::machine::{Machine, ThreadBody};
 
 /// Per-group presets (the 6.8 family).
 const PER_GROUP: [Preset; 3] = [Preset::Linux6_8, Preset::Linux6_17, Preset::Hierstat];
@@ -29,7 +29,7 @@ fn exact_magnitude_machine(cpus: usize) -> Machine {
     policy.scheme = ThresholdScheme::PerAncestor;
     policy.threshold_size = ThresholdSize::Fixed(hierstat::MAX_THRESHOLD);
     policy.batch = 1;
-    let mut m = Machine::new(MachineConfig::new(cpus).policy(policy)).unwrap();
+    let mut m = Machine::new(Machine::config(cpus).policy(policy)).unwrap();
     m.write("/", "cgroup.subtree_control", "+memory").unwrap();
     m
 }

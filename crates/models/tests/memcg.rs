@@ -21,6 +21,23 @@ fn tree_with_one_group(swap_pages: u64) -> (MemcgTree, Lru, MemcgId) {
     (t, lru, g)
 }
 
+/// The usage of `g`'s children together (pages).
+fn children_usage(t: &MemcgTree, g: MemcgId) -> u64 {
+    t.children(g)
+        .unwrap()
+        .iter()
+        .map(|&k| t.memory(k).unwrap().usage())
+        .sum()
+}
+
+/// Accesses pages `first..first + n` of a mapping once each, in order, on
+/// CPU 0.
+fn touch(t: &mut MemcgTree, lru: &mut Lru, f: &mut PolicyFlush, first: u32, n: u32) {
+    for i in 0..n {
+        lru.access(t, 0, first + i, f).unwrap();
+    }
+}
+
 /// A tiny deterministic generator for the tests (xorshift64*).
 struct Rng(u64);
 impl Rng {
@@ -86,12 +103,7 @@ fn charge_uncharge_conservation() {
     };
     // Usage = own charges + children + stock held for the group.
     for g in [root, a, b, c, d] {
-        let kids: u64 = t
-            .children(g)
-            .unwrap()
-            .iter()
-            .map(|&k| t.memory(k).unwrap().usage())
-            .sum();
+        let kids = children_usage(&t, g);
         let usage = t.memory(g).unwrap().usage();
         assert_eq!(usage, own(g, &out) + kids + t.stock_pages(g), "group {g}");
         assert!(t.stock_pages(g) <= cpus as u64 * t.batch());
@@ -123,12 +135,7 @@ fn charge_uncharge_conservation() {
     for g in [a, b, c, d] {
         assert_eq!(
             t.memory(g).unwrap().usage(),
-            t.children(g)
-                .unwrap()
-                .iter()
-                .map(|&k| t.memory(k).unwrap().usage())
-                .sum::<u64>()
-                + t.stock_pages(g),
+            children_usage(&t, g) + t.stock_pages(g),
             "group {g}"
         );
     }
@@ -270,14 +277,10 @@ fn memory_low_protects_until_nothing_else_is_reclaimable() {
     let mp = lru.add_mapping(prot, 0, true, 300, 1).unwrap();
     let mo = lru.add_mapping(other, 0, true, 3000, 1).unwrap();
     let mut f = PolicyFlush::default();
-    for i in 0..300 {
-        lru.access(&mut t, 0, mp + i, &mut f).unwrap();
-    }
+    touch(&mut t, &mut lru, &mut f, mp, 300);
     t.drain_all_stocks().unwrap();
     let protected_usage = t.memory(prot).unwrap().usage();
-    for i in 0..3000 {
-        lru.access(&mut t, 0, mo + i, &mut f).unwrap();
-    }
+    touch(&mut t, &mut lru, &mut f, mo, 3000);
     assert_eq!(t.memory(prot).unwrap().usage(), protected_usage);
     assert_eq!(t.events(prot).unwrap().get(MemoryEvent::Low), 0);
     // Now the other group fills the rest with anonymous memory (no swap:
@@ -546,12 +549,7 @@ fn object_stock_accounting_is_exact() {
     let check = |t: &MemcgTree, live: &[(MemcgId, usize, ObjKind, u64)]| {
         for g in [a, b] {
             let own: u64 = live.iter().filter(|o| o.0 == g).map(|o| o.3).sum();
-            let kids: u64 = t
-                .children(g)
-                .unwrap()
-                .iter()
-                .map(|&k| t.memory(k).unwrap().usage())
-                .sum();
+            let kids = children_usage(t, g);
             let charged = (t.memory(g).unwrap().usage() - kids - t.stock_pages(g)) * PAGE;
             assert_eq!(charged, own + t.obj_stock_bytes(g), "group {g}");
         }
@@ -722,9 +720,9 @@ fn swap_max_refusals_count_swap_events() {
 /// once its swap usage is above it, counting swap `high` events.
 #[test]
 fn swap_high_throttles() {
-    use models::machine::{Machine, MachineConfig};
+    use models::machine::Machine;
     use models::memcg::SwapEvent;
-    let mut m = Machine::new(MachineConfig::new(2)).unwrap();
+    let mut m = Machine::new(Machine::config(2)).unwrap();
     m.write("/", "cgroup.subtree_control", "+memory").unwrap();
     m.mkdir("/g").unwrap();
     m.write("/g", "memory.max", "8M").unwrap();
@@ -749,9 +747,7 @@ fn writing_max_reclaims_down_to_it() {
     let (mut t, mut lru, g) = tree_with_one_group(0);
     let file = lru.add_mapping(g, 0, true, 1000, 1).unwrap();
     let mut f = PolicyFlush::default();
-    for i in 0..1000 {
-        lru.access(&mut t, 0, file + i, &mut f).unwrap();
-    }
+    touch(&mut t, &mut lru, &mut f, file, 1000);
     t.charge(0, g, 0, Charge::Anon, 100, &mut NoReclaim)
         .unwrap();
     assert!(t.write_max(0, g, 500, &mut lru).unwrap());
@@ -776,9 +772,7 @@ fn overcommitted_low_is_shared_by_the_children() {
     let mut f = PolicyFlush::default();
     for &k in &kids {
         let m = lru.add_mapping(k, 0, true, 5000, 1).unwrap();
-        for i in 0..5000 {
-            lru.access(&mut t, 0, m + i, &mut f).unwrap();
-        }
+        touch(&mut t, &mut lru, &mut f, m, 5000);
     }
     t.drain_all_stocks().unwrap();
     t.set_low(b, 5000).unwrap();
@@ -807,12 +801,8 @@ fn whole_thp_swap_out_counts_thp_swpout() {
     let heap = lru.add_mapping(g, 0, false, 4, 512).unwrap();
     let small = lru.add_mapping(g, 0, false, 512, 1).unwrap();
     let mut f = PolicyFlush::default();
-    for i in 0..4 {
-        lru.access(&mut t, 0, heap + i, &mut f).unwrap();
-    }
-    for i in 0..512 {
-        lru.access(&mut t, 0, small + i, &mut f).unwrap();
-    }
+    touch(&mut t, &mut lru, &mut f, heap, 4);
+    touch(&mut t, &mut lru, &mut f, small, 512);
     let sc = models::memcg::ScanControl::default();
     let usage = t.memory(g).unwrap().usage();
     while t.memory(g).unwrap().usage() > usage / 4 {

@@ -83,14 +83,29 @@ fn alloc_anon_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
     Ok(())
 }
 
+/// `get_temp_fd()` and `alloc_pagecache(fd, size)` for `pid`, then
+/// `check`; the file is closed after (if `pid` still lives).
+fn with_pagecache(
+    m: &mut Machine,
+    pid: Pid,
+    size: i64,
+    check: impl FnOnce(&mut Machine) -> TestResult,
+) -> TestResult {
+    let fd = m.tmpfile(Some(pid));
+    let ret = if m.alloc_pagecache(pid, fd, size as u64).is_done() {
+        check(m)
+    } else {
+        Err("alloc_pagecache".into())
+    };
+    if m.alive(pid) {
+        m.close_file(fd).map_err(|e| e.to_string())?;
+    }
+    ret
+}
+
 fn alloc_pagecache_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
     let size = mb(50);
-    let fd = m.tmpfile(Some(pid));
-    let ret = (|| {
-        ensure!(
-            m.alloc_pagecache(pid, fd, size as u64).is_done(),
-            "alloc_pagecache"
-        );
+    with_pagecache(m, pid, size, |m| {
         let current = cg_read_long(m, cg, "memory.current");
         ensure!(current >= size, "current {current} < size");
         let file = cg_read_key_long(m, cg, "memory.stat", "file ");
@@ -100,11 +115,7 @@ fn alloc_pagecache_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult 
             "file {file} vs current {current}"
         );
         Ok(())
-    })();
-    if m.alive(pid) {
-        m.close_file(fd).map_err(|e| e.to_string())?;
-    }
-    ret
+    })
 }
 
 /// Runs a check as a child of `cg` (`cg_run`): 0 or -1, and why it
@@ -249,15 +260,15 @@ fn test_memcg_protection(m: &mut Machine, root: &str, min: bool) -> TestResult {
             cg_read_long(m, &parent[0], attribute) == 0,
             "{attribute} != 0"
         );
-        ensure!(
-            cg_write(m, &parent[0], "cgroup.subtree_control", "+memory") == 0,
-            "A +memory"
-        );
-        ensure!(cg_write(m, &parent[0], "memory.max", "200M") == 0, "A max");
-        ensure!(
-            cg_write(m, &parent[0], "memory.swap.max", "0") == 0,
-            "A swap.max"
-        );
+        cg_write_all(
+            m,
+            &parent[0],
+            &[
+                ("cgroup.subtree_control", "+memory"),
+                ("memory.max", "200M"),
+                ("memory.swap.max", "0"),
+            ],
+        )?;
         ensure!(cg_create(m, &parent[1]) == 0, "create B");
         ensure!(
             cg_write(m, &parent[1], "cgroup.subtree_control", "+memory") == 0,
@@ -364,35 +375,26 @@ fn alloc_pagecache_max_30m(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
         !(high != mb(30) && max != mb(30)),
         "neither high nor max is 30M"
     );
-    let fd = m.tmpfile(Some(pid));
-    let ret = (|| {
-        ensure!(
-            m.alloc_pagecache(pid, fd, size as u64).is_done(),
-            "alloc_pagecache"
-        );
+    with_pagecache(m, pid, size, |m| {
         let current = cg_read_long(m, cg, "memory.current");
         ensure!(
             values_close(current, mb(30), 5),
             "current {current} !~ 30M (5%)"
         );
         Ok(())
-    })();
-    if m.alive(pid) {
-        m.close_file(fd).map_err(|e| e.to_string())?;
-    }
-    ret
+    })
 }
 
 /// This test checks that memory.high limits the amount of memory which
 /// can be consumed by either anonymous memory or pagecache.
 fn test_memcg_high(m: &mut Machine, root: &str) -> TestResult {
     with_cgroup(m, root, "memcg_test", |m, memcg| {
-        ensure!(
-            cg_read_strcmp(m, memcg, "memory.high", "max\n") == 0,
-            "high != max"
-        );
-        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(cg_write(m, memcg, "memory.high", "30M") == 0, "high");
+        ensure!(unlimited(m, memcg, "memory.high"), "high != max");
+        cg_write_all(
+            m,
+            memcg,
+            &[("memory.swap.max", "0"), ("memory.high", "30M")],
+        )?;
         let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(31)));
         ensure!(rc == 0, "alloc_anon 31M: {rc}");
         let (rc, _) = run_check(m, memcg, alloc_pagecache_50m_check);
@@ -412,9 +414,15 @@ fn test_memcg_high_sync(m: &mut Machine, root: &str) -> TestResult {
         let pre_high = cg_read_key_long(m, memcg, "memory.events", "high ");
         let pre_max = cg_read_key_long(m, memcg, "memory.events", "max ");
         ensure!(pre_high >= 0 && pre_max >= 0, "events");
-        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(cg_write(m, memcg, "memory.high", "30M") == 0, "high");
-        ensure!(cg_write(m, memcg, "memory.max", "140M") == 0, "max");
+        cg_write_all(
+            m,
+            memcg,
+            &[
+                ("memory.swap.max", "0"),
+                ("memory.high", "30M"),
+                ("memory.max", "140M"),
+            ],
+        )?;
         // memcg_prepare_for_wait(): watch memory.events.
         let before = m.read(memcg, "memory.events").map_err(|e| e.to_string())?;
         // cg_run_nowait(alloc_anon_mlock, 200M): the child runs until it
@@ -441,12 +449,8 @@ fn test_memcg_high_sync(m: &mut Machine, root: &str) -> TestResult {
 /// be consumed by either anonymous memory or pagecache.
 fn test_memcg_max(m: &mut Machine, root: &str) -> TestResult {
     with_cgroup(m, root, "memcg_test", |m, memcg| {
-        ensure!(
-            cg_read_strcmp(m, memcg, "memory.max", "max\n") == 0,
-            "max != max"
-        );
-        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(cg_write(m, memcg, "memory.max", "30M") == 0, "max");
+        ensure!(unlimited(m, memcg, "memory.max"), "max != max");
+        cg_write_all(m, memcg, &[("memory.swap.max", "0"), ("memory.max", "30M")])?;
         // Should be killed by OOM killer.
         let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(100)));
         ensure!(rc != 0, "alloc_anon 100M under max 30M was not killed");
@@ -541,16 +545,13 @@ fn test_memcg_swap_max_peak(m: &mut Machine, root: &str) -> TestResult {
             "reset mem fd"
         );
         ensure!(cg_read_long_fd(m, mem_peak_fd) == 0, "mem peak fd");
-        ensure!(cg_read_strcmp(m, &memcg, "memory.max", "max\n") == 0, "max");
-        ensure!(
-            cg_read_strcmp(m, &memcg, "memory.swap.max", "max\n") == 0,
-            "swap.max"
-        );
-        ensure!(
-            cg_write(m, &memcg, "memory.swap.max", "30M") == 0,
-            "swap.max"
-        );
-        ensure!(cg_write(m, &memcg, "memory.max", "30M") == 0, "max");
+        ensure!(unlimited(m, &memcg, "memory.max"), "max");
+        ensure!(unlimited(m, &memcg, "memory.swap.max"), "swap.max");
+        cg_write_all(
+            m,
+            &memcg,
+            &[("memory.swap.max", "30M"), ("memory.max", "30M")],
+        )?;
         // Should be killed by OOM killer.
         let rc = cg_run(m, &memcg, |m, pid| alloc_anon(m, pid, mb(100)));
         ensure!(rc != 0, "alloc_anon 100M was not killed");
@@ -623,8 +624,7 @@ fn test_memcg_swap_max_peak(m: &mut Machine, root: &str) -> TestResult {
 /// to OOM. Then it checks for oom and oom_kill events in memory.events.
 fn test_memcg_oom_events(m: &mut Machine, root: &str) -> TestResult {
     with_cgroup(m, root, "memcg_test", |m, memcg| {
-        ensure!(cg_write(m, memcg, "memory.max", "30M") == 0, "max");
-        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
+        cg_write_all(m, memcg, &[("memory.max", "30M"), ("memory.swap.max", "0")])?;
         let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(100)));
         ensure!(rc != 0, "not killed");
         ensure!(
@@ -733,12 +733,15 @@ fn test_memcg_oom_group_leaf_events(m: &mut Machine, root: &str) -> TestResult {
             cg_write(m, &parent, "cgroup.subtree_control", "+memory") == 0,
             "+memory"
         );
-        ensure!(cg_write(m, &child, "memory.max", "50M") == 0, "max");
-        ensure!(cg_write(m, &child, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(
-            cg_write(m, &child, "memory.oom.group", "1") == 0,
-            "oom.group"
-        );
+        cg_write_all(
+            m,
+            &child,
+            &[
+                ("memory.max", "50M"),
+                ("memory.swap.max", "0"),
+                ("memory.oom.group", "1"),
+            ],
+        )?;
         // The parent has controllers in its subtree_control: the 60M
         // process cannot join it (no internal processes), as in the kernel.
         oom_in_child(m, &parent, &child)?;
@@ -770,15 +773,15 @@ fn test_memcg_oom_group_parent_events(m: &mut Machine, root: &str) -> TestResult
     let ret = (|| {
         ensure!(cg_create(m, &parent) == 0, "create parent");
         ensure!(cg_create(m, &child) == 0, "create child");
-        ensure!(cg_write(m, &parent, "memory.max", "80M") == 0, "max");
-        ensure!(
-            cg_write(m, &parent, "memory.swap.max", "0") == 0,
-            "swap.max"
-        );
-        ensure!(
-            cg_write(m, &parent, "memory.oom.group", "1") == 0,
-            "oom.group"
-        );
+        cg_write_all(
+            m,
+            &parent,
+            &[
+                ("memory.max", "80M"),
+                ("memory.swap.max", "0"),
+                ("memory.oom.group", "1"),
+            ],
+        )?;
         oom_in_child(m, &parent, &child)?;
         ensure!(cg_test_proc_killed(m, &parent), "parent processes survive");
         Ok(())
@@ -792,12 +795,15 @@ fn test_memcg_oom_group_parent_events(m: &mut Machine, root: &str) -> TestResult
 /// with OOM_SCORE_ADJ_MIN.
 fn test_memcg_oom_group_score_events(m: &mut Machine, root: &str) -> TestResult {
     with_cgroup(m, root, "memcg_test_0", |m, memcg| {
-        ensure!(cg_write(m, memcg, "memory.max", "50M") == 0, "max");
-        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(
-            cg_write(m, memcg, "memory.oom.group", "1") == 0,
-            "oom.group"
-        );
+        cg_write_all(
+            m,
+            memcg,
+            &[
+                ("memory.max", "50M"),
+                ("memory.swap.max", "0"),
+                ("memory.oom.group", "1"),
+            ],
+        )?;
         let safe_pid =
             cg_run_nowait(m, memcg, |m, pid| alloc_anon_noexit(m, pid, mb(1))).ok_or("safe")?;
         ensure!(

@@ -108,6 +108,23 @@ impl Store {
         }
     }
 
+    /// What `row` reads from each row `sql` selects about run `id` (its one
+    /// parameter, `?1`, is the run's id). Errors as [`Store::run_err`]
+    /// (a statement that does not prepare: the database's).
+    fn rows_of<T>(
+        &self,
+        id: RunId,
+        sql: &str,
+        row: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map([id.0], row)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.run_err(id.0, e));
+        rows
+    }
+
     /// The summary columns, `git_dirty` last (NULL before the schema
     /// version that added it).
     fn summary_cols(&self) -> Result<String, StoreError> {
@@ -188,17 +205,12 @@ impl Store {
 
     /// (`policy_order` as saved, every policy that has a result) of a run.
     fn policies(&self, id: RunId) -> Result<(Vec<String>, Vec<String>), StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT name, order_pos, has_result FROM policies WHERE run_id = ?1
-                 ORDER BY order_pos IS NULL, order_pos, name",
-            )
-            .map_err(|e| self.sql(e))?;
-        let rows: Vec<(String, Option<i64>, bool)> = stmt
-            .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.run_err(id.0, e))?;
+        let rows: Vec<(String, Option<i64>, bool)> = self.rows_of(
+            id,
+            "SELECT name, order_pos, has_result FROM policies WHERE run_id = ?1
+             ORDER BY order_pos IS NULL, order_pos, name",
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
         let order = rows
             .iter()
             .filter(|(_, pos, _)| pos.is_some())
@@ -213,15 +225,11 @@ impl Store {
     }
 
     fn tags_of(&self, id: RunId) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name FROM tags WHERE run_id = ?1 ORDER BY name")
-            .map_err(|e| self.sql(e))?;
-        let tags = stmt
-            .query_map([id.0], |r| r.get(0))
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.run_err(id.0, e));
-        tags
+        self.rows_of(
+            id,
+            "SELECT name FROM tags WHERE run_id = ?1 ORDER BY name",
+            |r| r.get(0),
+        )
     }
 
     /// Loads a whole run: the report exactly as saved (NaN values come back
@@ -264,14 +272,11 @@ impl Store {
         if self.user_version()? < 3 {
             return Ok(BTreeMap::new());
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT key, value FROM run_facts WHERE run_id = ?1 ORDER BY key")
-            .map_err(|e| self.sql(e))?;
-        let rows: Vec<(String, String)> = stmt
-            .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.run_err(id.0, e))?;
+        let rows: Vec<(String, String)> = self.rows_of(
+            id,
+            "SELECT key, value FROM run_facts WHERE run_id = ?1 ORDER BY key",
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         Ok(rows.into_iter().collect())
     }
 
@@ -281,16 +286,12 @@ impl Store {
         policies: &mut BTreeMap<String, PolicyResult>,
     ) -> Result<(), StoreError> {
         let e = |err| self.run_err(id.0, err);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, policy, name, unit, higher_is_better, histogram_len
-                 FROM metrics WHERE run_id = ?1",
-            )
-            .map_err(e)?;
         type MetricRow = (i64, String, String, String, bool, Option<i64>);
-        let rows: Vec<MetricRow> = stmt
-            .query_map([id.0], |r| {
+        let rows: Vec<MetricRow> = self.rows_of(
+            id,
+            "SELECT id, policy, name, unit, higher_is_better, histogram_len
+             FROM metrics WHERE run_id = ?1",
+            |r| {
                 Ok((
                     r.get(0)?,
                     r.get(1)?,
@@ -299,9 +300,8 @@ impl Store {
                     r.get(4)?,
                     r.get(5)?,
                 ))
-            })
-            .and_then(|rows| rows.collect())
-            .map_err(e)?;
+            },
+        )?;
         let mut values = self
             .conn
             .prepare("SELECT run_index, value FROM metric_values WHERE metric_id = ?1 ORDER BY run_index")
@@ -388,16 +388,11 @@ impl Store {
         policies: &mut BTreeMap<String, PolicyResult>,
     ) -> Result<(), StoreError> {
         let e = |err| self.run_err(id.0, err);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, policy, name, x_label, y_label FROM series WHERE run_id = ?1")
-            .map_err(e)?;
-        let rows: Vec<(i64, String, String, String, String)> = stmt
-            .query_map([id.0], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .and_then(|rows| rows.collect())
-            .map_err(e)?;
+        let rows: Vec<(i64, String, String, String, String)> = self.rows_of(
+            id,
+            "SELECT id, policy, name, x_label, y_label FROM series WHERE run_id = ?1",
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )?;
         let mut points = self
             .conn
             .prepare("SELECT x, y FROM series_points WHERE series_id = ?1 ORDER BY idx")

@@ -135,8 +135,9 @@ impl Drop for Workload {
 
 /// State items a writer charges and later uncharges (never more than it
 /// charged itself, so that every shard's counters stay non-negative).
-const CHARGED: [Stat; 4] = [Stat::Anon, Stat::File, Stat::Kernel, Stat::Sock];
-const EVENTS: [Stat; 4] = [
+pub const CHARGED: [Stat; 4] = [Stat::Anon, Stat::File, Stat::Kernel, Stat::Sock];
+/// Events a writer counts beside a charge.
+pub const EVENTS: [Stat; 4] = [
     Stat::Pgfault,
     Stat::Pgmajfault,
     Stat::Pgactivate,

@@ -95,3 +95,28 @@ pub fn declared_types(text: &str) -> std::collections::BTreeMap<String, String> 
         })
         .collect()
 }
+
+/// `b` with a tolerance on every item of `stats`: 1% of each sample, or
+/// `floor` pages (bytes items: `floor` × 4096 bytes; counts: `floor`
+/// events), whichever is larger.
+pub fn within_one_percent(
+    mut b: hierstat_exporter::ExporterBuilder,
+    stats: &HierStats,
+    floor: u64,
+) -> hierstat_exporter::ExporterBuilder {
+    for info in stats.schema().items() {
+        let unit = if info.unit == hierstat::Unit::Bytes {
+            4096
+        } else {
+            1
+        };
+        b = b.item_tolerance(
+            &info.name,
+            hierstat::Tolerance::Either {
+                relative: 0.01,
+                absolute: floor * unit,
+            },
+        );
+    }
+    b
+}

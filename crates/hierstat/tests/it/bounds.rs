@@ -9,29 +9,14 @@
 //! flush too. Everything runs on the flushing thread, so no update is
 //! concurrent with a read and the check is exact: `|signed − exact| ≤ b`.
 
+use crate::items::ev_pages_bytes;
+use crate::rng::Rng;
 use hierstat::sim::{Shard, Simulator, Work, WorkSink};
 use hierstat::{
     Concurrency, Config, ConfigError, EarlyBreak, Error, FlushKind, Group, HierStats, ItemId,
     Policy, Preset, Schema, ThresholdSize, Unit,
 };
 use std::cell::RefCell;
-
-/// A small deterministic generator (the tests' own; values are stable).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A tree with its groups (parents before children) and an exact oracle.
 struct World {
@@ -46,11 +31,7 @@ struct World {
 impl World {
     fn new(policy: Policy, shards: usize, membarrier: bool, rng: &mut Rng) -> World {
         let mut b = Schema::builder();
-        let items = [
-            b.event("ev", Unit::Count),
-            b.state("pages", Unit::Pages),
-            b.state("bytes", Unit::Bytes),
-        ];
+        let items = ev_pages_bytes(&mut b);
         let cfg = Config::with_policy(policy)
             .shards(shards)
             .membarrier(membarrier);

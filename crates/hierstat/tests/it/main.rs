@@ -5,7 +5,11 @@ mod bounds;
 mod contracts;
 mod edges;
 mod invariants;
+#[path = "../support/items.rs"]
+mod items;
 mod owner;
+#[path = "../support/rng.rs"]
+mod rng;
 mod selftests;
 mod stress;
 

@@ -37,6 +37,7 @@
 //! * `MMLAB_FUZZ_KEEP=N` copies case N's input to `/tmp/mmlab-fuzz-kept.*`;
 //!   `MMLAB_FUZZ_VERBOSE=1` prints every case's outcome.
 
+use crate::common::{mmlab_stub, stub_calls, tiny_flushed, TINY_SWEEP};
 use simcore::Rng;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -372,7 +373,10 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(kind: &'static str, seed: u64, cases: usize) -> Tally {
+    /// The tally of `kind`'s cases, as many as [`plan`] says, in a
+    /// scratch folder of their own.
+    fn new(kind: &'static str) -> Tally {
+        let (cases, seed) = plan(kind);
         Tally {
             kind,
             seed,
@@ -389,6 +393,48 @@ impl Tally {
 
     fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The generator of the cases, from the kind's seed.
+    fn rng(&self) -> Rng {
+        Rng::new(self.seed)
+    }
+
+    /// Every case on a mutation of one of `bases` (`text` gives a base's
+    /// file): see [`Tally::mutated_case`].
+    fn mutated_cases<B>(
+        &mut self,
+        bases: &[B],
+        text: impl Fn(&B) -> &str,
+        mut args: impl FnMut(&mut Rng, usize, &B, &str) -> (String, Vec<String>),
+    ) {
+        let mut rng = self.rng();
+        for case in 0..self.cases {
+            let base = &bases[below(&mut rng, bases.len())];
+            self.mutated_case(case, &mut rng, text(base), |rng, file| {
+                args(rng, case, base, file)
+            });
+        }
+    }
+
+    /// Case `case` on a mutation of `base` (drawn with `rng`), written to
+    /// `caseN.toml`: `args` gives the case's label and arguments from
+    /// that file's path; the case runs, is counted, and its files (that
+    /// one, and a `caseN.db` it wrote) are removed.
+    fn mutated_case(
+        &mut self,
+        case: usize,
+        rng: &mut Rng,
+        base: &str,
+        args: impl FnOnce(&mut Rng, &str) -> (String, Vec<String>),
+    ) {
+        let file = self.dir().join(format!("case{case}.toml"));
+        std::fs::write(&file, mutated(rng, base)).unwrap();
+        let (label, args) = args(rng, file.to_str().unwrap());
+        self.case(case, &label, &file, &args);
+        for ext in ["toml", "db", "db-wal", "db-shm"] {
+            let _ = std::fs::remove_file(self.dir().join(format!("case{case}.{ext}")));
+        }
     }
 
     /// Runs case `case` (`label`, its input at `input`) and counts it.
@@ -519,15 +565,6 @@ fn mutated(rng: &mut Rng, text: &str) -> Vec<u8> {
     bytes
 }
 
-/// [`crate::common::TINY_READERS`] with a periodic flusher: the base of the
-/// policy and sweep cases.
-fn tiny() -> String {
-    format!(
-        "{}\n[flusher]\nperiod_ms = 20\n",
-        crate::common::TINY_READERS
-    )
-}
-
 /// Every knob set, the base of most policy cases.
 const EVERY_KNOB: &str = r#"
 [[policy]]
@@ -554,16 +591,12 @@ threshold_size = "sqrt"
 concurrency = "skip"
 "#;
 
-/// A sweep of [`tiny`] (`tiny.toml` beside it), small enough to run.
-const TINY_SWEEP: &str = r#"
-[sweep]
-name = "fuzz"
-description = "a small sweep"
-scenario = "tiny.toml"
-seeds = [1, 2]
-base = "hierstat"
-presets = ["linux-6.8"]
-duration_ms = 20
+/// [`TINY_SWEEP`] (of [`tiny_flushed`] as `tiny.toml`) with every key
+/// of a sweep file set, and ranges of knobs: small enough to run.
+fn every_key_sweep() -> String {
+    TINY_SWEEP.replace(
+        "[sweep.knobs]\npages_per_shard = [16]\n",
+        r#"description = "a small sweep"
 x = "read_latency_ns.p99"
 y = "stale_reads"
 
@@ -573,7 +606,9 @@ hot_path = "sync"
 [sweep.knobs]
 pages_per_shard = { from = 4, to = 64, factor = 4 }
 strict_bound = [false, true]
-"#;
+"#,
+    )
+}
 
 /// The policy files under `scenarios/policies/` and [`EVERY_KNOB`].
 fn policy_bases() -> Vec<(String, String)> {
@@ -592,7 +627,7 @@ fn policy_bases() -> Vec<(String, String)> {
 }
 
 /// The sweep files under `scenarios/sweeps/` (planned only: their
-/// scenarios run for minutes) and [`TINY_SWEEP`] (planned, then run).
+/// scenarios run for minutes) and [`every_key_sweep`] (planned, then run).
 fn sweep_bases() -> Vec<(String, String, bool)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/sweeps");
     let mut v: Vec<(String, String, bool)> = std::fs::read_dir(&dir)
@@ -604,14 +639,14 @@ fn sweep_bases() -> Vec<(String, String, bool)> {
         })
         .collect();
     v.sort();
-    v.push(("tiny-sweep".into(), TINY_SWEEP.into(), true));
+    v.push(("tiny-sweep".into(), every_key_sweep(), true));
     v
 }
 
 #[test]
 fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
-    let (cases, seed) = plan("scenario");
-    let mut tally = Tally::new("scenario", seed, cases);
+    let mut tally = Tally::new("scenario");
+    let cases = tally.cases;
     let catalog = mmlab::pipeline::input::catalog();
     let bases: Vec<(&str, String)> = catalog
         .builtins()
@@ -625,16 +660,15 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
             (n, text)
         })
         .collect();
-    let mut rng = Rng::new(seed);
-    for case in 0..cases {
-        let (name, base) = &bases[below(&mut rng, bases.len())];
-        let file = tally.dir().join(format!("case{case}.toml"));
-        std::fs::write(&file, mutated(&mut rng, base)).unwrap();
-        let mut args = strings(&["run", file.to_str().unwrap(), "--no-store", "--json", "-"]);
-        args.extend(limits());
-        tally.case(case, &format!("from {name}"), &file, &args);
-        let _ = std::fs::remove_file(&file);
-    }
+    tally.mutated_cases(
+        &bases,
+        |(_, text)| text,
+        |_, _, (name, _), file| {
+            let mut args = strings(&["run", file, "--no-store", "--json", "-"]);
+            args.extend(limits());
+            (format!("from {name}"), args)
+        },
+    );
     // About 11% of mutated scenarios are accepted (114 of 1,000 measured):
     // with CI's 60 cases and a new seed every run, a floor of cases / 20
     // (3) failed about one run in 40; cases / 60 (1 of 60, 16 of 1,000)
@@ -644,9 +678,9 @@ fn mutated_scenarios_never_panic_hang_or_exhaust_memory() {
 
 #[test]
 fn mutated_policy_files_never_panic_hang_or_exhaust_memory() {
-    let (cases, seed) = plan("policy");
-    let mut tally = Tally::new("policy", seed, cases);
-    std::fs::write(tally.dir().join("tiny.toml"), tiny()).unwrap();
+    let mut tally = Tally::new("policy");
+    let cases = tally.cases;
+    std::fs::write(tally.dir().join("tiny.toml"), tiny_flushed()).unwrap();
     let refault = shrink(
         mmlab::pipeline::input::catalog()
             .builtins()
@@ -658,64 +692,59 @@ fn mutated_policy_files_never_panic_hang_or_exhaust_memory() {
     .replace("warmup_ms = 10", "warmup_ms = 5");
     std::fs::write(tally.dir().join("refault.toml"), refault).unwrap();
     let bases = policy_bases();
-    let mut rng = Rng::new(seed);
-    for case in 0..cases {
-        let (name, base) = &bases[below(&mut rng, bases.len())];
-        let file = tally.dir().join(format!("case{case}.toml"));
-        std::fs::write(&file, mutated(&mut rng, base)).unwrap();
-        let scenario = ["tiny.toml", "refault.toml"][below(&mut rng, 2)];
-        let mut args = strings(&["run", scenario, "-p", file.to_str().unwrap(), "--no-store"]);
-        // Sometimes beside a preset, as a user compares.
-        if below(&mut rng, 2) == 0 {
-            args.extend(strings(&["-p", "linux-6.8"]));
-        }
-        args.extend(limits());
-        tally.case(case, &format!("from {name} on {scenario}"), &file, &args);
-        let _ = std::fs::remove_file(&file);
-    }
+    tally.mutated_cases(
+        &bases,
+        |(_, text)| text,
+        |rng, _, (name, _), file| {
+            let scenario = ["tiny.toml", "refault.toml"][below(rng, 2)];
+            let mut args = strings(&["run", scenario, "-p", file, "--no-store"]);
+            // Sometimes beside a preset, as a user compares.
+            if below(rng, 2) == 0 {
+                args.extend(strings(&["-p", "linux-6.8"]));
+            }
+            args.extend(limits());
+            (format!("from {name} on {scenario}"), args)
+        },
+    );
     tally.finish(cases / 20, cases / 5);
 }
 
 #[test]
 fn mutated_sweep_files_never_panic_hang_or_exhaust_memory() {
-    let (cases, seed) = plan("sweep");
-    let mut tally = Tally::new("sweep", seed, cases);
-    std::fs::write(tally.dir().join("tiny.toml"), tiny()).unwrap();
+    let mut tally = Tally::new("sweep");
+    let cases = tally.cases;
+    std::fs::write(tally.dir().join("tiny.toml"), tiny_flushed()).unwrap();
     let bases = sweep_bases();
-    let mut rng = Rng::new(seed);
-    for case in 0..cases {
-        let (name, base, runnable) = &bases[below(&mut rng, bases.len())];
-        let file = tally.dir().join(format!("case{case}.toml"));
-        std::fs::write(&file, mutated(&mut rng, base)).unwrap();
-        let path = file.to_str().unwrap().to_string();
-        // Half the runnable cases run (a third of their jobs at most, one
-        // slice), the others print their plan.
-        let run = *runnable && below(&mut rng, 2) == 0;
-        let mut args = if run {
-            let db = tally.dir().join(format!("case{case}.db"));
-            strings(&[
-                "sweep",
-                &path,
-                "--db",
-                db.to_str().unwrap(),
-                "--shard",
-                "1/8",
-            ])
-        } else {
-            strings(&["sweep", &path, "--plan"])
-        };
-        if run {
-            args.extend(limits());
-            if below(&mut rng, 3) == 0 {
-                args.extend(strings(&["--html", "sweep.html"]));
+    let dir = tally.dir().to_path_buf();
+    tally.mutated_cases(
+        &bases,
+        |(_, text, _)| text,
+        |rng, case, (name, _, runnable), file| {
+            // Half the runnable cases run (a third of their jobs at most, one
+            // slice), the others print their plan.
+            let run = *runnable && below(rng, 2) == 0;
+            let mut args = if run {
+                let db = dir.join(format!("case{case}.db"));
+                strings(&[
+                    "sweep",
+                    file,
+                    "--db",
+                    db.to_str().unwrap(),
+                    "--shard",
+                    "1/8",
+                ])
+            } else {
+                strings(&["sweep", file, "--plan"])
+            };
+            if run {
+                args.extend(limits());
+                if below(rng, 3) == 0 {
+                    args.extend(strings(&["--html", "sweep.html"]));
+                }
             }
-        }
-        tally.case(case, &format!("from {name}"), &file, &args);
-        let _ = std::fs::remove_file(&file);
-        for f in ["db", "db-wal", "db-shm"] {
-            let _ = std::fs::remove_file(tally.dir().join(format!("case{case}.{f}")));
-        }
-    }
+            (format!("from {name}"), args)
+        },
+    );
     tally.finish(cases / 20, cases / 10);
 }
 
@@ -770,11 +799,11 @@ fn damage(rng: &mut Rng, db: &Path) {
 
 #[test]
 fn damaged_databases_never_panic_hang_or_exhaust_memory() {
-    let (cases, seed) = plan("store");
-    let mut tally = Tally::new("store", seed, cases);
+    let mut tally = Tally::new("store");
+    let cases = tally.cases;
     let d = tally.dir().to_path_buf();
-    std::fs::write(d.join("tiny.toml"), tiny()).unwrap();
-    std::fs::write(d.join("tiny-sweep.toml"), TINY_SWEEP).unwrap();
+    std::fs::write(d.join("tiny.toml"), tiny_flushed()).unwrap();
+    std::fs::write(d.join("tiny-sweep.toml"), every_key_sweep()).unwrap();
     // The base: two runs, a tag, sweep points, checkpointed into one file.
     let base = d.join("base.db");
     for args in [
@@ -818,7 +847,7 @@ fn damaged_databases_never_panic_hang_or_exhaust_memory() {
             "2",
         ],
     ];
-    let mut rng = Rng::new(seed);
+    let mut rng = tally.rng();
     for case in 0..cases {
         let db = d.join(format!("case{case}.db"));
         std::fs::copy(&base, &db).unwrap();
@@ -1170,14 +1199,14 @@ const SPECIAL_OUTPUTS: &[&str] = &[
 
 #[test]
 fn hostile_output_paths_never_clobber_or_run_anything() {
-    let (cases, seed) = plan("output-path");
-    let mut tally = Tally::new("output-path", seed, cases);
+    let mut tally = Tally::new("output-path");
+    let cases = tally.cases;
     let d = tally.dir().to_path_buf();
     // The fixture: a database with two runs, another database, a file with
     // a hard link, links to each kind of thing, a folder, a FIFO.
     let fx = d.join("fixture");
     std::fs::create_dir(&fx).unwrap();
-    std::fs::write(fx.join("tiny.toml"), tiny()).unwrap();
+    std::fs::write(fx.join("tiny.toml"), tiny_flushed()).unwrap();
     for args in [
         &["run", "tiny.toml", "--db", "mmlab.db"][..],
         &["run", "tiny.toml", "--db", "mmlab.db", "--seed", "2"],
@@ -1208,7 +1237,7 @@ fn hostile_output_paths_never_clobber_or_run_anything() {
         .success());
     let exe = Path::new(env!("CARGO_BIN_EXE_mmlab"));
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut rng = Rng::new(seed);
+    let mut rng = tally.rng();
     for case in 0..cases {
         let dir = d.join("case");
         copy_fixture(&fx, &dir);
@@ -1373,20 +1402,8 @@ impl Tally {
     }
 }
 
-/// [`TINY_SWEEP`] cut to one knob value beside one preset, two seeds:
-/// four jobs.
-const PLAN_SWEEP: &str = r#"
-[sweep]
-name = "plan"
-scenario = "tiny.toml"
-seeds = [1, 2]
-base = "hierstat"
-presets = ["linux-6.8"]
-duration_ms = 20
-
-[sweep.knobs]
-pages_per_shard = [16]
-"#;
+/// The sweep of the plan cases: [`crate::common::TINY_SWEEP`].
+const PLAN_SWEEP: &str = TINY_SWEEP;
 
 /// Jobs of [`PLAN_SWEEP`].
 const PLAN_JOBS: usize = 4;
@@ -1411,38 +1428,6 @@ fn plan_job_dbs(db: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// The arguments a stub `mmlab` logged (see [`plan_stub`]), one list per
-/// call.
-fn stub_log(dir: &Path) -> Vec<Vec<Vec<u8>>> {
-    std::fs::read(dir.join("argv.log"))
-        .unwrap_or_default()
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            l.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(<[u8]>::to_vec)
-                .collect()
-        })
-        .collect()
-}
-
-/// A stub `mmlab` in `dir`: it appends its arguments (each followed by a
-/// NUL byte, then a newline) to `argv.log` in the folder it runs in, and
-/// creates the `--db` file it is given, as a job would.
-fn plan_stub(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir).unwrap();
-    let p = dir.join("mmlab");
-    std::fs::write(
-        &p,
-        "#!/bin/bash\nprintf '%s\\0' \"$@\" >> argv.log\nprintf '\\n' >> argv.log\n\
-         while [ $# -gt 0 ]; do if [ \"$1\" = --db ]; then : > \"$2\"; fi; shift; done\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// The plan's lines as a bash script: the merge line's `# then: `
 /// removed, so every printed command runs.
 fn plan_script(plan: &[u8]) -> Vec<u8> {
@@ -1457,12 +1442,12 @@ fn plan_script(plan: &[u8]) -> Vec<u8> {
 #[test]
 fn hostile_plan_paths_run_as_printed() {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let (cases, seed) = plan("plan-path");
-    let mut tally = Tally::new("plan-path", seed, cases);
+    let mut tally = Tally::new("plan-path");
+    let cases = tally.cases;
     let d = tally.dir().to_path_buf();
     let fx = d.join("fixture");
     std::fs::create_dir_all(fx.join("sub")).unwrap();
-    std::fs::write(fx.join("tiny.toml"), tiny()).unwrap();
+    std::fs::write(fx.join("tiny.toml"), tiny_flushed()).unwrap();
     std::fs::write(fx.join("sweep.toml"), PLAN_SWEEP).unwrap();
     std::fs::write(
         fx.join("costs.toml"),
@@ -1475,7 +1460,7 @@ fn hostile_plan_paths_run_as_printed() {
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mmlab"), bin.join("mmlab")).unwrap();
     let stub = d.join("stub");
-    plan_stub(&stub);
+    mmlab_stub(&stub, Path::new("argv.log"));
     let sys = std::env::var_os("PATH").unwrap_or_default();
     let with = |dir: &Path| {
         let mut p = dir.as_os_str().to_owned();
@@ -1485,7 +1470,7 @@ fn hostile_plan_paths_run_as_printed() {
     };
     let (real_path, stub_path) = (with(&bin), with(&stub));
     let exe = bin.join("mmlab");
-    let mut rng = Rng::new(seed);
+    let mut rng = tally.rng();
     let mut real_runs = 0;
     for case in 0..cases {
         let dir = d.join("case");
@@ -1591,7 +1576,7 @@ fn hostile_plan_paths_run_as_printed() {
                 }
                 // Each job line ran its slice into its own database; the
                 // merge line merged exactly those into the database asked.
-                let argv = stub_log(&dir);
+                let argv = stub_calls(&dir.join("argv.log"));
                 let dbs: Vec<Vec<u8>> = plan_job_dbs(&db).iter().map(|j| as_printed(j)).collect();
                 let mut want: Vec<Vec<Vec<u8>>> = (0..PLAN_JOBS)
                     .map(|i| {

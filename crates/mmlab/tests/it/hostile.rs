@@ -6,28 +6,15 @@
 //! written through links. Every wait is on a condition (a line on stderr,
 //! a process's exit), never a sleep.
 
-use crate::common::{mmlab, mmlab_in, stderr, stdout, TINY_READERS};
+use crate::common::{
+    mmlab, mmlab_in, mmlab_stub, short_run, stderr, stdout, stub_calls, TINY_READERS, TINY_SWEEP,
+};
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-
-/// A sweep of `tiny.toml`: one knob value and one preset, two seeds
-/// (four jobs).
-const TINY_SWEEP: &str = r#"
-[sweep]
-name = "tiny"
-scenario = "tiny.toml"
-seeds = [1, 2]
-base = "hierstat"
-presets = ["linux-6.8"]
-duration_ms = 20
-
-[sweep.knobs]
-pages_per_shard = [16]
-"#;
 
 /// A scratch folder with `tiny.toml` and `sweep.toml`, and `runs` runs of
 /// tiny stored in `mmlab.db` (its WAL folded into the file).
@@ -267,18 +254,11 @@ fn a_finished_run_is_never_lost_to_a_busy_database() {
     let d = dir.path();
     let mut child = spawn(
         d,
-        &[
-            "run",
+        &short_run(
             "stale-read-real",
-            "-p",
-            "hierstat",
-            "--duration-ms",
             "1500",
-            "--runs",
-            "1",
-            "--json",
-            "out.json",
-        ],
+            &["-p", "hierstat", "--json", "out.json"],
+        ),
         &[("MMLAB_BUSY_WAIT_S", "1")],
     );
     let mut err = BufReader::new(child.stderr.take().unwrap());
@@ -331,41 +311,14 @@ fn path_with_mmlab(d: &Path) -> OsString {
     p
 }
 
-/// A stub `mmlab` in `d/stub`: it appends its arguments (each followed by
-/// a NUL byte, then a newline) to `d/argv.log` and creates the `--db`
-/// file it is given. Returns the `PATH` that finds it first.
+/// A stub `mmlab` in `d/stub` ([`mmlab_stub`], logging to `d/argv.log`).
+/// Returns the `PATH` that finds it first.
 fn stub_path(d: &Path) -> OsString {
     let stub = d.join("stub");
-    std::fs::create_dir_all(&stub).unwrap();
-    let log = d.join("argv.log");
-    let script = format!(
-        "#!/bin/bash\nprintf '%s\\0' \"$@\" >> '{}'\nprintf '\\n' >> '{}'\n\
-         while [ $# -gt 0 ]; do if [ \"$1\" = --db ]; then : > \"$2\"; fi; shift; done\n",
-        log.display(),
-        log.display()
-    );
-    let p = stub.join("mmlab");
-    std::fs::write(&p, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    mmlab_stub(&stub, &d.join("argv.log"));
     let mut path = stub.into_os_string();
     path.push(":/usr/bin:/bin");
     path
-}
-
-/// The argument lists the stub logged.
-fn logged(d: &Path) -> Vec<Vec<Vec<u8>>> {
-    let bytes = std::fs::read(d.join("argv.log")).unwrap_or_default();
-    bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            l.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(<[u8]>::to_vec)
-                .collect()
-        })
-        .collect()
 }
 
 /// Prints the plan of `sweep.toml` with `--db db` in `d`.
@@ -412,7 +365,7 @@ fn job_dbs(db: &[u8], n: usize) -> Vec<Vec<u8>> {
 /// Every line of the plan did what it says: job `i` ran slice `i/N` into
 /// its own database, and the merge merged exactly those into `db`.
 fn check_plan_ran(d: &Path, db: &[u8]) {
-    let argv = logged(d);
+    let argv = stub_calls(&d.join("argv.log"));
     let jobs = argv.len() - 1;
     assert_eq!(jobs, 4, "{argv:?}");
     let dbs = job_dbs(db, jobs);

@@ -294,32 +294,9 @@ fn histograms_of_one_metric_share_their_scale() {
     assert!(!plots(&r)[0].svg.contains("(log)"));
 }
 
-/// A kernel-mode report as stored: the built-in scenario's text and three
-/// of its metrics.
-fn kernel_report() -> RunReport {
-    let sc = mmlab::pipeline::input::catalog()
-        .builtin("update-path-kernel")
-        .unwrap()
-        .unwrap();
-    let mut host = PolicyResult::default();
-    host.push("ns_per_fault_depth1", "ns", 3000.0, false);
-    host.push("ns_per_fault_depth2", "ns", 3100.0, false);
-    host.push("predicted_ns_per_fault_depth1", "ns", 2700.0, false);
-    RunReport {
-        scenario: sc.name().into(),
-        mode: Mode::Kernel,
-        runs: 1,
-        seed: 1,
-        scenario_toml: sc.source(),
-        policy_order: vec!["host".into()],
-        policies: [("host".to_string(), host)].into_iter().collect(),
-        facts: Default::default(),
-    }
-}
-
 #[test]
 fn a_kinds_tables_and_figures_come_from_its_stored_scenario() {
-    let mut r = kernel_report();
+    let mut r = crate::common::kernel_report();
     let html = render_html(std::slice::from_ref(&r));
     assert!(html.contains("<h3>page faults by depth"), "{html}");
     assert!(!html.contains("Comparison across policies"), "{html}");

@@ -2,6 +2,7 @@
 //! as one full sweep; interrupted sweeps resume; stored user policies re-run
 //! exactly; merges are idempotent and refuse other schema versions.
 
+use crate::common::{tiny_flushed, TINY_SWEEP};
 use lab::report::PolicyResult;
 use lab::RunOptions;
 use mmlab::cmd::sweep::{collect_rows, load_sweep, run_jobs, LoadedSweep};
@@ -11,56 +12,17 @@ use sim::cost::CostModel;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A stat-readers scenario small enough for a debug build.
-const TINY: &str = r#"
-kind = "stats"
-name = "tiny-readers"
-workload = "stat-readers"
-mode = "sim"
-policies = ["linux-6.8"]
-runs = 1
-seed = 1
-duration_ms = 30
-cpus = 8
-
-[tree]
-fanout = [3, 4]
-
-[writers]
-rate_per_cpu = 4000.0
-targets = "leaves"
-hot_fraction = 0.3
-pages = [1, 8]
-items = 4
-burst = 4
-
-[readers]
-count = 40
-period_ms = 5.0
-targets = "all"
-items = 4
-
-[flusher]
-period_ms = 20
-"#;
-
-const SWEEP: &str = r#"
-[sweep]
-name = "tiny"
-scenario = "tiny.toml"
-seeds = [1, 2]
-base = "hierstat"
-presets = ["linux-6.8"]
-
-[sweep.knobs]
-pages_per_shard = [1, 16, 256]
-"#;
+/// A sweep of [`tiny_flushed`] over three knob values beside one preset,
+/// two seeds (eight jobs).
+fn three_knob_sweep() -> String {
+    TINY_SWEEP.replace("pages_per_shard = [16]", "pages_per_shard = [1, 16, 256]")
+}
 
 fn setup() -> (tempfile::TempDir, LoadedSweep) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tiny.toml"), TINY).unwrap();
+    std::fs::write(dir.path().join("tiny.toml"), tiny_flushed()).unwrap();
     let sweep = dir.path().join("sweep.toml");
-    std::fs::write(&sweep, SWEEP).unwrap();
+    std::fs::write(&sweep, three_knob_sweep()).unwrap();
     let ls = load_sweep(&sweep).unwrap();
     (dir, ls)
 }

@@ -22,9 +22,9 @@
 //! statistics flusher runs every `FLUSH_TIME` (2 s) of virtual time.
 //!
 //! ```
-//! use models::machine::{Machine, MachineConfig};
+//! use models::machine::Machine;
 //!
-//! let mut m = Machine::new(MachineConfig::new(4))?;
+//! let mut m = Machine::new(Machine::config(4))?;
 //! m.write("/", "cgroup.subtree_control", "+memory")?;
 //! m.mkdir("/memcg_test")?;
 //! m.write("/memcg_test", "memory.max", "30M")?;
@@ -54,7 +54,7 @@ pub use socket::SockId;
 use crate::memcg::{CacheId, MemcgConfig, MemcgId, MemcgTree, ObjKind};
 use crate::workingset::{Lru, PolicyFlush, ShadowLayout};
 use hierstat::sim::{ManualClock, Simulator as _, WorkCounters};
-use hierstat::{FlushKind, Policy, Preset, PAGE_SIZE};
+use hierstat::{FlushKind, PAGE_SIZE};
 
 /// Size of a dentry (`dentry` in `/proc/slabinfo` of the development
 /// host, Linux 6.18 x86-64).
@@ -68,61 +68,6 @@ pub const TASK_STRUCT_BYTES: u64 = 5888;
 pub const KERNEL_STACK_PAGES: u64 = 4;
 /// Pages one page-table page maps (`PTRS_PER_PTE`).
 pub const PTE_SPAN: u32 = 512;
-
-/// Configuration of a [`Machine`].
-#[derive(Debug, Clone)]
-pub struct MachineConfig {
-    /// CPUs (statistics shards, charge stocks).
-    pub cpus: usize,
-    /// NUMA nodes.
-    pub nodes: usize,
-    /// The statistics flush policy.
-    pub preset: Preset,
-    /// A custom policy replacing the preset's knobs.
-    pub policy: Option<Policy>,
-    /// Swap space in bytes (0: no swap).
-    pub swap_bytes: u64,
-    /// The `memory_recursiveprot` mount option.
-    pub recursive_protection: bool,
-}
-
-impl MachineConfig {
-    /// `cpus` CPUs, one node, the `linux-6.8` preset, 4 GiB of swap.
-    pub fn new(cpus: usize) -> Self {
-        MachineConfig {
-            cpus,
-            nodes: 1,
-            preset: Preset::Linux6_8,
-            policy: None,
-            swap_bytes: 4 << 30,
-            recursive_protection: false,
-        }
-    }
-
-    /// Sets the flush policy.
-    pub fn preset(mut self, preset: Preset) -> Self {
-        self.preset = preset;
-        self
-    }
-
-    /// Replaces the preset's knobs by a custom policy.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = Some(policy);
-        self
-    }
-
-    /// Sets the swap space in bytes.
-    pub fn swap_bytes(mut self, bytes: u64) -> Self {
-        self.swap_bytes = bytes;
-        self
-    }
-
-    /// Sets the `memory_recursiveprot` mount option.
-    pub fn recursive_protection(mut self, on: bool) -> Self {
-        self.recursive_protection = on;
-        self
-    }
-}
 
 /// The machine (see the module docs).
 #[derive(Debug)]
@@ -143,22 +88,26 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// A machine with only the root cgroup.
+    /// The configuration of a kernel-like machine of `cpus` CPUs: one node,
+    /// the `linux-6.8` preset, 4 GiB of swap, no mount options, a new
+    /// group's statistics memory charged to its parent. Change it with
+    /// [`MemcgConfig`]'s setters before [`Machine::new`].
+    pub fn config(cpus: usize) -> MemcgConfig {
+        MemcgConfig::new(cpus, 1)
+            .swap_pages((4 << 30) / PAGE_SIZE)
+            .charge_group_memory(true)
+    }
+
+    /// A machine with only the root cgroup, its memcg tree configured by
+    /// `config` (see [`Machine::config`]); the tree's clock is the
+    /// machine's virtual clock, whatever `config` says.
     ///
     /// # Errors
     /// Engine errors for a bad CPU or node count.
-    pub fn new(config: MachineConfig) -> Result<Self, MachineError> {
+    pub fn new(config: MemcgConfig) -> Result<Self, MachineError> {
         let clock = ManualClock::new(0);
-        let mut mc = MemcgConfig::new(config.cpus, config.nodes)
-            .preset(config.preset)
-            .swap_pages(config.swap_bytes / PAGE_SIZE)
-            .clock(clock.clone())
-            .recursive_protection(config.recursive_protection)
-            .charge_group_memory(true);
-        if let Some(p) = config.policy {
-            mc = mc.policy(p);
-        }
-        let mut tree = MemcgTree::new(mc)?;
+        let nodes = config.nodes;
+        let mut tree = MemcgTree::new(config.clock(clock.clone()))?;
         let period_ns = tree.stats().policy().period_ns;
         let dentry = tree.register_cache(
             "dentry",
@@ -170,7 +119,7 @@ impl Machine {
         let root = tree.root();
         Ok(Machine {
             tree,
-            lru: Lru::new(config.nodes, ShadowLayout::default()),
+            lru: Lru::new(nodes, ShadowLayout::default()),
             cgroups: cgroup::Cgroups::new(root),
             procs: process::Procs::default(),
             files: file::Files::default(),

@@ -3,7 +3,7 @@
 //! A process lives in a cgroup and runs on one CPU. What it does is a
 //! sequence of kernel entries, each charging what the kernel would charge
 //! and, on the way back to user space, paying the `memory.high` debt of
-//! its charges ([`crate::memcg::MemcgTree::return_to_user`]); a throttled process sleeps
+//! its charges ([`crate::memcg::MemcgTree::handle_over_high`]); a throttled process sleeps
 //! in virtual time. The entries:
 //!
 //! * an anonymous page fault: the page, and a page-table page for each
@@ -32,7 +32,8 @@ use super::file::FileId;
 use super::{Machine, MachineError, KERNEL_STACK_PAGES, PTE_SPAN, TASK_STRUCT_BYTES};
 use crate::memcg::charge::OOM_MAX_PAGES;
 use crate::memcg::kmem::OBJCG_POINTER_BYTES;
-use crate::memcg::{Charge, ChargeContext, MemcgError, MemcgId, ObjKind};
+use crate::memcg::{Charge, ChargeContext, MemcgError, MemcgId, MemcgTree, ObjKind};
+use crate::workingset::Lru;
 use hierstat::PAGE_SIZE;
 
 /// A process id.
@@ -232,34 +233,15 @@ impl Machine {
     /// Charges a task's kernel stack and `task_struct` on `cpu`.
     fn charge_task(&mut self, pid: Pid, cpu: usize) -> Result<(), MachineError> {
         let m = self.memcg_of(pid)?;
-        let mut ctx = self.procs.get(pid)?.ctx;
-        let r = self.tree.charge_in(
-            cpu,
-            m,
-            0,
-            Charge::KernelStack,
-            KERNEL_STACK_PAGES,
-            &mut self.lru,
-            &mut ctx,
-        );
-        self.procs.get_mut(pid)?.ctx = ctx;
-        r?;
-        self.procs
-            .get_mut(pid)?
-            .kmem
-            .push((m, Charge::KernelStack, KERNEL_STACK_PAGES));
+        let (stack, pages) = (Charge::KernelStack, KERNEL_STACK_PAGES);
+        self.with_ctx(pid, |tree, lru, ctx| {
+            tree.charge_in(cpu, m, 0, stack, pages, lru, ctx)
+        })?;
+        self.procs.get_mut(pid)?.kmem.push((m, stack, pages));
         let bytes = TASK_STRUCT_BYTES + OBJCG_POINTER_BYTES;
-        let r = self.tree.charge_obj(
-            cpu,
-            m,
-            0,
-            ObjKind::SlabUnreclaimable,
-            bytes,
-            &mut self.lru,
-            &mut ctx,
-        );
-        self.procs.get_mut(pid)?.ctx = ctx;
-        r?;
+        self.with_ctx(pid, |tree, lru, ctx| {
+            tree.charge_obj(cpu, m, 0, ObjKind::SlabUnreclaimable, bytes, lru, ctx)
+        })?;
         self.procs
             .get_mut(pid)?
             .objs
@@ -476,14 +458,26 @@ impl Machine {
         }
     }
 
+    /// Runs `op` on the memcg tree with `pid`'s charge context (its
+    /// `memory.high` debt), which is kept whatever `op` returns.
+    fn with_ctx<T>(
+        &mut self,
+        pid: Pid,
+        op: impl FnOnce(&mut MemcgTree, &mut Lru, &mut ChargeContext) -> Result<T, MemcgError>,
+    ) -> Result<T, MachineError> {
+        let mut ctx = self.procs.get(pid)?.ctx;
+        let r = op(&mut self.tree, &mut self.lru, &mut ctx);
+        self.procs.get_mut(pid)?.ctx = ctx;
+        Ok(r?)
+    }
+
     /// Pays the debt of a kernel entry of `pid` on the way back to user
     /// space.
     fn return_to_user(&mut self, pid: Pid, cpu: usize) -> Result<(), MachineError> {
         let m = self.memcg_of(pid)?;
-        let mut ctx = self.procs.get(pid)?.ctx;
-        let r = self.tree.return_to_user(cpu, m, &mut self.lru, &mut ctx);
-        self.procs.get_mut(pid)?.ctx = ctx;
-        Ok(r?)
+        self.with_ctx(pid, |tree, lru, ctx| {
+            tree.handle_over_high(cpu, m, lru, ctx)
+        })
     }
 
     /// One unit of `work`; the process's `work` field is updated.

@@ -99,7 +99,7 @@ impl Machine {
         }
         self.sockets.list[id.0].queued = queued;
         self.tree
-            .return_to_user(c.server_cpu, c.memcg, &mut self.lru, &mut ctx)?;
+            .handle_over_high(c.server_cpu, c.memcg, &mut self.lru, &mut ctx)?;
         self.procs.get_mut(c.server)?.ctx = ctx;
         Ok(())
     }

@@ -179,7 +179,7 @@ impl MemcgTree {
     ) -> Result<(), MemcgError> {
         let mut ctx = ChargeContext::default();
         self.try_charge_in(cpu, id, nr, reclaim, &mut ctx)?;
-        self.return_to_user(cpu, id, reclaim, &mut ctx)
+        self.handle_over_high(cpu, id, reclaim, &mut ctx)
     }
 
     /// Charges `nr` pages to `id` on `cpu` for a task whose debt is `ctx`
@@ -321,7 +321,7 @@ impl MemcgTree {
     ) -> Result<(), MemcgError> {
         let mut ctx = ChargeContext::default();
         self.charge_in(cpu, id, node, kind, pages, reclaim, &mut ctx)?;
-        self.return_to_user(cpu, id, reclaim, &mut ctx)
+        self.handle_over_high(cpu, id, reclaim, &mut ctx)
     }
 
     /// As [`charge`](Self::charge) for a task whose debt is `ctx`.

@@ -148,21 +148,6 @@ impl MemcgTree {
             return Ok(());
         }
     }
-
-    /// The way back to user space of a task of `id`: pays its
-    /// `memory.high` debt ([`handle_over_high`](Self::handle_over_high)).
-    ///
-    /// # Errors
-    /// As [`handle_over_high`](Self::handle_over_high).
-    pub fn return_to_user(
-        &mut self,
-        cpu: usize,
-        id: MemcgId,
-        reclaim: &mut dyn Reclaim,
-        ctx: &mut ChargeContext,
-    ) -> Result<(), MemcgError> {
-        self.handle_over_high(cpu, id, reclaim, ctx)
-    }
 }
 
 #[cfg(test)]

@@ -104,13 +104,13 @@ impl Lru {
         let out = self.access_in(tree, cpu, slot, flush, &mut ctx)?;
         if ctx.pages_over_high > 0 {
             let owner = self.mapping_of(slot)?.owner;
-            tree.return_to_user(cpu, owner, self, &mut ctx)?;
+            tree.handle_over_high(cpu, owner, self, &mut ctx)?;
         }
         Ok(out)
     }
 
     /// A page access on `cpu` by a task whose `memory.high` debt is `ctx`
-    /// (paying it is the caller's: [`MemcgTree::return_to_user`]).
+    /// (paying it is the caller's: [`MemcgTree::handle_over_high`]).
     ///
     /// # Errors
     /// As [`access`](Self::access).

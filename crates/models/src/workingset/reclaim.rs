@@ -56,12 +56,26 @@ impl Reclaim for Lru {
             }
             // Accounting errors cannot happen for folios this model
             // charged itself; treat one as "nothing more reclaimable".
-            freed += self
-                .shrink_lruvec(tree, cpu, group, node, target, nr - freed, sc)
-                .unwrap_or(0);
+            let at = Scan {
+                cpu,
+                group,
+                node,
+                target,
+            };
+            freed += self.shrink_lruvec(tree, at, nr - freed, sc).unwrap_or(0);
         }
         freed
     }
+}
+
+/// Where a reclaim scans: `group`'s lruvec on `node`, from `cpu`, on
+/// behalf of a reclaim of `target` (the shadow entries left name it).
+#[derive(Debug, Clone, Copy)]
+struct Scan {
+    cpu: usize,
+    group: MemcgId,
+    node: usize,
+    target: MemcgId,
 }
 
 impl Lru {
@@ -72,17 +86,16 @@ impl Lru {
         sc.may_swap && sc.swappiness > 0 && tree.nr_swap_pages(group) > 0
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Reclaims up to `nr` pages of one lruvec, anon and file in
+    /// proportion (see the module docs).
     fn shrink_lruvec(
         &mut self,
         tree: &mut MemcgTree,
-        cpu: usize,
-        group: MemcgId,
-        node: usize,
-        target: MemcgId,
+        at: Scan,
         nr: u64,
         sc: &ScanControl,
     ) -> Result<u64, MemcgError> {
+        let Scan { group, node, .. } = at;
         let swap = Self::may_scan_anon(tree, group, sc);
         let swappiness = u64::from(sc.swappiness.min(200));
         let mut freed = 0;
@@ -112,8 +125,7 @@ impl Lru {
                     }
                 }
             };
-            let (got, progress) =
-                self.shrink_list(tree, cpu, group, node, target, scan_file, nr - freed)?;
+            let (got, progress) = self.shrink_list(tree, at, scan_file, nr - freed)?;
             freed += got;
             if !progress {
                 break;
@@ -123,17 +135,19 @@ impl Lru {
     }
 
     /// Scans one cluster of one type; returns (pages freed, anything moved).
-    #[allow(clippy::too_many_arguments)]
     fn shrink_list(
         &mut self,
         tree: &mut MemcgTree,
-        cpu: usize,
-        group: MemcgId,
-        node: usize,
-        target: MemcgId,
+        at: Scan,
         file: bool,
         nr: u64,
     ) -> Result<(u64, bool), MemcgError> {
+        let Scan {
+            cpu,
+            group,
+            node,
+            target,
+        } = at;
         let inactive = LruList::of(file, false);
         let active = LruList::of(file, true);
         let mut progress = false;

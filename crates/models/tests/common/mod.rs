@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use hierstat::Preset;
-use models::machine::{Fd, Machine, MachineConfig, Pid};
+use models::machine::{Fd, Machine, Pid};
 
 /// What a ported test returns: `Err` names the failed check.
 pub type TestResult = Result<(), String>;
@@ -163,6 +163,23 @@ pub fn cg_write(m: &mut Machine, cg: &str, file: &str, value: &str) -> i32 {
     }
 }
 
+/// Whether limit `file` of `cg` reads `max` (no limit).
+pub fn unlimited(m: &mut Machine, cg: &str, file: &str) -> bool {
+    cg_read_strcmp(m, cg, file, "max\n") == 0
+}
+
+/// Writes each `(file, value)` of `writes` to `cg` in order (a test's
+/// setup); `Err` names the first write that failed and its errno.
+pub fn cg_write_all(m: &mut Machine, cg: &str, writes: &[(&str, &str)]) -> TestResult {
+    for (file, value) in writes {
+        let errno = cg_write(m, cg, file, value);
+        if errno != 0 {
+            return Err(format!("{cg}: {file} = {value}: errno {errno}"));
+        }
+    }
+    Ok(())
+}
+
 /// `cg_open`.
 pub fn cg_open(m: &mut Machine, cg: &str, file: &str) -> Option<Fd> {
     m.open(cg, file).ok()
@@ -235,7 +252,7 @@ pub fn cpu_counts() -> Vec<usize> {
 /// A machine as the selftests find it: `+memory` in the root's
 /// `cgroup.subtree_control` (their `main()` enables it), swap on.
 pub fn machine(preset: Preset, cpus: usize) -> Machine {
-    let mut m = Machine::new(MachineConfig::new(cpus).preset(preset)).expect("machine");
+    let mut m = Machine::new(Machine::config(cpus).preset(preset)).expect("machine");
     m.write("/", "cgroup.subtree_control", "+memory")
         .expect("+memory");
     m

@@ -5,6 +5,7 @@
 
 pub mod sample;
 
+use lab::report::{Mode, PolicyResult, RunReport};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -80,3 +81,84 @@ period_ms = 5.0
 targets = "all"
 items = 4
 "#;
+
+/// [`TINY_READERS`] with a periodic flusher (every 20 ms): the base of the
+/// fuzz tests' policy and sweep cases and of the sweep tests.
+pub fn tiny_flushed() -> String {
+    format!("{TINY_READERS}\n[flusher]\nperiod_ms = 20\n")
+}
+
+/// A sweep of `tiny.toml` (a tiny scenario beside it): one knob value
+/// beside one preset, two seeds (four jobs).
+pub const TINY_SWEEP: &str = r#"
+[sweep]
+name = "tiny"
+scenario = "tiny.toml"
+seeds = [1, 2]
+base = "hierstat"
+presets = ["linux-6.8"]
+duration_ms = 20
+
+[sweep.knobs]
+pages_per_shard = [16]
+"#;
+
+/// A stub `mmlab` at `dir/mmlab`: it appends its arguments (each followed
+/// by a NUL byte, then a newline) to `log` (a relative path: in the folder
+/// it runs in) and creates the `--db` file it is given, as a job would.
+pub fn mmlab_stub(dir: &Path, log: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("mmlab");
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/bash\nprintf '%s\\0' \"$@\" >> '{log}'\nprintf '\\n' >> '{log}'\n\
+             while [ $# -gt 0 ]; do if [ \"$1\" = --db ]; then : > \"$2\"; fi; shift; done\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The argument lists a stub `mmlab` ([`mmlab_stub`]) logged in `log`,
+/// one list per call.
+pub fn stub_calls(log: &Path) -> Vec<Vec<Vec<u8>>> {
+    std::fs::read(log)
+        .unwrap_or_default()
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        })
+        .collect()
+}
+
+/// A kernel-mode report as stored: the built-in `update-path-kernel`
+/// scenario's text and four of its metrics (wall and CPU time per fault,
+/// the prediction).
+pub fn kernel_report() -> RunReport {
+    let sc = mmlab::pipeline::input::catalog()
+        .builtin("update-path-kernel")
+        .unwrap()
+        .unwrap();
+    let mut host = PolicyResult::default();
+    host.push("ns_per_fault_depth1", "ns", 3000.0, false);
+    host.push("ns_per_fault_depth2", "ns", 3100.0, false);
+    host.push("cpu_ns_per_fault_depth1", "ns", 2500.0, false);
+    host.push("predicted_ns_per_fault_depth1", "ns", 2700.0, false);
+    RunReport {
+        scenario: sc.name().into(),
+        mode: Mode::Kernel,
+        runs: 1,
+        seed: 1,
+        scenario_toml: sc.source(),
+        policy_order: vec!["host".into()],
+        policies: [("host".to_string(), host)].into_iter().collect(),
+        facts: Default::default(),
+    }
+}
