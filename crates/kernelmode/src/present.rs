@@ -22,7 +22,8 @@
 use crate::claims::samples_of;
 use crate::metrics::{
     cpu_ns_per_fault, faults_per_sec, host_cases, ns_per_fault, read_cpu_ns, read_latency,
-    stale_for_ms, stat_lag_after_charge, stat_lag_over_threshold, THRESHOLD,
+    stale_for_ms, stat_lag_after_charge, stat_lag_over_threshold, stat_lag_trapped,
+    trap_probability, trap_trials, trapped, THRESHOLD,
 };
 use crate::spec::HOST_POLICY;
 use crate::twin::predicted;
@@ -158,18 +159,35 @@ pub fn tables(r: &RunReport) -> Vec<Table> {
                     stale_for_ms(kib),
                     stat_lag_over_threshold(kib),
                 );
-                vec![
-                    format!("{kib} KiB"),
-                    samples_of(r, &lag).to_string(),
-                    format!(
+                let trapped_lag = stat_lag_trapped(kib);
+                let sum = |m: &str| {
+                    r.policies
+                        .get(HOST_POLICY)
+                        .and_then(|p| p.metrics.get(m))
+                        .map(|s| s.values.iter().sum::<f64>())
+                };
+                let (trials, hits) = (sum(&trap_trials(kib)), sum(&trapped(kib)));
+                let trapped_cell = match (trials, hits) {
+                    (Some(n), Some(k)) => format!(
+                        "{k:.0} of {n:.0} ({:.1}%) / {}",
+                        100.0 * k / n.max(1.0),
+                        mean(r, &predicted(&trap_probability(kib)))
+                            .map_or("-".into(), |p| format!("{:.1}%", 100.0 * p))
+                    ),
+                    _ => format!(
                         "{} / {}",
                         num(mean(r, &over).map(|v| v * runs), ""),
                         num(mean(r, &predicted(&over)).map(|v| v * runs), "")
                     ),
+                };
+                vec![
+                    format!("{kib} KiB"),
+                    samples_of(r, &lag).to_string(),
+                    trapped_cell,
                     format!(
                         "{} / {}",
-                        num(pct(r, &lag, "p50"), ""),
-                        num(pct(r, &predicted(&lag), "p50"), "")
+                        num(pct(r, &trapped_lag, "p50"), ""),
+                        num(pct(r, &predicted(&trapped_lag), "p50"), "")
                     ),
                     num(pct(r, &lag, "max"), ""),
                     format!(
@@ -190,8 +208,8 @@ pub fn tables(r: &RunReport) -> Vec<Table> {
             header: [
                 "spike",
                 "n",
-                "lag > T",
-                "lag p50 (pages)",
+                "trapped (lag > T) of trials",
+                "trapped lag p50 (pages)",
                 "lag max",
                 "stale for p50",
                 "stale max",
