@@ -45,6 +45,7 @@ use crate::flush::{FlushKind, FlushOutcome, HotPathDecision};
 use crate::group::Group;
 use crate::schema::{ItemId, NodeItemId};
 use crate::stats::HierStats;
+use crate::work::Guarded;
 
 /// Which shards have been written, and how (see
 /// [`Simulator::shards_written`]).
@@ -90,7 +91,9 @@ mod sealed {
 pub trait Simulator: sealed::Sealed {
     /// [`HierStats::add`] on an explicit shard, reporting work to `work`
     /// (pass `&mut ()` to report nothing). Explicit-shard updates take the
-    /// shared (atomic) path: any thread may name any shard.
+    /// shared (atomic) path: any thread may name any shard. A panic in
+    /// `work` reaches the caller once the update has completed (see
+    /// [`WorkSink`]).
     ///
     /// # Errors
     /// As [`HierStats::add`], plus [`Error::ShardOutOfRange`].
@@ -117,7 +120,8 @@ pub trait Simulator: sealed::Sealed {
         work: &mut W,
     ) -> Result<(), Error>;
 
-    /// Any flush entry point, reporting work.
+    /// Any flush entry point, reporting work. A panic in `work` reaches
+    /// the caller once the flush has completed (see [`WorkSink`]).
     ///
     /// # Errors
     /// [`Error::ForeignGroup`].
@@ -183,6 +187,13 @@ pub trait Simulator: sealed::Sealed {
     /// [`Config::shards`](crate::Config::shards)) has `shared == 0`.
     fn shards_written(&self) -> ShardsWritten;
 
+    /// The rows `group` has: one per shard (per CPU, in the per-CPU mode)
+    /// that ever wrote it, until it is reaped.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    fn rows_of(&self, group: &Group) -> Result<usize, Error>;
+
     /// loom only: [`HierStats::add`] through the owner path of `shard`, as
     /// the thread that owns it. (Model threads share the OS thread whose
     /// seat `add` would look up.) The caller must be the only thread that
@@ -194,6 +205,23 @@ pub trait Simulator: sealed::Sealed {
     fn add_owned_with(
         &self,
         shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error>;
+
+    /// loom only: [`HierStats::add`] of a per-CPU tree
+    /// ([`Mode::PerCpu`](crate::Mode::PerCpu)) by a thread running on
+    /// modelled CPU `cpu` (see `rseq.rs`): any number of model threads may
+    /// use one CPU, as real threads do. On a tree of the other modes, the
+    /// owner path (as [`add_owned_with`](Self::add_owned_with)).
+    ///
+    /// # Errors
+    /// As [`add_with`](Self::add_with).
+    #[cfg(loom)]
+    fn add_on_cpu_with(
+        &self,
+        cpu: Shard,
         group: &Group,
         item: ItemId,
         delta: i64,
@@ -213,7 +241,10 @@ impl Simulator for HierStats {
         let g = self.core.own(group)?;
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
         let s = shard.index(self)?;
-        self.core.update_shared(s, g, slot, delta, mag, work);
+        // A panicking sink does not interrupt the update (see `WorkSink`).
+        let mut work = Guarded::new(work);
+        self.core.update_shared(s, g, slot, delta, mag, &mut work);
+        work.finish();
         Ok(())
     }
 
@@ -233,8 +264,10 @@ impl Simulator for HierStats {
             .schema
             .node_slots_for_update(item, numa_node, delta)?;
         let s = shard.index(self)?;
+        let mut work = Guarded::new(work);
         self.core
-            .update_node_shared(s, g, total, per_node, delta, work);
+            .update_node_shared(s, g, total, per_node, delta, &mut work);
+        work.finish();
         Ok(())
     }
 
@@ -245,7 +278,11 @@ impl Simulator for HierStats {
         work: &mut W,
     ) -> Result<FlushOutcome, Error> {
         let g = self.core.own(group)?;
-        Ok(self.core.flush(g, kind, work))
+        // A panicking sink does not interrupt the flush (see `WorkSink`).
+        let mut work = Guarded::new(work);
+        let out = self.core.flush(g, kind, &mut work);
+        work.finish();
+        Ok(out)
     }
 
     fn hot_path_decision_with_flusher(
@@ -270,6 +307,10 @@ impl Simulator for HierStats {
         ShardsWritten { by_owners, shared }
     }
 
+    fn rows_of(&self, group: &Group) -> Result<usize, Error> {
+        Ok(self.core.own(group)?.hot.rows.rows().count())
+    }
+
     #[cfg(loom)]
     fn add_owned_with(
         &self,
@@ -282,6 +323,28 @@ impl Simulator for HierStats {
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
         let s = shard.index(self)?;
         self.core.update_owned(s, g, slot, delta, mag, &mut ());
+        Ok(())
+    }
+
+    #[cfg(loom)]
+    fn add_on_cpu_with(
+        &self,
+        cpu: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error> {
+        self.core.check(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        let c = cpu.index(self)?;
+        match group.per_cpu_table() {
+            Some(table) => self
+                .core
+                .update_percpu(c, table, &group.state, slot, delta, mag),
+            None => self
+                .core
+                .update_owned(c, &group.state, slot, delta, mag, &mut ()),
+        }
         Ok(())
     }
 }
