@@ -171,7 +171,10 @@ impl Spec for KernelScenario {
                 e.threads += 1 + u64::from(s.concurrent_reader);
                 let pages: u64 = s.spikes_kib.iter().map(|k| k / 4).sum();
                 e.work += s.repetitions as f64 * pages as f64 * 1.5 * FAULT_NS + 1e7;
-                let followed = s.follow_repetitions.unwrap_or(s.repetitions).min(s.repetitions);
+                let followed = s
+                    .follow_repetitions
+                    .unwrap_or(s.repetitions)
+                    .min(s.repetitions);
                 let follow = if s.follow_ms > 0.0 {
                     (s.follow_ms / 1e3).min(FOLLOW_S)
                 } else {

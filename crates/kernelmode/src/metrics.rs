@@ -111,6 +111,27 @@ pub fn later_pass_ns(kib: u64) -> String {
     format!("later_pass_ns_{kib}kib")
 }
 
+/// Metric: the lower end of [`first_pass_ns`]'s median's interval at
+/// [`hostkernel::INTERVAL_CONFIDENCE`] ([`simcore::stats::median_interval`]).
+pub fn first_pass_low_ns(kib: u64) -> String {
+    format!("first_pass_p50_low_ns_{kib}kib")
+}
+
+/// Metric: the upper end of that interval.
+pub fn first_pass_high_ns(kib: u64) -> String {
+    format!("first_pass_p50_high_ns_{kib}kib")
+}
+
+/// Metric: the lower end of [`later_pass_ns`]'s median's interval.
+pub fn later_pass_low_ns(kib: u64) -> String {
+    format!("later_pass_p50_low_ns_{kib}kib")
+}
+
+/// Metric: the upper end of that interval.
+pub fn later_pass_high_ns(kib: u64) -> String {
+    format!("later_pass_p50_high_ns_{kib}kib")
+}
+
 /// Metric: the charge's wall time per page (median over repetitions), ns.
 pub fn charge_ns_per_page(kib: u64) -> String {
     format!("charge_ns_per_page_{kib}kib")
@@ -124,6 +145,18 @@ pub fn reader_flushes(kib: u64) -> String {
 /// Metric (predicted only): the probability that a trial traps its parent.
 pub fn trap_probability(kib: u64) -> String {
     format!("trap_probability_{kib}kib")
+}
+
+/// Metric (predicted only): the lower end of [`trap_probability`]'s band:
+/// the probability with the windows the measured inputs' lower bounds
+/// give (the flush share's and the passes' intervals).
+pub fn trap_probability_low(kib: u64) -> String {
+    format!("trap_probability_low_{kib}kib")
+}
+
+/// Metric (predicted only): the upper end of that band.
+pub fn trap_probability_high(kib: u64) -> String {
+    format!("trap_probability_high_{kib}kib")
 }
 
 /// Metric (predicted only): the window of a charge's first flush, ns.
@@ -156,6 +189,10 @@ pub fn trap_chances(kib: u64) -> String {
 /// Metric: the parent's visit over a flush's CPU-0 pass, measured on a
 /// chain ([`hostkernel::FlushShare::share`]).
 pub const FLUSH_SHARE: &str = "flush_share";
+/// Metric: the lower bound of [`FLUSH_SHARE`] ([`hostkernel::FlushShare::share_low`]).
+pub const FLUSH_SHARE_LOW: &str = "flush_share_low";
+/// Metric: its upper bound ([`hostkernel::FlushShare::share_high`]).
+pub const FLUSH_SHARE_HIGH: &str = "flush_share_high";
 /// Metric: the chain's short pass (the leaf and its parent), ns.
 pub const FLUSH_SHARE_PASS_NS: &str = "flush_share_short_pass_ns";
 

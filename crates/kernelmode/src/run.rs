@@ -220,6 +220,8 @@ fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
     r.push(THRESHOLD, "pages", res.threshold_pages as f64, false);
     if let Some(f) = &res.flush_share {
         r.push(FLUSH_SHARE, "ratio", f.share, false);
+        r.push(FLUSH_SHARE_LOW, "ratio", f.share_low, false);
+        r.push(FLUSH_SHARE_HIGH, "ratio", f.share_high, false);
         r.push(FLUSH_SHARE_PASS_NS, "ns", f.short_pass_ns, false);
     }
     let t = res.threshold_pages as i64;
@@ -311,9 +313,34 @@ fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
                     &name,
                     "ns",
                     x.mean,
-                    [("p50", x.p50), ("p99", x.p99), ("p999", x.p999), ("max", x.max)],
+                    [
+                        ("p50", x.p50),
+                        ("p99", x.p99),
+                        ("p999", x.p999),
+                        ("max", x.max),
+                    ],
                 );
                 push_count(r, &name, x.count);
+            }
+        }
+        for (pick, low, high) in [
+            (
+                (|s: &hostkernel::StaleReadSample| s.first_pass_ns) as fn(&_) -> Option<f64>,
+                first_pass_low_ns(k),
+                first_pass_high_ns(k),
+            ),
+            (
+                |s| s.later_pass_ns,
+                later_pass_low_ns(k),
+                later_pass_high_ns(k),
+            ),
+        ] {
+            let xs: Vec<f64> = c.samples.iter().filter_map(pick).collect();
+            if let Some((lo, hi)) =
+                simcore::stats::median_interval(&xs, hostkernel::INTERVAL_CONFIDENCE)
+            {
+                r.push(&low, "ns", lo, false);
+                r.push(&high, "ns", hi, false);
             }
         }
         let per_page: Vec<f64> = c

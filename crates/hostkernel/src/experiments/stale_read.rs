@@ -50,9 +50,39 @@
 //! 2 s). The parent then misses the whole spike. [`StaleReadConfig::follow_ms`]
 //! re-reads the parent after such a charge until it shows the spike: how
 //! long the trap lasts. The worker and the reader are pinned to different
-//! CPUs (when the host has two), which makes the sequence happen on
-//! nearly every charge; without the reader, only a periodic flush that
-//! lands during a charge sets the trap (a run now and then).
+//! CPUs (when the host has two) and run at real-time priority
+//! ([`RACE_PRIORITY`]), so that they run side by side; without the
+//! reader, only a periodic flush that lands during a charge sets the trap
+//! (a run now and then).
+//!
+//! # The trap's odds
+//!
+//! The trap is a race: a flush traps the parent only when one of the
+//! charge's stat updates lands in its *window*, between the zeroing of the
+//! leaf's pending count (the end of its visit on the charging CPU) and the
+//! parent's (the end of the parent's visit). The experiment measures what
+//! the odds are made of, for the twin (`sim::priced::spike::trap_odds`)
+//! to predict them:
+//!
+//! * the reader's flush passes over the charging CPU, traced
+//!   ([`FlushPasses`]): how many it made during each charge, the first
+//!   one's duration and the later ones' ([`StaleReadSample::first_pass_ns`],
+//!   [`StaleReadSample::later_pass_ns`]);
+//! * the parent's share of such a pass ([`FlushShare`]), measured before
+//!   the cases on a chain: a flush of a leaf and its parent against one of
+//!   a leaf and five levels, the difference being four clean visits;
+//! * the charge's time ([`StaleReadSample::charge_ms`]), which with the
+//!   updates a page makes gives their rate.
+//!
+//! # Independent repetitions
+//!
+//! A trapped parent stays trapped until the periodic flush, and the next
+//! repetition's charge would start on a trapped parent. With the
+//! concurrent reader each repetition therefore ends by reading the *leaf*
+//! (over `T`, it flushes the subtree below it and clears the trap) before
+//! the free, so that every repetition starts clean and costs milliseconds;
+//! [`StaleReadConfig::follow_repetitions`] bounds how many trapped
+//! repetitions are first followed until the periodic flush.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -154,7 +184,7 @@ impl StaleReadConfig {
 }
 
 /// One repetition's readings of the parent, in pages.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StaleReadSample {
     /// When the after-charge read happened, ms since the case started.
     pub t_ms: f64,
@@ -467,11 +497,7 @@ impl ParentReader {
 /// Reads `stat` (open, read, close) in a loop while `active` is set, until
 /// `stop`; pinned to `cpu` when given. Publishes its thread id in `tid`
 /// first (the flush passes it makes are traced by it).
-fn concurrent_reader(
-    stat: &Path,
-    cpu: Option<usize>,
-    flags: &ReaderFlags,
-) {
+fn concurrent_reader(stat: &Path, cpu: Option<usize>, flags: &ReaderFlags) {
     if let Some(c) = cpu {
         // Best effort: unpinned, the sequence still happens, less often.
         let _ = crate::sys::query::pin_to_cpu(0, c);
@@ -479,7 +505,9 @@ fn concurrent_reader(
     boost(0);
     // ORDERING: Relaxed on every flag; they carry no data, only when to
     // read, and the reads' effect is the kernel's.
-    flags.tid.store(current_tid().unwrap_or(-1), Ordering::Relaxed);
+    flags
+        .tid
+        .store(current_tid().unwrap_or(-1), Ordering::Relaxed);
     let mut buf = vec![0u8; 64 * 1024];
     while !flags.stop.load(Ordering::Relaxed) {
         if !flags.active.load(Ordering::Relaxed) {
@@ -701,7 +729,10 @@ impl FlushPasses {
         set(me.dir.join("options/raw"), "1")?;
         set(me.dir.join("buffer_size_kb"), "256")?;
         for e in &me.events {
-            set(e.join("filter"), &format!("common_pid == {tid} && cpu == 0"))?;
+            set(
+                e.join("filter"),
+                &format!("common_pid == {tid} && cpu == 0"),
+            )?;
             set(e.join("enable"), "1")?;
         }
         me.marker = std::fs::OpenOptions::new()
@@ -774,7 +805,25 @@ pub struct FlushShare {
     /// One clean visit over the short pass:
     /// `(long − short) / (extra_levels × short)`.
     pub share: f64,
+    /// The share's lower bound: from the medians' intervals at
+    /// [`INTERVAL_CONFIDENCE`] each ([`simcore::stats::median_interval`]),
+    /// the long pass's lowest and the short pass's highest (`share` where
+    /// the samples are too few for an interval).
+    #[serde(default)]
+    pub share_low: f64,
+    /// The share's upper bound (the long pass's highest, the short pass's
+    /// lowest).
+    #[serde(default)]
+    pub share_high: f64,
 }
+
+/// The confidence of each interval a measured input of the trap's odds
+/// carries (the flush share's two medians here, the reader's pass medians
+/// in kernel mode): 99.9%, the complement of the trap test's level
+/// (`kernelmode::claims::TRAP_TEST_LEVEL`), so that a host that follows
+/// the model fails the test by chance through an input about as rarely as
+/// through its own trials.
+pub const INTERVAL_CONFIDENCE: f64 = 0.999;
 
 impl FlushShare {
     /// The share from the two kinds of passes; `None` without both.
@@ -783,12 +832,19 @@ impl FlushShare {
             return None;
         }
         let (s, l) = (simcore::stats::median(short), simcore::stats::median(long));
+        let share = |l: f64, s: f64| (l - s) / (extra_levels as f64 * s);
+        let ci = |x: &[f64], m: f64| {
+            simcore::stats::median_interval(x, INTERVAL_CONFIDENCE).unwrap_or((m, m))
+        };
+        let ((s_lo, s_hi), (l_lo, l_hi)) = (ci(short, s), ci(long, l));
         Some(FlushShare {
             extra_levels,
             samples: short.len().min(long.len()),
             short_pass_ns: s,
             long_pass_ns: l,
-            share: (l - s) / (extra_levels as f64 * s),
+            share: share(l, s),
+            share_low: share(l_lo, s_hi),
+            share_high: share(l_hi, s_lo),
         })
     }
 }
@@ -796,7 +852,7 @@ impl FlushShare {
 /// Clean levels the calibration's long flush visits beyond its short one.
 pub const SHARE_EXTRA_LEVELS: usize = 4;
 /// Flushes of each kind the calibration times.
-pub const SHARE_SAMPLES: usize = 80;
+pub const SHARE_SAMPLES: usize = 400;
 
 /// Times flushes of two subtrees of one tree, each charged and freed `T`
 /// pages at a time by a worker pinned to CPU 0 in its leaf: a *short*
@@ -886,7 +942,11 @@ fn measure_flush_share(
             })
             .collect()
     };
-    Ok(FlushShare::of(&of("short"), &of("long"), SHARE_EXTRA_LEVELS))
+    Ok(FlushShare::of(
+        &of("short"),
+        &of("long"),
+        SHARE_EXTRA_LEVELS,
+    ))
 }
 
 /// Reads a file to its end (open, read, close) and drops the bytes.
@@ -1188,6 +1248,79 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pass_traces_pair_locks_with_unlocks_and_keep_markers() {
+        // An instance's `raw` output: events are `PID CPU TS type: ID`,
+        // markers `PID CPU TS # IP TEXT`.
+        let text = "# tracer: nop\n\
+            4242 1 1000 # 0 c0\n\
+            4242 1 1100 type: 501\n\
+            4242 1 1900 type: 502\n\
+            4242 1 5000 type: 501\n\
+            4242 1 5600 type: 502\n\
+            4242 1 5700 type: 777\n\
+            4242 1 5800 type: 502\n\
+            garbage line\n\
+            4242 1 6000 # 0 e0\n\
+            4242 1 7000 type: 501\n";
+        let t = parse_pass_trace(text, 501, 502);
+        // An unlock without a lock, an unknown id and a lock never
+        // released are dropped.
+        assert_eq!(t.passes, vec![(1100, 1900), (5000, 5600)]);
+        assert_eq!(
+            t.marks,
+            vec![(1000, "c0".to_string()), (6000, "e0".to_string())]
+        );
+        let c = t.mark_at("c0", 0).unwrap();
+        let e = t.mark_at("e0", c).unwrap();
+        assert_eq!(t.between(c, e), vec![800.0, 600.0]);
+        assert_eq!(t.mark_at("c0", 1001), None);
+        let mut samples = vec![StaleReadSample::default(); 2];
+        assign_passes(&mut samples, &t);
+        assert_eq!(samples[0].reader_flushes, Some(2));
+        assert_eq!(samples[0].first_pass_ns, Some(800.0));
+        assert_eq!(samples[0].later_pass_ns, Some(600.0));
+        // No markers for the second repetition: nothing assigned.
+        assert_eq!(samples[1].reader_flushes, None);
+    }
+
+    #[test]
+    fn flush_share_and_its_bounds() {
+        // Short passes around 1,000 ns, long around 1,800: four clean
+        // visits of 200 ns, a share of 0.2.
+        let short: Vec<f64> = (0..101).map(|i| 950.0 + f64::from(i)).collect();
+        let long: Vec<f64> = (0..101).map(|i| 1750.0 + f64::from(i)).collect();
+        let f = FlushShare::of(&short, &long, 4).unwrap();
+        assert_eq!((f.short_pass_ns, f.long_pass_ns), (1000.0, 1800.0));
+        assert!((f.share - 0.2).abs() < 1e-12, "{f:?}");
+        assert!(f.share_low < f.share && f.share < f.share_high, "{f:?}");
+        // The bounds pair the long pass's low end with the short's high.
+        let (s_lo, s_hi) = simcore::stats::median_interval(&short, INTERVAL_CONFIDENCE).unwrap();
+        let (l_lo, l_hi) = simcore::stats::median_interval(&long, INTERVAL_CONFIDENCE).unwrap();
+        assert!((f.share_low - (l_lo - s_hi) / (4.0 * s_hi)).abs() < 1e-12);
+        assert!((f.share_high - (l_hi - s_lo) / (4.0 * s_lo)).abs() < 1e-12);
+        // Too few samples for an interval: the bounds are the share.
+        let f = FlushShare::of(&[1000.0; 3], &[1800.0; 3], 4).unwrap();
+        assert_eq!((f.share_low, f.share_high), (f.share, f.share));
+        assert!(FlushShare::of(&[], &long, 4).is_none());
+        assert!(FlushShare::of(&short, &long, 0).is_none());
+    }
+
+    #[test]
+    fn settled_baselines() {
+        // Up to two thresholds ahead (unflushed updates and charge stock),
+        // at most half a threshold behind (a trapped free).
+        for (gap, ok) in [
+            (0, true),
+            (256, true),
+            (257, false),
+            (-64, true),
+            (-65, false),
+        ] {
+            assert_eq!(is_settled(gap, 128), ok, "{gap}");
+        }
+    }
+
+    #[test]
     fn gap_summary() {
         let g = GapSummary::of(&[-200, -10, 0, 5, 130, 300], 128).unwrap();
         assert_eq!((g.min, g.max), (-200, 300));
@@ -1201,17 +1334,8 @@ mod tests {
     fn stale_windows() {
         let mk = |t_ms: f64, lag: i64| StaleReadSample {
             t_ms,
-            gap_before: 0,
-            gap_after_charge: 0,
-            gap_after_free: 0,
-            counter_delta: 0,
-            stat_delta: 0,
             stat_lag_after_charge: lag,
-            stat_lag_after_free: 0,
-            stale_for_ms: None,
-            follow_timed_out: false,
-            reader_reads: 0,
-            settle_ms: 0.0,
+            ..Default::default()
         };
         let s = [
             mk(0.0, 200),

@@ -462,7 +462,12 @@ pub fn trap_odds(setup: &SpikeSetup) -> Option<TrapOdds> {
         q.next_periodic = SimTime::MAX;
         q.hits.force = hit;
         let at = reader_start(&q, phase);
-        q.pages(1, charge_updates(setup), Some(at), &mut SpikeSample::default());
+        q.pages(
+            1,
+            charge_updates(setup),
+            Some(at),
+            &mut SpikeSample::default(),
+        );
         q.now += AFTER_CHARGE_WAIT;
         let lag = q.read_parent();
         Some((std::mem::take(&mut q.flushed_at), lag))
@@ -620,6 +625,74 @@ mod tests {
         let mut s = setup(Preset::Linux6_8, true);
         s.repetitions = 20;
         assert!(run(&s).unwrap().samples.iter().all(|x| x.lag <= 128));
+    }
+
+    /// A 1 MiB spike (256 pages) with the host's measured figures of a
+    /// stored run (windows 960/362 ns, 1,731 ns a page).
+    fn one_mib(window: Window) -> SpikeSetup {
+        SpikeSetup {
+            pages: 256,
+            follow_ms: 0.0,
+            window,
+            page_ns: Some(1731.0),
+            ..setup(Preset::Linux6_17, true)
+        }
+    }
+
+    #[test]
+    fn the_odds_follow_the_window() {
+        let w = |f: f64, l: f64| Window {
+            first_ns: f,
+            later_ns: l,
+        };
+        let o = trap_odds(&one_mib(w(960.0, 362.0))).unwrap();
+        // q = 1 - exp(-u W / tau), u = 4 - 1 + 1/31 instants a page.
+        let u = 4.0 - 1.0 + 1.0 / LRU_BATCH;
+        assert!((o.instants_per_page - u).abs() < 1e-9, "{o:?}");
+        let q = |w: f64| 1.0 - (-u * w / 1731.0).exp();
+        assert!((o.hit_first - q(960.0)).abs() < 1e-9, "{o:?}");
+        assert!((o.hit_later - q(362.0)).abs() < 1e-9, "{o:?}");
+        // Flushes every ~48 pages: about two with more than T = 128
+        // pages of the 256 to go.
+        assert!((1.0..=3.0).contains(&o.chances), "{o:?}");
+        assert!(o.flushes_at.len() >= 3, "{o:?}");
+        assert!(o.probability > 0.5 && o.probability < 0.99, "{o:?}");
+        // At most the odds of every chance hitting; at least the first's.
+        let mut last = 0.0;
+        for f in [0.0, 100.0, 400.0, 960.0, 3000.0, 1e6] {
+            let p = trap_odds(&one_mib(w(f, f * 0.4))).unwrap().probability;
+            assert!(p >= last, "{f}: {p} < {last}");
+            last = p;
+        }
+        assert_eq!(trap_odds(&one_mib(w(0.0, 0.0))).unwrap().probability, 0.0);
+        assert!(last > 0.99, "{last}");
+        // No reader, no odds.
+        let mut s = one_mib(w(960.0, 362.0));
+        s.concurrent_reader = false;
+        assert!(trap_odds(&s).is_none());
+    }
+
+    #[test]
+    fn the_simulated_race_traps_as_often_as_the_odds_say() {
+        // The sequence draws each flush's hit with the same q: over many
+        // repetitions its trapped fraction is the odds' probability.
+        let mut s = one_mib(Window {
+            first_ns: 700.0,
+            later_ns: 250.0,
+        });
+        s.repetitions = 2000;
+        let p = trap_odds(&s).unwrap().probability;
+        let o = run(&s).unwrap();
+        let k = o.samples.iter().filter(|x| x.lag > o.threshold).count() as f64;
+        let f = k / s.repetitions as f64;
+        // Four standard deviations of a binomial fraction.
+        let sd = (p * (1.0 - p) / s.repetitions as f64).sqrt();
+        assert!((f - p).abs() <= 4.0 * sd, "simulated {f}, odds {p}");
+        // Trapped, the parent misses what came after the trapping flush's
+        // visit of the leaf: more than T, less than the spike.
+        for x in o.samples.iter().filter(|x| x.lag > o.threshold) {
+            assert!(x.lag <= 256, "{x:?}");
+        }
     }
 
     #[test]
