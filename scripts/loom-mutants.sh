@@ -184,4 +184,16 @@ mutant "percpu model: a section's store without the restart check" src/rseq.rs "
 mutant "percpu model: arming load Acquire -> Relaxed" src/rseq.rs "                let gen = self.cpus[cpu].gen.load(Ordering::Acquire);
                 if cpu >= table.len {" "                let gen = self.cpus[cpu].gen.load(Ordering::Relaxed);
                 if cpu >= table.len {"
+# Tolerance reads (issue #37, src/within.rs and the partial flush in
+# src/flush.rs, src/dirty/partial.rs): the models in tests/loom.rs, mod
+# within.
+mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, frontier, sum))" "Some(Plan::new(g, frontier, 0))"
+mutant "partial flush: opened groups reset as if carried" src/dirty/partial.rs "Part::Opened => false," "Part::Opened => true,"
+mutant "partial flush: opened groups not aggregated" src/dirty/partial.rs "            if expanded {
+                out.push(n);" "            if expanded {"
+mutant "partial flush: an opened group leaves the tree with a left child on it" src/dirty/partial.rs "let empty = self.nodes.get(&n).is_none_or(|l| l.children.is_empty());" "let empty = true;"
+mutant "subtree read: the opened groups' left sums not counted" src/within/subtree.rs "g.children[i].iter().fold(0u64, |s, &c| {
+                s.saturating_add(if left[c] { bound[c] } else { composed[c] })
+            })" "0"
+mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }

@@ -32,6 +32,8 @@
 # for thousands of updates each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/step.sh
+. scripts/step.sh
 only="${ONLY:-}"
 
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
@@ -46,15 +48,15 @@ rustup component add --toolchain nightly miri rust-src >/dev/null
 host="$(rustc -vV | sed -n 's/^host: //p')"
 
 if [ -z "$only" ] || [ "$only" = miri ]; then
-    echo "== Miri: hierstat unit tests"
     # -Zmiri-disable-isolation: the tests read the monotonic clock.
     # -Zmiri-permissive-provenance: a chunk's head holds its exposed address
     # by design (rows.rs), which Miri otherwise warns about at every use.
     export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation -Zmiri-permissive-provenance}"
-    CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --lib
+    step "Miri: hierstat unit tests" \
+        env CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --lib
     if [ -n "${FULL:-}" ]; then
-        echo "== Miri: integration tests through the handles' pointers"
-        CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --test it -- \
+        step "Miri: integration tests through the handles' pointers" \
+            env CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --test it -- \
             basics:: owner:: selftests::three_level contracts::foreign \
             bounds::a_read_between bounds::a_leaf_reset bounds::a_counter_that
     else
@@ -62,8 +64,7 @@ if [ -z "$only" ] || [ "$only" = miri ]; then
     fi
 fi
 
-if [ -z "$only" ] || [ "$only" = tsan ]; then
-    echo "== ThreadSanitizer: hierstat owner-path tests on real threads"
+tsan_tests() {
     RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         CARGO_TARGET_DIR=target/tsan \
@@ -83,5 +84,8 @@ if [ -z "$only" ] || [ "$only" = tsan ]; then
         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test percpu -- --nocapture
+}
+if [ -z "$only" ] || [ "$only" = tsan ]; then
+    step "ThreadSanitizer: hierstat owner-path tests on real threads" tsan_tests
 fi
 echo "== sanitizers: clean"

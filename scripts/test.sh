@@ -5,8 +5,10 @@
 # model checks of the engine's update/flush races.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/step.sh
+. scripts/step.sh
 
-echo "== docs name only what exists"; python3 scripts/check-docs.py
+step "docs name only what exists" python3 scripts/check-docs.py
 
 # The HTML report test drives a real browser: Debian's chromium.
 if ! command -v chromium >/dev/null 2>&1; then
@@ -30,10 +32,9 @@ if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1;
     export HIERSTAT_EXPORTER_REQUIRE_PROMETHEUS=1
 fi
 
-echo "== cargo test --workspace"
-cargo test --workspace
+step "cargo test --workspace" cargo test --workspace
 
-echo "== loom model checks (hierstat)"
-LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+step "loom model checks (hierstat)" \
+    env LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p hierstat --lib --test loom --release

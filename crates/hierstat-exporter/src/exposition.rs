@@ -54,6 +54,14 @@
 //!   [`ScrapePolicy::Bounded`]) a gauge `prefix` + `error_bound_pages` holds
 //!   each group's bound ([`HierStats::error_bound_pages`]) in pages of
 //!   update magnitude, `+Inf` where the policy gives none (or it saturates);
+//! * **each sample's bound**: with [`ExporterBuilder::sample_bounds`]
+//!   (always under [`ScrapePolicy::Within`]) every hierarchical family
+//!   `prefix` + item + unit gets a companion gauge `prefix` + item +
+//!   `_bound` + unit (the unit stays last, as OpenMetrics asks) with the
+//!   same labels: the sample's error bound in the item's unit (`+Inf`
+//!   where there is none), so that `value − bound ≤ exact ≤ value + bound`
+//!   for an update-free moment, and an alert can say "at least 90%" as
+//!   `(memcg_anon_pages - memcg_anon_bound_pages) / limit > 0.9`;
 //! * **formats**: OpenMetrics 1.0 (`# TYPE`, `# UNIT`, `# HELP`, family
 //!   names without `_total`, `# EOF`) or the Prometheus text format 0.0.4
 //!   (`# HELP`, `# TYPE` on the sample name, no units), chosen per scrape
@@ -127,8 +135,12 @@
 //! different flush, and the identity holds again at the next scrape.
 
 use crate::error::Error;
-use crate::selection::ItemSelection;
-use hierstat::{FlushOutcome, Group, HierStats, ItemId, ItemKind, NodeItemId, Unit};
+use crate::selection::{ItemSelection, Tolerances};
+use hierstat::sim::{Simulator as _, WorkSink};
+use hierstat::{
+    FlushKind, FlushOutcome, Group, HierStats, ItemId, ItemKind, NodeItemId, OnBusy, ReadItem,
+    Tolerance, Unit, Within, WithinFlush,
+};
 use std::collections::HashMap;
 
 /// An exposition format.
@@ -199,6 +211,16 @@ pub enum ScrapePolicy {
     /// background flusher ([`HierStats::start_flusher`]) or the application
     /// keeps fresh.
     Cached,
+    /// Read every group within each item's tolerance
+    /// ([`ExporterBuilder::tolerance`], [`ExporterBuilder::item_tolerance`];
+    /// [`Tolerance::EXACT`] unless set) with one partial flush of the
+    /// exported subtree ([`HierStats::read_subtree_within`]): a scrape
+    /// flushes only the subtrees where some group's bound does not fit its
+    /// budget. Each sample's bound is exported beside it
+    /// ([`ExporterBuilder::sample_bounds`]). A `memory.stat`-like schema
+    /// has many items at 0, which a purely relative tolerance must read
+    /// exactly: [`Tolerance::Either`] (1%, or a few pages) suits it.
+    Within,
 }
 
 /// Where a family's values come from.
@@ -210,6 +232,16 @@ enum Source {
     /// A per-node item's total over nodes, one sample.
     NodeTotal(NodeItemId),
     Bound,
+    /// The bound of another family's samples (the same reads).
+    SampleBound(Value),
+}
+
+/// What a value family reads, for its bound's companion family.
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    Item(ItemId),
+    Node(NodeItemId),
+    NodeTotal(NodeItemId),
 }
 
 /// One metric family, its headers rendered once at build time.
@@ -217,6 +249,10 @@ enum Source {
 struct Family {
     source: Source,
     local: bool,
+    /// Under [`ScrapePolicy::Within`], where this family's values (or
+    /// bounds) are in a group's tolerance reads (one per node for a
+    /// per-node family).
+    read_at: Option<usize>,
     /// Sample name (the family name plus `_total` for counters).
     sample: String,
     /// The sample name and `{`, what every sample line starts with.
@@ -234,8 +270,15 @@ pub struct Rendered {
     pub groups: usize,
     /// Sample lines written.
     pub samples: usize,
-    /// The scrape policy's flush, if it ran one.
+    /// The scrape policy's flush, if it ran one (not under
+    /// [`ScrapePolicy::Within`]: see `within`).
     pub flush: Option<FlushOutcome>,
+    /// Under [`ScrapePolicy::Within`]: what the shared flush did.
+    pub within: Option<WithinFlush>,
+    /// Under [`ScrapePolicy::Within`]: samples whose bound does not fit
+    /// their tolerance (saturated items only: the scrape waits for a
+    /// running flush rather than return a bound over budget).
+    pub unmet: usize,
 }
 
 /// Configures an [`Exporter`]; start with [`Exporter::builder`].
@@ -253,6 +296,8 @@ pub struct ExporterBuilder {
     policy: ScrapePolicy,
     help: HashMap<String, String>,
     renames: HashMap<String, String>,
+    tolerances: Tolerances,
+    sample_bounds: bool,
 }
 
 impl ExporterBuilder {
@@ -347,6 +392,34 @@ impl ExporterBuilder {
         self
     }
 
+    /// The tolerance of every item under [`ScrapePolicy::Within`]
+    /// (default [`Tolerance::EXACT`]), in the item's unit or relative to
+    /// each sample's value; [`item_tolerance`](Self::item_tolerance)
+    /// overrides it per item.
+    pub fn tolerance(mut self, tolerance: Tolerance) -> Self {
+        self.tolerances.set_default(tolerance);
+        self
+    }
+
+    /// The tolerance of the items `pattern` matches (an exact schema name
+    /// or a `prefix*`, as [`allow_items`](Self::allow_items)'); the last
+    /// matching call wins. A per-node item's tolerance applies to its total
+    /// and to each node's value alike. [`build`](Self::build) checks the
+    /// pattern and the tolerance.
+    pub fn item_tolerance(mut self, pattern: &str, tolerance: Tolerance) -> Self {
+        self.tolerances.set(pattern.to_string(), tolerance);
+        self
+    }
+
+    /// Also exports each hierarchical sample's error bound, in the item's
+    /// unit, as a companion family `…_bound` (see the [module
+    /// docs](self)); always on under [`ScrapePolicy::Within`]. Under the
+    /// other policies the bound is [`HierStats::read_bounded`]'s.
+    pub fn sample_bounds(mut self, on: bool) -> Self {
+        self.sample_bounds = on;
+        self
+    }
+
     /// Exposes `item` under `name` instead of its schema name: its families
     /// become `prefix` + `name` (sanitized as item names are) + the unit
     /// suffix. For names that read badly as metric names, e.g. the
@@ -386,7 +459,8 @@ impl ExporterBuilder {
     /// exposed items sanitize to the same metric name, [`Error::UnknownItem`]
     /// for a help text, a rename or an exact allow/deny name of an item the
     /// schema lacks, [`Error::UnmatchedPattern`] for an allow/deny prefix that
-    /// matches no item.
+    /// matches no item, [`Error::Hierstat`] for an invalid tolerance
+    /// ([`hierstat::Error::InvalidTolerance`]).
     pub fn build(self) -> Result<Exporter, Error> {
         if !valid_prefix(&self.prefix) {
             return Err(Error::InvalidPrefix(self.prefix));
@@ -408,6 +482,7 @@ impl ExporterBuilder {
             return Err(Error::UnknownItem(item.clone()));
         }
         self.items.check(schema)?;
+        self.tolerances.check(schema)?;
         if let Some(item) = self
             .renames
             .keys()
@@ -427,6 +502,10 @@ impl ExporterBuilder {
             }
         };
         let mut families = Vec::new();
+        let within = self.policy == ScrapePolicy::Within;
+        let sample_bounds = self.sample_bounds || within;
+        // Under `Within`, every hierarchical value is a tolerance read.
+        let mut reads: Vec<(ReadItem, Tolerance)> = Vec::new();
         let scopes: &[bool] = if self.local { &[false, true] } else { &[false] };
         for &local in scopes {
             for info in schema
@@ -435,18 +514,24 @@ impl ExporterBuilder {
                 .filter(|i| self.items.exposes(&i.name))
             {
                 // Exhaustive: a new kind of item must decide its type here.
-                let (source, counter) = match info.kind {
+                let (source, value, counter) = match info.kind {
                     ItemKind::NodeState | ItemKind::NodeEvent => {
                         let item = schema.node_item(&info.name)?;
-                        let source = if self.per_node {
-                            Source::Node(item)
+                        let (source, value) = if self.per_node {
+                            (Source::Node(item), Value::Node(item))
                         } else {
-                            Source::NodeTotal(item)
+                            (Source::NodeTotal(item), Value::NodeTotal(item))
                         };
-                        (source, info.kind == ItemKind::NodeEvent)
+                        (source, value, info.kind == ItemKind::NodeEvent)
                     }
-                    ItemKind::State => (Source::Item(schema.item(&info.name)?), false),
-                    ItemKind::Event => (Source::Item(schema.item(&info.name)?), true),
+                    ItemKind::State | ItemKind::Event => {
+                        let item = schema.item(&info.name)?;
+                        (
+                            Source::Item(item),
+                            Value::Item(item),
+                            info.kind == ItemKind::Event,
+                        )
+                    }
                 };
                 let mut base = self.prefix.clone();
                 if local {
@@ -461,13 +546,24 @@ impl ExporterBuilder {
                     }
                 }
                 let unit = unit_suffix(info.unit);
+                // The bound family's name: the item's, `_bound`, the unit.
+                let mut bound_base = base.clone();
+                if let Some(u) = unit {
+                    if let Some(stripped) = bound_base.strip_suffix(&format!("_{u}")) {
+                        bound_base.truncate(stripped.len());
+                    }
+                }
+                bound_base.push_str("_bound");
                 if let Some(u) = unit {
                     if !base.ends_with(&format!("_{u}")) {
                         base.push('_');
                         base.push_str(u);
                     }
+                    bound_base.push('_');
+                    bound_base.push_str(u);
                 }
                 let base = leading_digit_safe(base);
+                let bound_base = leading_digit_safe(bound_base);
                 let owner = if local {
                     format!("local {}", info.name)
                 } else {
@@ -493,9 +589,38 @@ impl ExporterBuilder {
                     .unwrap_or_else(|| {
                         default_help(info.kind, &info.name, info.unit, local, self.per_node)
                     });
-                families.push(Family::new(
-                    source, local, base, sample, counter, unit, &help,
-                ));
+                let read_at = (within && !local).then(|| {
+                    let at = reads.len();
+                    let t = self.tolerances.of(&info.name);
+                    match value {
+                        Value::Item(i) => reads.push((ReadItem::Item(i), t)),
+                        Value::NodeTotal(i) => reads.push((ReadItem::Node(i, None), t)),
+                        Value::Node(i) => reads
+                            .extend((0..schema.nodes()).map(|n| (ReadItem::Node(i, Some(n)), t))),
+                    }
+                    at
+                });
+                let mut family = Family::new(source, local, base, sample, counter, unit, &help);
+                family.read_at = read_at;
+                families.push(family);
+                if sample_bounds && !local {
+                    claim(&bound_base, &format!("bound of {}", info.name))?;
+                    let mut bound = Family::new(
+                        Source::SampleBound(value),
+                        false,
+                        bound_base.clone(),
+                        bound_base,
+                        false,
+                        unit,
+                        &format!(
+                            "hierstat error bound of `{}` ({}): the largest distance of each sample from the exact value (+Inf where none is known).",
+                            info.name,
+                            info.unit.name()
+                        ),
+                    );
+                    bound.read_at = read_at;
+                    families.push(bound);
+                }
             }
         }
         let bounds = self.bounds || self.policy == ScrapePolicy::Bounded;
@@ -519,6 +644,7 @@ impl ExporterBuilder {
             node_label: self.node_label,
             policy: self.policy,
             families,
+            reads,
         })
     }
 }
@@ -527,9 +653,22 @@ impl Family {
     /// Samples per group: one per NUMA node for a per-node family, else one.
     fn width(&self, nodes: usize) -> usize {
         match self.source {
-            Source::Node(_) => nodes,
-            Source::Item(_) | Source::NodeTotal(_) | Source::Bound => 1,
+            Source::Node(_) | Source::SampleBound(Value::Node(_)) => nodes,
+            Source::Item(_) | Source::NodeTotal(_) | Source::Bound | Source::SampleBound(_) => 1,
         }
+    }
+
+    /// Whether a sample of this family can be `+Inf` (`UNBOUNDED`).
+    fn is_bound(&self) -> bool {
+        matches!(self.source, Source::Bound | Source::SampleBound(_))
+    }
+
+    /// Whether each sample of this family has a `node` label.
+    fn per_node(&self) -> bool {
+        matches!(
+            self.source,
+            Source::Node(_) | Source::SampleBound(Value::Node(_))
+        )
     }
 
     fn new(
@@ -555,6 +694,7 @@ impl Family {
             open: format!("{sample}{{"),
             source,
             local,
+            read_at: None,
             sample,
             om_header,
             prom_header,
@@ -573,6 +713,8 @@ pub struct Exporter {
     node_label: String,
     policy: ScrapePolicy,
     families: Vec<Family>,
+    /// Under [`ScrapePolicy::Within`], each group's tolerance reads.
+    reads: Vec<(ReadItem, Tolerance)>,
 }
 
 impl Exporter {
@@ -591,6 +733,8 @@ impl Exporter {
             policy: ScrapePolicy::Flush,
             help: HashMap::new(),
             renames: HashMap::new(),
+            tolerances: Tolerances::default(),
+            sample_bounds: false,
         }
     }
 
@@ -629,12 +773,53 @@ impl Exporter {
     /// An engine error from a read (none is expected: every group and item
     /// comes from this tree).
     pub fn render(&self, format: Format, out: &mut Vec<u8>) -> Result<Rendered, Error> {
-        let flush = match self.policy {
-            ScrapePolicy::Flush => Some(self.stats.flush_forced(&self.root)?),
-            ScrapePolicy::Bounded => Some(self.stats.flush(&self.root)?),
-            ScrapePolicy::Cached => None,
+        self.render_with(format, out, &mut ())
+    }
+
+    /// [`render`](Self::render), reporting the engine work of the scrape
+    /// policy's flush and reads to `work` (see [`hierstat::sim`]): what
+    /// the lab prices, and what compares scrape policies.
+    ///
+    /// # Errors
+    /// As [`render`](Self::render).
+    pub fn render_with<W: WorkSink>(
+        &self,
+        format: Format,
+        out: &mut Vec<u8>,
+        work: &mut W,
+    ) -> Result<Rendered, Error> {
+        // Under `Within`: each group with its tolerance reads, in the
+        // engine's order (parents first, children by name: `subtree`'s).
+        let mut within_reads: Vec<Within> = Vec::new();
+        let mut within = None;
+        let mut unmet = 0;
+        let (flush, groups) = match self.policy {
+            ScrapePolicy::Flush => (
+                Some(self.stats.flush_with(&self.root, FlushKind::Forced, work)?),
+                self.subtree(),
+            ),
+            ScrapePolicy::Bounded => (
+                Some(self.stats.flush_with(&self.root, FlushKind::Read, work)?),
+                self.subtree(),
+            ),
+            ScrapePolicy::Cached => (None, self.subtree()),
+            ScrapePolicy::Within => {
+                let mut groups = Vec::new();
+                within = Some(self.stats.read_subtree_within_with(
+                    &self.root,
+                    &self.reads,
+                    OnBusy::Wait,
+                    |g, w| {
+                        groups.push(g.clone());
+                        unmet += w.iter().filter(|w| !w.met).count();
+                        within_reads.extend_from_slice(w);
+                    },
+                    work,
+                )?);
+                (None, groups)
+            }
         };
-        let groups = self.subtree();
+        let per_group = self.reads.len();
         // Each group's `path="..."` label, escaped once per render into one
         // arena rather than once per sample (in the gather loop below).
         let mut arena = String::with_capacity(groups.len() * (self.path_label.len() + 40));
@@ -655,6 +840,7 @@ impl Exporter {
         // cache, instead of a separate pass over every node at the end.
         for (gi, g) in groups.into_iter().enumerate() {
             let g = &g;
+            let reads = &within_reads[(gi * per_group).min(within_reads.len())..];
             let start = arena.len();
             arena.push_str(&self.path_label);
             arena.push_str("=\"");
@@ -663,7 +849,25 @@ impl Exporter {
             spans.push(start..arena.len());
             let mut col = 0;
             for f in &self.families {
+                if let Some(at) = f.read_at {
+                    // A tolerance read's value or bound.
+                    for i in 0..width(f) {
+                        let r = reads[at + i].read;
+                        values[(col + i) * n + gi] = if f.is_bound() {
+                            r.bound.unwrap_or(UNBOUNDED)
+                        } else {
+                            r.value
+                        };
+                    }
+                    col += width(f);
+                    continue;
+                }
                 match f.source {
+                    Source::SampleBound(v) => {
+                        for i in 0..width(f) {
+                            values[(col + i) * n + gi] = self.sample_bound(g, v)?;
+                        }
+                    }
                     Source::Item(item) => {
                         values[col * n + gi] = if f.local {
                             self.stats.read_local(g, item)?
@@ -712,13 +916,15 @@ impl Exporter {
                 let labels = &arena.as_bytes()[span.clone()];
                 for (node, node_label) in node_labels.iter().enumerate().take(width(f)) {
                     let v = values[(col + node) * n + gi];
-                    let v = match f.source {
-                        Source::Bound if v == UNBOUNDED => &b"+Inf"[..],
-                        _ => num.format(v).as_bytes(),
+                    let v = if f.is_bound() && v == UNBOUNDED {
+                        &b"+Inf"[..]
+                    } else {
+                        num.format(v).as_bytes()
                     };
-                    let close = match f.source {
-                        Source::Node(_) => node_label.as_bytes(),
-                        _ => b"} ",
+                    let close = if f.per_node() {
+                        node_label.as_bytes()
+                    } else {
+                        b"} "
                     };
                     sample_line(out, &f.open, labels, close, v);
                     samples += 1;
@@ -733,6 +939,24 @@ impl Exporter {
             groups: n,
             samples,
             flush,
+            within,
+            unmet,
+        })
+    }
+
+    /// A sample's bound in its item's unit outside [`ScrapePolicy::Within`]
+    /// (`u64::MAX` for none): [`HierStats::read_bounded`]'s, or for a
+    /// per-node item the group's bound in the item's unit.
+    fn sample_bound(&self, g: &Group, v: Value) -> Result<u64, Error> {
+        const UNBOUNDED: u64 = u64::MAX;
+        Ok(match v {
+            Value::Item(item) => self.stats.read_bounded(g, item)?.bound.unwrap_or(UNBOUNDED),
+            Value::Node(item) | Value::NodeTotal(item) => {
+                let unit = self.stats.schema().node_info(item)?.unit;
+                self.stats
+                    .error_bound_pages(g)?
+                    .map_or(UNBOUNDED, |p| unit.from_pages(p))
+            }
         })
     }
 
@@ -1119,6 +1343,86 @@ mod tests {
         ));
         // Only exposed items can collide.
         assert!(Exporter::builder(s).deny_items(["a-b"]).build().is_ok());
+    }
+
+    #[test]
+    fn within_policy_exports_each_sample_with_its_bound() {
+        let (stats, anon, file, faults) = tree();
+        let g = stats.create(&stats.root(), "g").unwrap();
+        stats.add(&g, anon, 1 << 30).unwrap();
+        stats.add_node(&g, file, 1, 1000).unwrap();
+        stats.add(&g, faults, 1000).unwrap();
+        let e = Exporter::builder(stats.clone())
+            .prefix("t_")
+            .per_node(true)
+            .policy(ScrapePolicy::Within)
+            .tolerance(Tolerance::Relative(0.5))
+            .item_tolerance("pgfault", Tolerance::EXACT)
+            .build()
+            .unwrap();
+        assert_eq!(
+            e.sample_names().collect::<Vec<_>>(),
+            [
+                "t_anon_bytes",
+                "t_anon_bound_bytes",
+                "t_file_pages",
+                "t_file_bound_pages",
+                "t_pgfault_total",
+                "t_pgfault_bound"
+            ]
+        );
+        // Two nodes of file, twice.
+        assert_eq!(e.samples_per_group(), 8);
+        let mut out = Vec::new();
+        let r = e.render(Format::OpenMetrics, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!((r.groups, r.samples, r.unmet), (2, 16, 0));
+        assert!(r.within.is_some() && r.flush.is_none());
+        // pgfault must be exact: the whole tree was flushed, every bound 0.
+        assert!(
+            text.contains("t_anon_bytes{path=\"/g\"} 1073741824\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("t_anon_bound_bytes{path=\"/g\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains("t_file_bound_pages{path=\"/\",node=\"1\"} 0\n"));
+        assert!(text.contains("t_pgfault_bound{path=\"/g\"} 0\n"));
+        assert!(text.contains("# TYPE t_anon_bound_bytes gauge\n# UNIT t_anon_bound_bytes bytes\n"));
+        // Half of each value: a few more pages need no flush.
+        stats.add(&g, faults, 1).unwrap();
+        let e = Exporter::builder(stats.clone())
+            .policy(ScrapePolicy::Within)
+            .tolerance(Tolerance::Relative(0.5))
+            .build()
+            .unwrap();
+        let r = e.render(Format::Prometheus, &mut Vec::new()).unwrap();
+        assert_eq!((r.within, r.unmet), (Some(hierstat::WithinFlush::None), 0));
+        // Bad tolerances and patterns are build errors.
+        assert!(matches!(
+            Exporter::builder(stats.clone())
+                .tolerance(Tolerance::Relative(f64::NAN))
+                .build(),
+            Err(Error::Hierstat(hierstat::Error::InvalidTolerance(_)))
+        ));
+        assert!(matches!(
+            Exporter::builder(stats.clone())
+                .item_tolerance("nope", Tolerance::EXACT)
+                .build(),
+            Err(Error::UnknownItem(_))
+        ));
+        // Under another policy, the bounds are the plain reads'.
+        let e = Exporter::builder(stats)
+            .policy(ScrapePolicy::Cached)
+            .sample_bounds(true)
+            .build()
+            .unwrap();
+        let text = e.render_to_string(Format::Prometheus).unwrap();
+        assert!(
+            text.contains("hierstat_pgfault_bound{path=\"/g\"} "),
+            "{text}"
+        );
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //!   label, optionally per-NUMA-node items per node with a `node` label,
 //!   each group's own (`local_`) values and its error bound — after the
 //!   [`ScrapePolicy`]'s flush (see [`exposition`] for the exact format);
+//!   under [`ScrapePolicy::Within`] each item is read within its tolerance
+//!   ([`ExporterBuilder::tolerance`], [`ExporterBuilder::item_tolerance`]:
+//!   relative, absolute, or the larger of the two) with one partial flush
+//!   that leaves whatever already fits, and each sample's bound is a
+//!   companion `…_bound` series, so that an alert can say "at least";
 //! * [`HierRecorder`]: a [`metrics`] recorder mapping one label (`tenant`,
 //!   a path, ...) to a group and the metric name to an item, so that code
 //!   written against `metrics::counter!` / `gauge!` gets hierarchical

@@ -13,7 +13,7 @@
 //! [`ExporterBuilder::deny_items`]: crate::ExporterBuilder::deny_items
 
 use crate::error::Error;
-use hierstat::Schema;
+use hierstat::{Schema, Tolerance};
 
 /// One allow or deny pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +106,63 @@ impl ItemSelection {
     }
 }
 
+/// Each item's tolerance under
+/// [`ScrapePolicy::Within`](crate::ScrapePolicy::Within): a default, and
+/// patterns (as the allow and deny lists') whose last match wins
+/// ([`ExporterBuilder::tolerance`](crate::ExporterBuilder::tolerance),
+/// [`ExporterBuilder::item_tolerance`](crate::ExporterBuilder::item_tolerance)).
+#[derive(Debug, Clone)]
+pub(crate) struct Tolerances {
+    default: Tolerance,
+    items: Vec<(Pattern, Tolerance)>,
+}
+
+impl Default for Tolerances {
+    fn default() -> Self {
+        Tolerances {
+            default: Tolerance::EXACT,
+            items: Vec::new(),
+        }
+    }
+}
+
+impl Tolerances {
+    /// Sets the default.
+    pub(crate) fn set_default(&mut self, t: Tolerance) {
+        self.default = t;
+    }
+
+    /// Adds a pattern's tolerance (it overrides earlier ones where both
+    /// match).
+    pub(crate) fn set(&mut self, pattern: String, t: Tolerance) {
+        self.items.push((Pattern::parse(pattern), t));
+    }
+
+    /// Checks that every pattern matches an item of `schema` and every
+    /// tolerance is valid.
+    ///
+    /// # Errors
+    /// [`Error::UnknownItem`], [`Error::UnmatchedPattern`],
+    /// [`Error::Hierstat`] with [`hierstat::Error::InvalidTolerance`].
+    pub(crate) fn check(&self, schema: &Schema) -> Result<(), Error> {
+        self.default.check()?;
+        for (p, t) in &self.items {
+            p.check(schema)?;
+            t.check()?;
+        }
+        Ok(())
+    }
+
+    /// The tolerance of the item named `name`.
+    pub(crate) fn of(&self, name: &str) -> Tolerance {
+        self.items
+            .iter()
+            .rev()
+            .find(|(p, _)| p.matches(name))
+            .map_or(self.default, |&(_, t)| t)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +226,26 @@ mod tests {
         sel.allow(Vec::<String>::new());
         sel.check(&schema()).unwrap();
         assert!(exposed(&sel).is_empty());
+    }
+
+    #[test]
+    fn the_last_matching_tolerance_wins() {
+        let mut t = Tolerances::default();
+        t.set_default(Tolerance::Relative(0.01));
+        t.set("workingset_*".into(), Tolerance::Absolute(5));
+        t.set("workingset_nodereclaim".into(), Tolerance::EXACT);
+        t.check(&schema()).unwrap();
+        assert_eq!(t.of("anon"), Tolerance::Relative(0.01));
+        assert_eq!(t.of("workingset_refault_anon"), Tolerance::Absolute(5));
+        assert_eq!(t.of("workingset_nodereclaim"), Tolerance::EXACT);
+        t.set("pgscan".into(), Tolerance::EXACT);
+        assert!(matches!(t.check(&schema()), Err(Error::UnknownItem(_))));
+        let mut t = Tolerances::default();
+        t.set_default(Tolerance::Relative(-1.0));
+        assert!(matches!(
+            t.check(&schema()),
+            Err(Error::Hierstat(hierstat::Error::InvalidTolerance(_)))
+        ));
     }
 
     #[test]

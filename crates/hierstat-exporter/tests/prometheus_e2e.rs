@@ -2,6 +2,11 @@
 //! `serve_workload` example's service on 127.0.0.1 while writer threads
 //! update the tree; through Prometheus's HTTP API, every parent's series
 //! must equal the sum of its children's plus its own (`local_`) share.
+//! A second test scrapes with a tolerance (`ScrapePolicy::Within`): every
+//! sample's `_bound` series must fit its budget (a PromQL query that must
+//! return nothing), the "at least" expression an alert would use must
+//! evaluate, and once the writers stop, each sample must be within its
+//! bound of the exact value.
 //!
 //! Bounded in time (a 90 s deadline for Prometheus to come up and scrape
 //! twice); the Prometheus process is killed and its data directory (a
@@ -11,6 +16,7 @@ mod common;
 #[path = "../examples/serve_workload/workload.rs"]
 mod workload;
 
+use hierstat::Tolerance;
 use hierstat_exporter::{Exporter, Format, MetricsServer, ScrapePolicy};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -258,4 +264,187 @@ fn prometheus_scrapes_the_service_and_parents_sum_their_children() {
     let data = dir.path().to_path_buf();
     dir.close().unwrap();
     assert!(!data.exists());
+}
+
+/// A Prometheus scraping `target` every second, in `dir`.
+fn start_prometheus(
+    prometheus: &std::path::Path,
+    target: SocketAddr,
+    dir: &std::path::Path,
+) -> (Killed, SocketAddr, std::path::PathBuf) {
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+             scrape_configs:\n  - job_name: hierstat\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let log_path = dir.join("prometheus.log");
+    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let child = Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom_addr}"))
+        .arg("--log.level=warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .expect("start prometheus");
+    (Killed(child), prom_addr, log_path)
+}
+
+/// Waits (until `deadline`) for a successful scrape that started after
+/// `after` (Unix seconds) and whose predecessor succeeded too; returns its
+/// timestamp.
+fn scrape_after(
+    prom: &mut Killed,
+    addr: SocketAddr,
+    log: &std::path::Path,
+    after: f64,
+    deadline: Instant,
+) -> f64 {
+    loop {
+        if let Ok(Some(status)) = prom.0.try_wait() {
+            panic!(
+                "prometheus exited ({status}):\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no successful scrape within the deadline\nprometheus log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        let ups = query(
+            addr,
+            r#"count_over_time(up{job="hierstat"}[5m]) >= 2 and up{job="hierstat"} == 1"#,
+            None,
+        );
+        if ups.is_some_and(|v| !v.is_empty()) {
+            let t = query(addr, r#"timestamp(up{job="hierstat"})"#, None).unwrap();
+            let t = sample_value(&t[0]);
+            if t > after {
+                return t;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn prometheus_scrapes_within_a_tolerance_and_each_sample_has_its_bound() {
+    let Some(prometheus) = common::tool("prometheus") else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let work = workload::Workload::start(2, 30, 200, 11);
+    // 1% of each sample, or 1 MiB (256 pages; counts: 256).
+    let floor = 256;
+    let mut builder = Exporter::builder(work.stats.clone())
+        .prefix("memcg_")
+        .policy(ScrapePolicy::Within);
+    for info in work.stats.schema().items() {
+        let unit = if info.unit == hierstat::Unit::Bytes {
+            4096
+        } else {
+            1
+        };
+        builder = builder.item_tolerance(
+            &info.name,
+            Tolerance::Either {
+                relative: 0.01,
+                absolute: floor * unit,
+            },
+        );
+    }
+    let exporter = builder.build().unwrap();
+    let stats = work.stats.clone();
+    let server = MetricsServer::bind("127.0.0.1:0", exporter).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut prom, prom_addr, log) = start_prometheus(&prometheus, server.local_addr(), dir.path());
+    let first = scrape_after(&mut prom, prom_addr, &log, 0.0, deadline);
+
+    // Every value series has its bound, and every bound fits its budget.
+    let families = [
+        ("anon_pages", "anon_bound_pages", 1.0),
+        ("file_pages", "file_bound_pages", 1.0),
+        ("pgfault_total", "pgfault_bound", 1.0),
+    ];
+    for (value, bound, unit) in families {
+        let v = query(prom_addr, &format!("memcg_{value}"), Some(first)).unwrap();
+        let b = query(prom_addr, &format!("memcg_{bound}"), Some(first)).unwrap();
+        assert_eq!(v.len(), stats.len(), "{value}: one series per group");
+        assert_eq!(b.len(), v.len(), "{bound}: one per {value} series");
+        let over = query(
+            prom_addr,
+            &format!(
+                "memcg_{bound} > on(path) clamp_min(0.01 * memcg_{value}, {})",
+                floor as f64 * unit
+            ),
+            Some(first),
+        )
+        .unwrap();
+        assert!(over.is_empty(), "{bound} over budget: {over:?}");
+        // What an alert says: at least this much.
+        let at_least = query(
+            prom_addr,
+            &format!("memcg_{value} - on(path) memcg_{bound}"),
+            Some(first),
+        )
+        .unwrap();
+        assert_eq!(at_least.len(), v.len(), "{value} - {bound}");
+    }
+
+    // With the writers stopped, a later scrape is within its bounds of the
+    // exact values.
+    let updates = work.stop();
+    let stopped = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let last = scrape_after(&mut prom, prom_addr, &log, stopped + 0.5, deadline);
+    stats.flush_forced(&stats.root()).unwrap();
+    let ms = models::memcg::MemcgSchema::new(workload::NODES).unwrap();
+    let anon = match ms.slot(models::memcg::Stat::Anon) {
+        models::memcg::Slot::Node(i) => i,
+        models::memcg::Slot::Plain(_) => unreachable!("anon is per node"),
+    };
+    let values = query(prom_addr, "memcg_anon_pages", Some(last)).unwrap();
+    let bounds: BTreeMap<String, f64> = query(prom_addr, "memcg_anon_bound_pages", Some(last))
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["metric"]["path"].as_str().unwrap().to_string(),
+                sample_value(s),
+            )
+        })
+        .collect();
+    let mut checked = 0;
+    for s in &values {
+        let path = s["metric"]["path"].as_str().unwrap();
+        let g = stats.lookup(path).unwrap();
+        let exact = stats.read_node(&g, anon, None).unwrap() as f64;
+        let (v, b) = (sample_value(s), bounds[path]);
+        assert!(
+            (v - exact).abs() <= b,
+            "{path}: {v} vs exact {exact}, bound {b}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, stats.len());
+    eprintln!(
+        "prometheus e2e within 1% or {floor} pages: {} groups, {updates} updates, \
+         budgets held at the first scrape, {checked} samples within their bounds after the writers stopped",
+        stats.len()
+    );
+    drop(prom);
+    server.shutdown();
+    dir.close().unwrap();
 }

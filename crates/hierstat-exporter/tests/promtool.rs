@@ -121,6 +121,41 @@ fn promtool_accepts_local_families_and_odd_paths() {
     );
 }
 
+/// A scrape within a tolerance: every family and its `_bound` companion
+/// (per node too) pass `promtool check metrics` without a lint.
+#[test]
+fn promtool_accepts_sample_bounds_under_a_tolerance() {
+    let Some(promtool) = common::tool("promtool") else {
+        return;
+    };
+    let ms = MemcgSchema::new(2).unwrap();
+    let stats = HierStats::new(ms.schema().clone(), Config::preset(Preset::Hierstat)).unwrap();
+    common::fanout_tree(&stats, &[3, 5]);
+    common::fill_memcg(&stats, &ms);
+    let exporter = Exporter::builder(stats)
+        .prefix("memcg_")
+        .rename(RENAMED.0, RENAMED.1)
+        .per_node(true)
+        .policy(ScrapePolicy::Within)
+        .tolerance(hierstat::Tolerance::Either {
+            relative: 0.01,
+            absolute: 256,
+        })
+        .build()
+        .unwrap();
+    let text = exporter.render_to_string(Format::Prometheus).unwrap();
+    assert!(
+        text.contains("memcg_anon_bound_pages{path=\"/\",node=\"0\"} "),
+        "{text}"
+    );
+    assert!(text.contains("memcg_pgfault_bound{path=\"/\"} "));
+    let (ok, report) = promtool_check(&promtool, text.as_bytes());
+    assert!(
+        ok && report.trim().is_empty(),
+        "promtool check metrics:\n{report}"
+    );
+}
+
 /// The type each exposed item must have: a counter for an event (monotonic),
 /// a gauge for a state or a per-node state (signed), whatever the switches.
 #[test]

@@ -27,6 +27,9 @@ use crate::work::{Work, WorkSink};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+mod partial;
+pub(crate) use partial::Part;
+
 /// Marks "no group" in tree links.
 pub(crate) const NONE: u32 = u32::MAX;
 

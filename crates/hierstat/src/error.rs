@@ -68,6 +68,10 @@ pub enum Error {
     /// The configuration is out of range (see [`ConfigError`]).
     #[error("invalid configuration: {0}")]
     InvalidConfig(#[from] ConfigError),
+    /// A relative tolerance that is negative, infinite or NaN (see
+    /// [`Tolerance`](crate::Tolerance)).
+    #[error("invalid tolerance: relative {0} (a finite fraction >= 0)")]
+    InvalidTolerance(String),
     /// The background flusher's thread could not be started.
     #[error("cannot start the background flusher: {0}")]
     Spawn(String),

@@ -73,6 +73,7 @@
 //! assumes.
 
 pub(crate) mod outcome;
+pub(crate) mod partial;
 pub(crate) mod state;
 
 pub use outcome::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
@@ -86,6 +87,7 @@ use crate::state::GroupState;
 use crate::sync::{Arc, MutexGuard, Ordering, Ranked};
 use crate::tree::groups::Structure;
 use crate::work::{Work, WorkSink};
+use partial::Plan;
 use state::{FlushingGuard, Gate, Wait};
 
 /// What a flush took from the threshold accounting, to give back once the
@@ -294,7 +296,7 @@ impl Core {
                 FlushOutcome::NotNeeded
             }
             Some((gate, _)) => {
-                self.flush_subtree(&target, &gate, work);
+                self.flush_subtree(&target, &gate, None, work);
                 FlushOutcome::Flushed {
                     root: target.hot.parent.is_none(),
                 }
@@ -309,7 +311,7 @@ impl Core {
             .flushes
             .enter(&self.params.policy, g, Wait::Block, work)
             .expect("a blocking gate entry always succeeds");
-        self.flush_subtree(g, &gate, work);
+        self.flush_subtree(g, &gate, None, work);
     }
 
     /// Excludes every flush (for `verify`).
@@ -344,9 +346,23 @@ impl Core {
     /// the flush lock, then the structure lock, then the shard's tree;
     /// otherwise the gate is already held and the structure lock is taken
     /// once for the whole flush.
-    fn flush_subtree<W: WorkSink>(&self, x: &Arc<GroupState>, gate: &Gate<'_>, work: &mut W) {
+    ///
+    /// With a `plan` (a tolerance read's, see `within.rs`) the flush is
+    /// *partial*: it leaves the plan's left subtrees alone, aggregates the
+    /// opened groups (`x` and the ancestors of left groups) without taking
+    /// their residues or resetting their accounting, and flushes everything
+    /// else as this flush would (see `flush/partial.rs`). A partial flush of
+    /// the root is not a root flush (it does not restart the ratelimit
+    /// clock), and the planner never makes one under a global threshold.
+    pub(crate) fn flush_subtree<W: WorkSink>(
+        &self,
+        x: &Arc<GroupState>,
+        gate: &Gate<'_>,
+        plan: Option<&Plan>,
+        work: &mut W,
+    ) {
         let _flushing = FlushingGuard::enter(&self.flushes);
-        let is_root = x.hot.parent.is_none();
+        let is_root = x.hot.parent.is_none() && plan.is_none();
         if is_root {
             self.flushes.root_flush_started(self.params.clock.now_ns());
         }
@@ -379,7 +395,11 @@ impl Core {
                 let mut tree = self.dirty.tree(s);
                 self.drain(s, st, &mut tree, false, work);
                 list.clear();
-                tree.collect(x.hot.id, &mut list);
+                // A partial flush resets the carried groups only.
+                match plan {
+                    None => tree.collect(x.hot.id, &mut list),
+                    Some(p) => tree.collect_carried(x.hot.id, |id| p.part(id), &mut list),
+                }
                 if !list.is_empty() {
                     hand.snapshot(st, &list);
                 }
@@ -417,7 +437,13 @@ impl Core {
                     // queueing its row; the fence acquires those, so the
                     // drain below finds every such row (waiting for a claim
                     // still pushing), and the pass carries what was taken.
-                    tree.collect(x.hot.id, &mut list);
+                    // A partial flush takes the carried groups' residues
+                    // only: an opened group's counts its left descendants'
+                    // updates, which the pass does not carry.
+                    match plan {
+                        None => tree.collect(x.hot.id, &mut list),
+                        Some(p) => tree.collect_carried(x.hot.id, |id| p.part(id), &mut list),
+                    }
                     if !list.is_empty() {
                         let rows = rows_of(st, s, &list);
                         self.take_residues(st, &list, &rows, &mut hand, work);
@@ -426,7 +452,12 @@ impl Core {
                     crate::sync::fence_acquire();
                 }
                 self.drain(s, st, &mut tree, true, work);
-                tree.extract(x.hot.id, parent_id, &mut list);
+                match plan {
+                    None => tree.extract(x.hot.id, parent_id, &mut list),
+                    Some(p) => {
+                        tree.extract_partial(x.hot.id, parent_id, |id| p.part(id), &mut list)
+                    }
+                }
             }
             // Most shards have nothing queued at most flushes: nothing more
             // to do on them.

@@ -19,8 +19,9 @@
 //! # Transitions
 //!
 //! * **claim**: the first write of a writer kind since the pair's last
-//!   drain sets `QUEUED` and its reservation bit in one Release RMW; the
-//!   claimer that found `QUEUED` clear pushes the row (see `dirty.rs`);
+//!   drain sets `QUEUED` and its reservation bit in one AcqRel RMW
+//!   ([`Header::claim`]); the claimer that found `QUEUED` clear pushes the
+//!   row (see `dirty.rs`);
 //! * **residue add**: a shared writer adds its update's magnitude with an
 //!   AcqRel RMW, which also orders its cell write against the flusher's
 //!   drain of the same word (either the flush sees the write, or the

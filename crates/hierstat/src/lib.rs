@@ -14,7 +14,9 @@
 //! * **thresholds** count unflushed update magnitude per group so that a
 //!   reader flushes only when the error could exceed `T`
 //!   ([`HierStats::read_bounded`] returns the value with a bound that holds
-//!   at every instant, flushes running included: see [`Bounded`]);
+//!   at every instant, flushes running included: see [`Bounded`]), and a
+//!   reader that states the error it accepts flushes only what could
+//!   break it ([`HierStats::read_within`], [`Tolerance`]);
 //! * **policies** reproduce each kernel era's choices ([`Preset`]) and ours;
 //! * a **background flusher** bounds staleness in time
 //!   ([`HierStats::start_flusher`]);
@@ -44,6 +46,7 @@
 //! | `count` | the threshold count word |
 //! | `flush`, `flusher` | flushes and their hand-over (`flush::state`: exclusion, running count, statistics, async requests; `flush::outcome`: the public result types); the background flusher |
 //! | `read` | the bound and [`Bounded`] |
+//! | `within` | reads with an error budget ([`HierStats::read_within`]): the planner of partial flushes (`flush::partial`, `dirty::partial` carry them out) |
 //! | `saturation` | counters that left `i64` |
 //! | `sim`, `work`, `verify` | the simulator's API ([`sim`]): explicit shards, work counters, invariant checks |
 //! | `sync` | the one import point of atomics and locks (loom or std), the lock order |
@@ -105,6 +108,7 @@ mod table;
 mod tree;
 mod update;
 mod verify;
+mod within;
 mod work;
 
 pub use clock::{Clock, MonotonicClock};
@@ -124,6 +128,7 @@ pub use policy::{
 pub use read::Bounded;
 pub use schema::{ItemId, ItemInfo, ItemKind, NodeItemId, Schema, SchemaBuilder, Unit, PAGE_SIZE};
 pub use stats::HierStats;
+pub use within::{OnBusy, ReadItem, Tolerance, Within, WithinFlush};
 
 /// Restartable sequences the calling thread has restarted so far (aborted
 /// by preemption, migration, a signal or a flusher's barrier, and run

@@ -103,7 +103,7 @@ impl Core {
     /// item (not necessarily `slot`): out of the read's fast path.
     #[cold]
     #[inline(never)]
-    fn read_saturated(
+    pub(crate) fn read_saturated(
         &self,
         g: &GroupState,
         slot: Slot,

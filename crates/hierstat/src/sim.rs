@@ -45,6 +45,7 @@ use crate::flush::{FlushKind, FlushOutcome, HotPathDecision};
 use crate::group::Group;
 use crate::schema::{ItemId, NodeItemId};
 use crate::stats::HierStats;
+use crate::within::{OnBusy, ReadItem, Tolerance, Within, WithinFlush};
 use crate::work::Guarded;
 
 /// Which shards have been written, and how (see
@@ -119,6 +120,36 @@ pub trait Simulator: sealed::Sealed {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error>;
+
+    /// [`HierStats::read_many_within`], reporting the work of its flush
+    /// (and of its plan: one structure lock and one reference count per
+    /// child group it looked at). A panic in `work` reaches the caller once
+    /// the read has completed (see [`WorkSink`]).
+    ///
+    /// # Errors
+    /// As [`HierStats::read_many_within`].
+    fn read_many_within_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        out: &mut Vec<Within>,
+        work: &mut W,
+    ) -> Result<WithinFlush, Error>;
+
+    /// [`HierStats::read_subtree_within`], reporting work as
+    /// [`read_many_within_with`](Self::read_many_within_with).
+    ///
+    /// # Errors
+    /// As [`HierStats::read_subtree_within`].
+    fn read_subtree_within_with<W: WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error>;
 
     /// Any flush entry point, reporting work. A panic in `work` reaches
     /// the caller once the flush has completed (see [`WorkSink`]).
@@ -269,6 +300,34 @@ impl Simulator for HierStats {
             .update_node_shared(s, g, total, per_node, delta, &mut work);
         work.finish();
         Ok(())
+    }
+
+    fn read_many_within_with<W: WorkSink>(
+        &self,
+        group: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        out: &mut Vec<Within>,
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let mut work = Guarded::new(work);
+        let r = HierStats::read_many_within_with(self, group, reads, on_busy, out, &mut work);
+        work.finish();
+        r
+    }
+
+    fn read_subtree_within_with<W: WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let mut work = Guarded::new(work);
+        let r = HierStats::read_subtree_within_with(self, root, reads, on_busy, visit, &mut work);
+        work.finish();
+        r
     }
 
     fn flush_with<W: WorkSink>(

@@ -18,6 +18,7 @@ use crate::read::Bounded;
 use crate::schema::{ItemId, NodeItemId, Schema};
 use crate::sync::Arc;
 use crate::update::writers::Writers;
+use crate::within::{OnBusy, ReadItem, Req, Tolerance, Within, WithinFlush};
 
 /// Hierarchical per-shard statistics for a tree of groups.
 ///
@@ -322,6 +323,174 @@ impl HierStats {
     pub fn error_bound_pages(&self, group: &Group) -> Result<Option<u64>, Error> {
         let g = self.core.own(group)?;
         Ok(self.core.error_bound(g))
+    }
+}
+
+/// Reads with an error budget: they flush what the budget needs, and only
+/// that (see [`read_within`](HierStats::read_within)).
+impl HierStats {
+    /// Hierarchical value of `item` (an [`ItemId`], or a [`NodeItemId`]'s
+    /// total) with an error bound within `tolerance`: if the group's bound
+    /// already fits, a few loads; else a *partial* flush of the group,
+    /// which leaves unflushed the child subtrees (the largest bounds opened
+    /// first) whose bounds together fit the budget, then, if that was not
+    /// enough, the whole subtree. Never more work than
+    /// [`flush_forced`](Self::flush_forced) of the group, and with
+    /// [`Tolerance::EXACT`] the same flush and an exact value (bound 0, up
+    /// to updates racing the read).
+    ///
+    /// The result's `read` obeys [`Bounded`]'s contract at every instant,
+    /// as [`read_bounded`](Self::read_bounded)'s; `met` says that its bound
+    /// fits the budget, which it always does unless the item is saturated
+    /// ([`Bounded::saturated`]: no bound). Waits for a conflicting flush,
+    /// as a forced flush does; [`read_many_within`](Self::read_many_within)
+    /// can return without waiting instead. The algorithm and why its bound
+    /// holds are in the `within` module's source docs.
+    ///
+    /// ```
+    /// use hierstat::{Config, HierStats, Preset, Schema, Tolerance, Unit, WithinFlush};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(2))?;
+    /// let web = stats.create(&stats.root(), "web")?;
+    /// let (api, db) = (stats.create(&web, "api")?, stats.create(&web, "db")?);
+    /// stats.add(&api, anon, 1_000_000)?;
+    /// // The first read knows no value to take 1% of: it flushes /web whole.
+    /// let r = stats.read_within(&web, anon, Tolerance::Relative(0.01))?;
+    /// assert_eq!((r.read.value, r.read.bound, r.flush), (1_000_000, Some(0), WithinFlush::Full));
+    /// stats.add(&api, anon, 100_000)?;
+    /// stats.add(&db, anon, 10)?;
+    /// // 1% of /web: /api's 100,000 pages must be flushed, /db's 10 need not.
+    /// let r = stats.read_within(&web, anon, Tolerance::Relative(0.01))?;
+    /// assert!(r.met && r.read.bound.unwrap() <= r.budget);
+    /// assert!(matches!(r.flush, WithinFlush::Partial { left: 1, .. }));
+    /// assert!(r.read.value >= 1_100_000);
+    /// // Exact: the whole subtree, bound 0.
+    /// let r = stats.read_within(&web, anon, Tolerance::EXACT)?;
+    /// assert_eq!((r.read.value, r.read.bound, r.flush), (1_100_010, Some(0), WithinFlush::Full));
+    /// # Ok::<(), hierstat::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`],
+    /// [`Error::NodeOutOfRange`], [`Error::InvalidTolerance`].
+    pub fn read_within(
+        &self,
+        group: &Group,
+        item: impl Into<ReadItem>,
+        tolerance: Tolerance,
+    ) -> Result<Within, Error> {
+        let g = self.core.own(group)?;
+        let req = Req::new(&self.core.params.schema, item.into(), tolerance)?;
+        let mut out = Vec::with_capacity(1);
+        self.core
+            .read_within(g, &[req], OnBusy::Wait, &mut out, &mut ());
+        Ok(out[0])
+    }
+
+    /// [`read_within`](Self::read_within) of several items of one group
+    /// (a `memory.stat` read), each with its own tolerance, with one
+    /// flush planned for the tightest budget (every item of a group shares
+    /// its bound); `out` receives one [`Within`] per read, in order. With
+    /// [`OnBusy::ReturnBest`] a read that needs a flush while a
+    /// conflicting one runs returns at once with the bounds as they are
+    /// ([`WithinFlush::Busy`]). Returns what it flushed.
+    ///
+    /// # Errors
+    /// As [`read_within`](Self::read_within), for the first bad item; then
+    /// nothing is read or flushed.
+    pub fn read_many_within(
+        &self,
+        group: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        out: &mut Vec<Within>,
+    ) -> Result<WithinFlush, Error> {
+        self.read_many_within_with(group, reads, on_busy, out, &mut ())
+    }
+
+    /// [`read_many_within`](Self::read_many_within) of every live group of
+    /// `root`'s subtree, each with the same tolerances (each against its
+    /// own values): a scrape. One partial flush of `root` serves every
+    /// group: it leaves the subtrees whose groups all fit their budgets
+    /// (and whose bounds together fit each budget above them), so a scrape
+    /// flushes only what some group's budget needs, and scans the shards
+    /// once instead of once per group; a group whose bound still does not
+    /// fit is then read alone. `visit` gets each group, parents first
+    /// (children by name, as [`groups`](Self::groups)), with one
+    /// [`Within`] per read. Returns what the shared flush did.
+    ///
+    /// ```
+    /// use hierstat::{Config, HierStats, OnBusy, Preset, ReadItem, Schema, Tolerance, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(2))?;
+    /// let web = stats.create(&stats.root(), "web")?;
+    /// stats.add(&web, anon, 5_000)?;
+    /// let one_percent = [(ReadItem::Item(anon), Tolerance::Relative(0.01))];
+    /// let mut seen = Vec::new();
+    /// stats.read_subtree_within(&stats.root(), &one_percent, OnBusy::Wait, |g, w| {
+    ///     seen.push((g.path().to_string(), w[0].read.value, w[0].met));
+    /// })?;
+    /// assert_eq!(seen, [("/".to_string(), 5_000, true), ("/web".to_string(), 5_000, true)]);
+    /// # Ok::<(), hierstat::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`read_many_within`](Self::read_many_within).
+    pub fn read_subtree_within(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        visit: impl FnMut(&Group, &[Within]),
+    ) -> Result<WithinFlush, Error> {
+        self.read_subtree_within_with(root, reads, on_busy, visit, &mut ())
+    }
+
+    /// [`read_subtree_within`](Self::read_subtree_within) reporting work.
+    pub(crate) fn read_subtree_within_with<W: crate::work::WorkSink>(
+        &self,
+        root: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        mut visit: impl FnMut(&Group, &[Within]),
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let g = self.core.own(root)?;
+        let schema = &self.core.params.schema;
+        let reqs = reads
+            .iter()
+            .map(|&(item, t)| Req::new(schema, item, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.core.read_subtree_within(
+            g,
+            &reqs,
+            on_busy,
+            &mut |state, w| visit(&Group::new(state.clone()), w),
+            work,
+        ))
+    }
+
+    /// [`read_many_within`](Self::read_many_within) reporting work (the
+    /// simulator's form, see [`Simulator`](crate::sim::Simulator)).
+    pub(crate) fn read_many_within_with<W: crate::work::WorkSink>(
+        &self,
+        group: &Group,
+        reads: &[(ReadItem, Tolerance)],
+        on_busy: OnBusy,
+        out: &mut Vec<Within>,
+        work: &mut W,
+    ) -> Result<WithinFlush, Error> {
+        let g = self.core.own(group)?;
+        let schema = &self.core.params.schema;
+        let reqs = reads
+            .iter()
+            .map(|&(item, t)| Req::new(schema, item, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.core.read_within(g, &reqs, on_busy, out, work))
     }
 }
 

@@ -23,6 +23,12 @@
 //! `bounds_hold_while_updaters_run_per_cpu` runs the same in the per-CPU
 //! mode (`Config::per_cpu`, restartable sequences on per-CPU rows), where
 //! the host has it.
+//! The checking reader also makes tolerance reads (`read_within`, a
+//! quarter of its reads, with absolute, relative and combined budgets,
+//! some of several items at once and some that do not wait): each must be
+//! within its bound of the exact value in the same terms, and its bound
+//! within its budget unless it returned busy. Their partial flushes race
+//! everything above.
 //!
 //! A binary of its own: the updaters' seats (which decide the owner and
 //! shared paths) must not be taken by other tests' threads.
@@ -38,8 +44,8 @@
 
 use hierstat::sim::{Shard, Simulator};
 use hierstat::{
-    Concurrency, Config, Group, HierStats, Policy, Preset, Schema, ThresholdRule, ThresholdSize,
-    Unit,
+    Concurrency, Config, Group, HierStats, OnBusy, Policy, Preset, ReadItem, Schema, ThresholdRule,
+    ThresholdSize, Tolerance, Unit, Within, WithinFlush,
 };
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::SeqCst};
 use std::sync::Mutex;
@@ -116,6 +122,17 @@ struct Counts {
     /// began).
     racing: u64,
     violations: u64,
+    /// Tolerance reads (one per item read), partial flushes among them,
+    /// and reads returned busy.
+    within: u64,
+    within_partial: u64,
+    within_full: u64,
+    within_busy: u64,
+    /// Subtree tolerance reads (scrapes).
+    within_subtree: u64,
+    /// Tolerance reads whose bound missed the exact value, or did not fit
+    /// the budget without being busy.
+    within_violations: u64,
     updates: u64,
     groups_churned: u64,
     first: Vec<String>,
@@ -236,7 +253,9 @@ fn bounds_hold(per_cpu: bool) {
         };
         eprintln!(
             "{name}: {} groups x {} seeds x {} ms: {} updates, {} groups churned, \
-             {} reads, {} bounded ({} of them Some(0), {} racing updates), {} violations",
+             {} reads, {} bounded ({} of them Some(0), {} racing updates), {} violations; \
+             {} tolerance reads ({} partial flushes, {} whole, {} busy, {} subtree reads), \
+             {} violations",
             size.groups,
             size.seeds,
             size.per_seed.as_millis(),
@@ -246,7 +265,13 @@ fn bounds_hold(per_cpu: bool) {
             c.bounded,
             c.zero_bounds,
             c.racing,
-            c.violations
+            c.violations,
+            c.within,
+            c.within_partial,
+            c.within_full,
+            c.within_busy,
+            c.within_subtree,
+            c.within_violations
         );
         for f in &c.first {
             eprintln!("  {name}: {f}");
@@ -257,14 +282,163 @@ fn bounds_hold(per_cpu: bool) {
             // A run that checked no bound proved nothing.
             assert!(c.bounded > 100, "{name}: only {} bounded reads", c.bounded);
         }
-        if c.violations > 0 {
+        if c.violations > 0 || c.within_violations > 0 {
             failed.push(format!(
-                "{name}: {} violations ({})",
-                c.violations, c.first[0]
+                "{name}: {} violations, {} tolerance-read violations ({})",
+                c.violations, c.within_violations, c.first[0]
             ));
         }
+        assert!(c.within > 100, "{name}: only {} tolerance reads", c.within);
     }
     assert!(failed.is_empty(), "bound violations: {failed:#?}");
+}
+
+/// A random tolerance for item `k` (0 events, 1 pages, 2 bytes).
+fn tolerance(r: &mut Rng, k: usize) -> Tolerance {
+    let unit = if k == 2 { 4096 } else { 1 };
+    match r.below(5) {
+        0 => Tolerance::EXACT,
+        1 => Tolerance::Absolute(r.below(200) * unit),
+        2 => Tolerance::Relative([0.001, 0.01, 0.1][r.below(3) as usize]),
+        3 => Tolerance::Either {
+            relative: 0.01,
+            absolute: 64 * unit,
+        },
+        _ => Tolerance::Absolute(r.below(5000) * unit),
+    }
+}
+
+/// One tolerance read of a fixed group (one item, or all three), checked
+/// as the bounded reads are, and its bound against its budget.
+#[allow(clippy::too_many_arguments)]
+fn within_read(
+    t: &HierStats,
+    fixed: &[Group],
+    shape: &Shape,
+    sums: &[[Sums; 3]],
+    items: &[hierstat::ItemId; 3],
+    seed: u64,
+    r: &mut Rng,
+    c: &mut Counts,
+) {
+    let slot = r.below(shape.fixed as u64) as usize;
+    let ks: Vec<usize> = if r.below(3) == 0 {
+        vec![0, 1, 2]
+    } else {
+        vec![r.below(3) as usize]
+    };
+    let reads: Vec<(ReadItem, Tolerance)> = ks
+        .iter()
+        .map(|&k| (ReadItem::Item(items[k]), tolerance(r, k)))
+        .collect();
+    let on_busy = if r.below(4) == 0 {
+        OnBusy::ReturnBest
+    } else {
+        OnBusy::Wait
+    };
+    let before: Vec<(u64, i64)> = ks
+        .iter()
+        .map(|&k| {
+            let s = &sums[slot][k];
+            (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
+        })
+        .collect();
+    let mut out: Vec<Within> = Vec::new();
+    let flush = t
+        .read_many_within(&fixed[slot], &reads, on_busy, &mut out)
+        .unwrap();
+    match flush {
+        WithinFlush::Partial { .. } => c.within_partial += 1,
+        WithinFlush::Full => c.within_full += 1,
+        WithinFlush::Busy => c.within_busy += 1,
+        _ => {}
+    }
+    for (i, &k) in ks.iter().enumerate() {
+        let begun_mag = sums[slot][k].begun_mag.load(SeqCst);
+        let (done_mag, exact) = before[i];
+        let w = out[i];
+        c.within += 1;
+        let concurrent = begun_mag - done_mag;
+        let fits = w.met && w.read.bound.is_some_and(|b| b <= w.budget);
+        let holds = w
+            .read
+            .bound
+            .is_none_or(|b| w.read.signed.abs_diff(exact) <= b.saturating_add(concurrent));
+        if !holds || !(fits || flush == WithinFlush::Busy) {
+            c.within_violations += 1;
+            if c.first.len() < 5 {
+                c.first.push(format!(
+                    "seed {seed}, {} item {}: tolerance read {w:?} of exact {exact}, \
+                     concurrent {concurrent}, {:?}",
+                    fixed[slot].path(),
+                    ["ev", "pages", "bytes"][k],
+                    reads[i].1,
+                ));
+            }
+        }
+    }
+}
+
+/// A tolerance read of a fixed group's whole subtree (a scrape, one
+/// partial flush for all), every fixed group of it checked.
+#[allow(clippy::too_many_arguments)]
+fn subtree_read(
+    t: &HierStats,
+    fixed: &[Group],
+    shape: &Shape,
+    sums: &[[Sums; 3]],
+    items: &[hierstat::ItemId; 3],
+    seed: u64,
+    r: &mut Rng,
+    c: &mut Counts,
+) {
+    let slot = r.below(shape.fixed as u64) as usize;
+    let k = r.below(3) as usize;
+    let reads = [(ReadItem::Item(items[k]), tolerance(r, k))];
+    let before: Vec<(u64, i64)> = (0..shape.fixed)
+        .map(|g| {
+            let s = &sums[g][k];
+            (s.done_mag.load(SeqCst), s.done_sum.load(SeqCst))
+        })
+        .collect();
+    let mut got = Vec::new();
+    let flush = t
+        .read_subtree_within(&fixed[slot], &reads, OnBusy::Wait, |g, w| {
+            got.push((g.clone(), w[0]))
+        })
+        .unwrap();
+    c.within_subtree += 1;
+    if matches!(flush, WithinFlush::Partial { .. }) {
+        c.within_partial += 1;
+    }
+    for (g, w) in got {
+        // Churned leaves are not checked (their sums span incarnations).
+        let Some(i) = fixed.iter().position(|f| f.same(&g)) else {
+            continue;
+        };
+        let begun_mag = sums[i][k].begun_mag.load(SeqCst);
+        let (done_mag, exact) = before[i];
+        let concurrent = begun_mag - done_mag;
+        c.within += 1;
+        let fits = w.met && w.read.bound.is_some_and(|b| b <= w.budget);
+        let holds = w
+            .read
+            .bound
+            .is_none_or(|b| w.read.signed.abs_diff(exact) <= b.saturating_add(concurrent));
+        if !holds || !fits {
+            c.within_violations += 1;
+            if c.first.len() < 5 {
+                c.first.push(format!(
+                    "seed {seed}, {} item {} (subtree read of {}): {w:?} of exact {exact}, \
+                     concurrent {concurrent}, {:?}",
+                    g.path(),
+                    ["ev", "pages", "bytes"][k],
+                    fixed[slot].path(),
+                    reads[0].1,
+                ));
+            }
+        }
+    }
 }
 
 /// One seed of one policy: updaters, flushers, churn and the checking
@@ -396,6 +570,14 @@ fn run_seed(mut policy: Policy, seed: u64, size: Size, per_cpu: bool, c: &mut Co
         let mut r = Rng(seed + 991);
         while Instant::now() < deadline {
             for _ in 0..64 {
+                if r.below(4) == 0 {
+                    if r.below(16) == 0 {
+                        subtree_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                    } else {
+                        within_read(t, fixed, shape, sums, items, seed, &mut r, c);
+                    }
+                    continue;
+                }
                 let slot = r.below(shape.fixed as u64) as usize;
                 let k = r.below(3) as usize;
                 let s = &sums[slot][k];

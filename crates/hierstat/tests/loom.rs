@@ -1198,3 +1198,227 @@ mod percpu {
         }
     }
 }
+
+/// Tolerance reads (`HierStats::read_within`): a partial flush, which
+/// leaves a child subtree unflushed and reports the sum of the left bounds,
+/// racing an updater, a plain bounded reader and another flush.
+mod within {
+    use super::model;
+    use hierstat::sim::{Shard, Simulator};
+    use hierstat::{
+        Concurrency, Config, EarlyBreak, Group, HierStats, ItemId, Policy, Preset, Schema,
+        Tolerance, Unit, WithinFlush,
+    };
+    use loom::thread;
+
+    /// `/a` with two leaves on one shard: `/a/c` holds 200 (over the
+    /// threshold: no bound), `/a/b` 25 (unfolded: its bound is a
+    /// reservation, 31, or the kernel-exact residue allowance, 63). A read
+    /// of `/a` within 70 leaves `/a/b` and carries `/a/c`; a racing update
+    /// adds 5 to `/a/b`, less than what a read that lost `/a/b` would
+    /// miss.
+    fn tree(p: Policy) -> (HierStats, ItemId, [Group; 3]) {
+        let mut s = Schema::builder();
+        let x = s.event("x", Unit::Count);
+        let t = HierStats::new(s.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+        let a = t.create(&t.root(), "a").unwrap();
+        let b = t.create(&a, "b").unwrap();
+        let c = t.create(&a, "c").unwrap();
+        t.add_with(Shard(0), &c, x, 200, &mut ()).unwrap();
+        t.add_with(Shard(0), &b, x, 25, &mut ()).unwrap();
+        (t, x, [a, b, c])
+    }
+
+    /// `g`'s bound against an exact value in `lo..=hi` (see the other
+    /// models' helper of that name).
+    fn within_range(what: &str, signed: i64, bound: Option<u64>, lo: i64, hi: i64) {
+        if let Some(bound) = bound {
+            let off = (lo - signed)
+                .unsigned_abs()
+                .min((hi - signed).unsigned_abs());
+            let inside = (lo..=hi).contains(&signed);
+            assert!(
+                inside || off <= bound + (hi - lo) as u64,
+                "{what}: bound {bound} (+{}) misses: read {signed} of {lo}..={hi}",
+                hi - lo
+            );
+        }
+    }
+
+    fn read_bounded_range(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
+        let b = t.read_bounded(g, x).unwrap();
+        within_range(
+            &format!("read_bounded {}", g.path()),
+            b.signed,
+            b.bound,
+            lo,
+            hi,
+        );
+    }
+
+    /// The tolerance read of `/a` within 70, checked against `lo..=hi`.
+    fn read_a_within(t: &HierStats, a: &Group, x: ItemId, lo: i64, hi: i64) -> WithinFlush {
+        let w = t.read_within(a, x, Tolerance::Absolute(70)).unwrap();
+        assert!(w.met, "not met: {w:?}");
+        assert!(w.read.bound.unwrap() <= 70, "{w:?}");
+        within_range("read_within /a", w.read.signed, w.read.bound, lo, hi);
+        w.flush
+    }
+
+    /// After everything: every bound holds, a root flush is exact, and the
+    /// trees are clean.
+    fn settle(t: &HierStats, x: ItemId, [a, b, c]: &[Group; 3], b_total: i64) {
+        read_bounded_range(t, a, x, 200 + b_total, 200 + b_total);
+        read_bounded_range(t, b, x, b_total, b_total);
+        read_bounded_range(t, c, x, 200, 200);
+        t.flush_forced(&t.root()).unwrap();
+        assert_eq!(t.read_signed(a, x).unwrap(), 200 + b_total);
+        t.verify_clean().unwrap();
+    }
+
+    /// The partial flush of `/a` (leaving `/a/b`) races an update of the
+    /// left leaf and a reader of `/a` and `/a/c`: the tolerance read is
+    /// within its bound (the left bound) of the exact value up to the
+    /// racing update, the plain reads hold their contract whatever the
+    /// partial flush has done (it resets `/a/c`, not `/a`), and so do all
+    /// afterwards.
+    fn partial_flush_racing_an_updater_and_a_reader(p: Policy) {
+        model(move || {
+            let (t, x, groups) = tree(p);
+            let [a, b, c] = groups.clone();
+            let (t2, a2) = (t.clone(), a.clone());
+            let within = thread::spawn(move || read_a_within(&t2, &a2, x, 225, 230));
+            let (t3, b3) = (t.clone(), b.clone());
+            let updater = thread::spawn(move || {
+                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
+            });
+            read_bounded_range(&t, &a, x, 225, 230);
+            read_bounded_range(&t, &c, x, 200, 200);
+            let flush = within.join().unwrap();
+            updater.join().unwrap();
+            assert!(
+                matches!(flush, WithinFlush::Partial { left: 1, opened: 1 }),
+                "{flush:?}"
+            );
+            settle(&t, x, &groups, 30);
+        });
+    }
+
+    /// Ours without the early break, so that `/a` has a bound a wrong
+    /// reset would show (folded thresholds: the left leaf's bound is its
+    /// reservation).
+    fn folded() -> Policy {
+        let mut p = Preset::Hierstat.policy();
+        p.early_break = EarlyBreak::Off;
+        p
+    }
+
+    #[test]
+    fn a_partial_flush_racing_an_updater_and_a_reader_folded() {
+        partial_flush_racing_an_updater_and_a_reader(folded());
+    }
+
+    /// Kernel-exact (6.8): `/a`'s residue counts the left leaf's updates;
+    /// the partial flush must not take it (its pages are not carried).
+    #[test]
+    fn a_partial_flush_racing_an_updater_and_a_reader_kernel_exact() {
+        partial_flush_racing_an_updater_and_a_reader(Preset::Linux6_8.policy());
+    }
+
+    /// Under a per-pass gate (flushes of overlapping subtrees interleave by
+    /// pass), a flush of the left leaf races the partial flush of `/a`.
+    /// If the planner sees the leaf's flush landed (its bound 0), what that
+    /// flush pushed into `/a`'s pending must reach `/a`'s aggregate through
+    /// the partial flush; if not, the leaf's bound covers it.
+    #[test]
+    fn a_partial_flush_racing_a_flush_of_the_left_subtree() {
+        let mut p = folded();
+        p.concurrency = Concurrency::Serialize;
+        p.lock_per_shard = true;
+        model(move || {
+            let (t, x, groups) = tree(p);
+            let [a, b, _] = groups.clone();
+            let (t2, b2) = (t.clone(), b.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&b2).unwrap();
+            });
+            read_a_within(&t, &a, x, 225, 225);
+            flusher.join().unwrap();
+            settle(&t, x, &groups, 25);
+        });
+    }
+
+    /// A scrape of `/a` within 70 pages per group (`read_subtree_within`):
+    /// one partial flush leaves `/a/b` (clean: its 25 pages are within its
+    /// own budget) and carries `/a/c`; racing an update of `/a/b`, every
+    /// group's result is within its bound of its exact value and its bound
+    /// within budget.
+    #[test]
+    fn a_subtree_read_racing_an_updater() {
+        model(|| {
+            let (t, x, groups) = tree(folded());
+            let [a, b, c] = groups.clone();
+            let (t3, b3) = (t.clone(), b.clone());
+            let updater = thread::spawn(move || {
+                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
+            });
+            let reads = [(hierstat::ReadItem::Item(x), Tolerance::Absolute(70))];
+            let mut seen = Vec::new();
+            let flush = t
+                .read_subtree_within(&a, &reads, hierstat::OnBusy::Wait, |g, w| {
+                    seen.push((g.clone(), w[0]))
+                })
+                .unwrap();
+            updater.join().unwrap();
+            assert!(
+                matches!(flush, WithinFlush::Partial { left: 1, .. }),
+                "{flush:?}"
+            );
+            assert_eq!(seen.len(), 3);
+            for (g, w) in seen {
+                let (lo, hi) = if g.same(&a) {
+                    (225, 230)
+                } else if g.same(&b) {
+                    (25, 30)
+                } else {
+                    assert!(g.same(&c));
+                    (200, 200)
+                };
+                assert!(w.met && w.read.bound.unwrap() <= 70, "{}: {w:?}", g.path());
+                within_range(g.path(), w.read.signed, w.read.bound, lo, hi);
+            }
+            settle(&t, x, &groups, 30);
+        });
+    }
+
+    /// A tolerance read that needs no flush reads the aggregate after the
+    /// bound, as `read_bounded`: a value pinned by a racing flush comes
+    /// with its saturation (see
+    /// `a_pinned_aggregate_is_never_read_without_its_saturation`).
+    #[test]
+    fn a_tolerance_read_never_sees_a_pin_without_its_saturation() {
+        model(|| {
+            let mut s = Schema::builder();
+            let x = s.event("x", Unit::Count);
+            let t = HierStats::new(
+                s.build().unwrap(),
+                Config::preset(Preset::Linux6_8).shards(1),
+            )
+            .unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            t.add_with(Shard(0), &g, x, i64::MAX - 10, &mut ()).unwrap();
+            t.flush_forced(&g).unwrap();
+            t.add_with(Shard(0), &g, x, 50, &mut ()).unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let flusher = thread::spawn(move || {
+                t2.flush_forced(&g2).unwrap();
+            });
+            let w = t.read_within(&g, x, Tolerance::Absolute(u64::MAX)).unwrap();
+            assert!(
+                w.read.saturated || w.read.signed == i64::MAX - 10,
+                "read {w:?}: pinned without its saturation"
+            );
+            flusher.join().unwrap();
+        });
+    }
+}

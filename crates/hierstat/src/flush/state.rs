@@ -176,6 +176,11 @@ impl Flushes {
                     };
                     let waited = overlaps(&active);
                     if waited {
+                        // A tolerance read that will not wait (`OnBusy::
+                        // ReturnBest`); no other caller asks this here.
+                        if wait == Wait::No {
+                            return None;
+                        }
                         while overlaps(&active) {
                             active = match f.active_cv.wait(active) {
                                 Ok(g) => g,

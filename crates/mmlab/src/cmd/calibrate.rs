@@ -181,7 +181,7 @@ pub fn cmd_calibrate(args: &CalibrateArgs, out: &mut dyn Write) -> Result<()> {
         out,
         "\nsaved to {} (use it with --costs {})",
         crate::render::shown(&args.out),
-        crate::cmd::path_word(&args.out).unwrap_or_else(|_| "FILE".into())
+        crate::render::path_word(&args.out).unwrap_or_else(|_| "FILE".into())
     )?;
     Ok(())
 }

@@ -223,49 +223,6 @@ impl Session {
     }
 }
 
-/// How a printed command names this program: `mmlab` when that name on
-/// `PATH` is this very binary (after `cargo install --path crates/mmlab`),
-/// else the binary's absolute path (`target/release/mmlab` after `cargo
-/// run`), so the command runs as printed. A shell word
-/// ([`render::shell_word`]).
-///
-/// # Errors
-/// The binary's path cannot be printed as it is.
-pub fn program_name() -> Result<String> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(exe) = std::env::current_exe() else {
-        return Ok("mmlab".into());
-    };
-    let same = |p: &Path| match (std::fs::metadata(p), std::fs::metadata(&exe)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    };
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.join("mmlab"))
-        .find(|c| c.is_file());
-    match on_path {
-        Some(c) if same(&c) => Ok("mmlab".into()),
-        _ => render::shell_word(exe.as_os_str()),
-    }
-}
-
-/// `path` as one word of a printed command ([`render::shell_word`]),
-/// starting with `./` when it would otherwise read as an option.
-///
-/// # Errors
-/// The path cannot be printed as it is.
-pub fn path_word(path: &Path) -> Result<String> {
-    use std::os::unix::ffi::OsStrExt;
-    if path.as_os_str().as_bytes().starts_with(b"-") {
-        render::shell_word(Path::new(".").join(path).as_os_str())
-    } else {
-        render::shell_word(path.as_os_str())
-    }
-}
-
 /// Checks the `--json` and `--html` outputs of a command that runs
 /// scenarios (the suite's default report included): writable, distinct,
 /// and not the results database `db` ([`render::output::check_outputs`]).

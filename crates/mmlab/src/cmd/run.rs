@@ -54,7 +54,7 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
         if !render::output::is_stdout(path) {
             // The command as one can paste it; a name that cannot be
             // printed as it is is only shown, escaped.
-            match crate::cmd::path_word(path) {
+            match crate::render::path_word(path) {
                 Ok(word) => writeln!(out, "wrote {word}; run it as root: sh {word}")?,
                 Err(_) => writeln!(
                     out,

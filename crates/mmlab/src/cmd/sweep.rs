@@ -270,8 +270,8 @@ pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
 /// The plan of a sweep: one command per job, each running that job alone
 /// into its own database (`STEM-N.db` beside `db`), as printed by `--plan`
 /// (see `docs/sweeps.md`): the program as it can be run
-/// ([`crate::cmd::program_name`]), every path one shell word
-/// ([`crate::cmd::path_word`]), every option of the sweep carried
+/// ([`crate::render::program_name`]), every path one shell word
+/// ([`crate::render::path_word`]), every option of the sweep carried
 /// (`--costs`, the limits); then the merge of exactly those databases
 /// into `db`, as a comment. Each line is one command that does what it
 /// says and nothing more, in any POSIX shell.
@@ -281,7 +281,7 @@ pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
 /// newline or another hidden character): refused rather than printed as
 /// another name.
 pub fn plan(a: &SweepArgs, ls: &LoadedSweep, db: &Path) -> Result<Vec<String>> {
-    use crate::cmd::{path_word, program_name};
+    use crate::render::{path_word, program_name};
     let jobs = ls.sweep.jobs();
     let n = jobs.len();
     let prog = program_name()?;

@@ -116,7 +116,7 @@ pub fn file_kind(text: &str) -> FileKind {
 /// unrecognised).
 pub fn wrong_file_kind(path: &Path, text: &str, want: FileKind) -> Option<anyhow::Error> {
     // A path that cannot be printed in a command is shown as FILE.
-    let shown = crate::cmd::path_word(path).unwrap_or_else(|_| "FILE".into());
+    let shown = crate::render::path_word(path).unwrap_or_else(|_| "FILE".into());
     let hint = match file_kind(text) {
         k if k == want => return None,
         FileKind::Policies => format!(

@@ -337,7 +337,7 @@ pub fn busy_wait() -> Duration {
 /// # Errors
 /// A name that cannot be printed as it is.
 fn merge_command(from: &std::path::Path, into: &std::path::Path) -> Result<String> {
-    use crate::cmd::{path_word, program_name};
+    use crate::render::{path_word, program_name};
     Ok(format!(
         "{} store merge {} --into {}",
         program_name()?,
