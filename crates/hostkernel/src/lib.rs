@@ -100,9 +100,10 @@ pub use detect::{
 pub use error::Error;
 pub use experiments::calibrate::{run_calibration, CalibrateConfig, CalibrationResult, FaultCost};
 pub use experiments::stale_read::{
-    counter_files, longest_stale_window, run_stale_read, run_stale_read_observed, GapSummary,
-    StaleReadCase, StaleReadConfig, StaleReadResult, StaleReadSample, StaleWindow,
-    BASELINE_SLACK_THRESHOLDS, TWO_PERIODIC_FLUSHES,
+    counter_files, is_settled, longest_stale_window, parse_pass_trace, run_stale_read,
+    run_stale_read_observed, FlushPasses, FlushShare, GapSummary, PassTrace, StaleReadCase,
+    StaleReadConfig, StaleReadResult, StaleReadSample, StaleWindow, BASELINE_SLACK_THRESHOLDS,
+    INTERVAL_CONFIDENCE, SHARE_EXTRA_LEVELS, SHARE_SAMPLES, TWO_PERIODIC_FLUSHES,
 };
 pub use experiments::stat_readers::{
     run_stat_readers, run_stat_readers_observed, StatReadersCase, StatReadersConfig,

@@ -158,14 +158,35 @@ impl Spec for KernelScenario {
                             * (2e7 + (r.reads_per_reader * r.readers) as f64 * READ_NS));
             }
             Experiment::StaleRead(s) => {
+                // Per repetition: its charge and free (a fault and an
+                // unmap a page), reads of the parent and the leaf, the
+                // settle and the pause; each followed repetition waits
+                // for the periodic flush (2 s) at most `follow_ms`; with
+                // the concurrent reader, the flush-share calibration first
+                // (hostkernel::SHARE_SAMPLES charges and frees of T pages).
+                const REPETITION_S: f64 = 0.012;
+                const FOLLOW_S: f64 = 2.0;
                 let kib = s.spikes_kib.iter().copied().max().unwrap_or(0);
                 e.memory_bytes = kib as f64 * 1024.0;
-                e.threads += 1;
+                e.threads += 1 + u64::from(s.concurrent_reader);
                 let pages: u64 = s.spikes_kib.iter().map(|k| k / 4).sum();
-                e.work += s.repetitions as f64 * pages as f64 * FAULT_NS + 1e7;
-                e.seconds += s.repetitions as f64
-                    * s.spikes_kib.len() as f64
-                    * (s.pause.as_secs_f64() + s.follow_ms / 1e3);
+                e.work += s.repetitions as f64 * pages as f64 * 1.5 * FAULT_NS + 1e7;
+                let followed = s
+                    .follow_repetitions
+                    .unwrap_or(s.repetitions)
+                    .min(s.repetitions);
+                let follow = if s.follow_ms > 0.0 {
+                    (s.follow_ms / 1e3).min(FOLLOW_S)
+                } else {
+                    0.0
+                };
+                e.seconds += s.spikes_kib.len() as f64
+                    * (s.repetitions as f64 * (s.pause.as_secs_f64() + REPETITION_S)
+                        + followed as f64 * follow);
+                if s.concurrent_reader {
+                    e.work += hostkernel::SHARE_SAMPLES as f64 * 2.0 * 128.0 * 1.5 * FAULT_NS;
+                    e.seconds += 0.5;
+                }
             }
         }
         e.seconds *= repeats;

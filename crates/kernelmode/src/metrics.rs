@@ -79,6 +79,123 @@ pub fn stat_lag_after_charge(kib: u64) -> String {
     format!("stat_lag_after_charge_pages_{kib}kib")
 }
 
+/// Metric: repetitions of a spike of `kib` that were trials of the trap:
+/// the concurrent reader flushed the parent while the spike was charged
+/// (read it, where the kernel's flush passes could not be traced). A
+/// reader the loaded host kept off its CPU for the whole charge gave the
+/// race no chance.
+pub fn trap_trials(kib: u64) -> String {
+    format!("trap_trials_{kib}kib")
+}
+
+/// Metric: of the [`trap_trials`], those whose parent missed more than the
+/// threshold right after the charge.
+pub fn trapped(kib: u64) -> String {
+    format!("trapped_{kib}kib")
+}
+
+/// Metric: the parent's lag (pages) right after the charge, over the
+/// trapped trials only.
+pub fn stat_lag_trapped(kib: u64) -> String {
+    format!("stat_lag_trapped_pages_{kib}kib")
+}
+
+/// Metric: the CPU-0 pass of the reader's first flush of each charge, ns.
+pub fn first_pass_ns(kib: u64) -> String {
+    format!("first_pass_ns_{kib}kib")
+}
+
+/// Metric: the CPU-0 passes of the reader's later flushes of a charge
+/// (each repetition's median), ns.
+pub fn later_pass_ns(kib: u64) -> String {
+    format!("later_pass_ns_{kib}kib")
+}
+
+/// Metric: the lower end of [`first_pass_ns`]'s median's interval at
+/// [`hostkernel::INTERVAL_CONFIDENCE`] ([`simcore::stats::median_interval`]).
+pub fn first_pass_low_ns(kib: u64) -> String {
+    format!("first_pass_p50_low_ns_{kib}kib")
+}
+
+/// Metric: the upper end of that interval.
+pub fn first_pass_high_ns(kib: u64) -> String {
+    format!("first_pass_p50_high_ns_{kib}kib")
+}
+
+/// Metric: the lower end of [`later_pass_ns`]'s median's interval.
+pub fn later_pass_low_ns(kib: u64) -> String {
+    format!("later_pass_p50_low_ns_{kib}kib")
+}
+
+/// Metric: the upper end of that interval.
+pub fn later_pass_high_ns(kib: u64) -> String {
+    format!("later_pass_p50_high_ns_{kib}kib")
+}
+
+/// Metric: the charge's wall time per page (median over repetitions), ns.
+pub fn charge_ns_per_page(kib: u64) -> String {
+    format!("charge_ns_per_page_{kib}kib")
+}
+
+/// Metric: the reader's flushes of the parent during a charge.
+pub fn reader_flushes(kib: u64) -> String {
+    format!("reader_flushes_{kib}kib")
+}
+
+/// Metric (predicted only): the probability that a trial traps its parent.
+pub fn trap_probability(kib: u64) -> String {
+    format!("trap_probability_{kib}kib")
+}
+
+/// Metric (predicted only): the lower end of [`trap_probability`]'s band:
+/// the probability with the windows the measured inputs' lower bounds
+/// give (the flush share's and the passes' intervals).
+pub fn trap_probability_low(kib: u64) -> String {
+    format!("trap_probability_low_{kib}kib")
+}
+
+/// Metric (predicted only): the upper end of that band.
+pub fn trap_probability_high(kib: u64) -> String {
+    format!("trap_probability_high_{kib}kib")
+}
+
+/// Metric (predicted only): the window of a charge's first flush, ns.
+pub fn window_first_ns(kib: u64) -> String {
+    format!("window_first_ns_{kib}kib")
+}
+
+/// Metric (predicted only): the window of its later flushes, ns.
+pub fn window_later_ns(kib: u64) -> String {
+    format!("window_later_ns_{kib}kib")
+}
+
+/// Metric (predicted only): the chance that a charge's first flush has an
+/// update in its window.
+pub fn hit_first(kib: u64) -> String {
+    format!("hit_first_{kib}kib")
+}
+
+/// Metric (predicted only): the same for its later flushes.
+pub fn hit_later(kib: u64) -> String {
+    format!("hit_later_{kib}kib")
+}
+
+/// Metric (predicted only): the flushes of a charge with more than `T`
+/// pages to go (the trap's chances).
+pub fn trap_chances(kib: u64) -> String {
+    format!("trap_chances_{kib}kib")
+}
+
+/// Metric: the parent's visit over a flush's CPU-0 pass, measured on a
+/// chain ([`hostkernel::FlushShare::share`]).
+pub const FLUSH_SHARE: &str = "flush_share";
+/// Metric: the lower bound of [`FLUSH_SHARE`] ([`hostkernel::FlushShare::share_low`]).
+pub const FLUSH_SHARE_LOW: &str = "flush_share_low";
+/// Metric: its upper bound ([`hostkernel::FlushShare::share_high`]).
+pub const FLUSH_SHARE_HIGH: &str = "flush_share_high";
+/// Metric: the chain's short pass (the leaf and its parent), ns.
+pub const FLUSH_SHARE_PASS_NS: &str = "flush_share_short_pass_ns";
+
 /// Metric: the slope of wall ns/fault over depth, % per level.
 pub const SLOPE_PCT: &str = "slope_pct_per_level";
 /// Metric: faults/s at depth 4 ÷ faults/s at depth 2.

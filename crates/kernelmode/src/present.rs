@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | `kernel-faults` | update-path | ns per fault by depth: host wall clock, host CPU time, predicted |
 //! | `kernel-reads` | stat-readers | read latency by writers: host p50/p99 (CPU time) and predicted, per group count |
-//! | `kernel-stale` | stale-read | pages the parent missed after a spike, by spike size: host and predicted medians |
+//! | `kernel-stale` | stale-read | pages the parent missed after a spike, by spike size: host and predicted medians (over the trapped trials where a concurrent reader raced the charge, else over every repetition), and how often a trial trapped |
 //!
 //! Both read the cases from the report's metric names ([`host_cases`]), so
 //! a stored run is shown as it was run.
@@ -22,7 +22,8 @@
 use crate::claims::samples_of;
 use crate::metrics::{
     cpu_ns_per_fault, faults_per_sec, host_cases, ns_per_fault, read_cpu_ns, read_latency,
-    stale_for_ms, stat_lag_after_charge, stat_lag_over_threshold, THRESHOLD,
+    stale_for_ms, stat_lag_after_charge, stat_lag_over_threshold, stat_lag_trapped,
+    trap_probability, trap_trials, trapped, THRESHOLD,
 };
 use crate::spec::HOST_POLICY;
 use crate::twin::predicted;
@@ -158,19 +159,42 @@ pub fn tables(r: &RunReport) -> Vec<Table> {
                     stale_for_ms(kib),
                     stat_lag_over_threshold(kib),
                 );
-                vec![
-                    format!("{kib} KiB"),
-                    samples_of(r, &lag).to_string(),
-                    format!(
+                let trapped_lag = stat_lag_trapped(kib);
+                let sum = |m: &str| {
+                    r.policies
+                        .get(HOST_POLICY)
+                        .and_then(|p| p.metrics.get(m))
+                        .map(|s| s.values.iter().sum::<f64>())
+                };
+                let (trials, hits) = (sum(&trap_trials(kib)), sum(&trapped(kib)));
+                let raced = trials.is_some_and(|n| n > 0.0);
+                let trapped_cell = match (trials, hits) {
+                    (Some(n), Some(k)) if raced => format!(
+                        "{k:.0} of {n:.0} ({:.1}%) / {}",
+                        100.0 * k / n.max(1.0),
+                        mean(r, &predicted(&trap_probability(kib)))
+                            .map_or("-".into(), |p| format!("{:.1}%", 100.0 * p))
+                    ),
+                    _ => format!(
                         "{} / {}",
                         num(mean(r, &over).map(|v| v * runs), ""),
                         num(mean(r, &predicted(&over)).map(|v| v * runs), "")
                     ),
-                    format!(
-                        "{} / {}",
-                        num(pct(r, &lag, "p50"), ""),
-                        num(pct(r, &predicted(&lag), "p50"), "")
-                    ),
+                };
+                vec![
+                    format!("{kib} KiB"),
+                    samples_of(r, &lag).to_string(),
+                    trapped_cell,
+                    {
+                        // Raced: the trapped trials' lag; else every
+                        // repetition's.
+                        let m = if raced { &trapped_lag } else { &lag };
+                        format!(
+                            "{} / {}",
+                            num(pct(r, m, "p50"), ""),
+                            num(pct(r, &predicted(m), "p50"), "")
+                        )
+                    },
                     num(pct(r, &lag, "max"), ""),
                     format!(
                         "{} / {} (n={})",
@@ -190,7 +214,7 @@ pub fn tables(r: &RunReport) -> Vec<Table> {
             header: [
                 "spike",
                 "n",
-                "lag > T",
+                "trapped (lag > T) of trials",
                 "lag p50 (pages)",
                 "lag max",
                 "stale for p50",

@@ -218,6 +218,13 @@ fn record_stat_readers(r: &mut PolicyResult, res: &hostkernel::StatReadersResult
 
 fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
     r.push(THRESHOLD, "pages", res.threshold_pages as f64, false);
+    if let Some(f) = &res.flush_share {
+        r.push(FLUSH_SHARE, "ratio", f.share, false);
+        r.push(FLUSH_SHARE_LOW, "ratio", f.share_low, false);
+        r.push(FLUSH_SHARE_HIGH, "ratio", f.share_high, false);
+        r.push(FLUSH_SHARE_PASS_NS, "ns", f.short_pass_ns, false);
+    }
+    let t = res.threshold_pages as i64;
     for c in &res.cases {
         let k = c.spike_kib;
         for name in [
@@ -271,6 +278,85 @@ fn record_stale_read(r: &mut PolicyResult, res: &hostkernel::StaleReadResult) {
             c.samples.iter().map(|s| s.reader_reads).sum::<u64>() as f64,
             false,
         );
+        // The trap's trials: the reader flushed the parent during the
+        // charge (read it, where the passes were not traced).
+        let trials: Vec<_> = c
+            .samples
+            .iter()
+            .filter(|s| s.reader_flushes.map_or(s.reader_reads > 0, |n| n > 0))
+            .collect();
+        let lags: Vec<u64> = trials
+            .iter()
+            .filter(|s| s.stat_lag_after_charge > t)
+            .map(|s| s.stat_lag_after_charge as u64)
+            .collect();
+        r.push(&trap_trials(k), "count", trials.len() as f64, false);
+        r.push(&trapped(k), "count", lags.len() as f64, false);
+        if !lags.is_empty() {
+            r.push_distribution(&stat_lag_trapped(k), "pages", &lags);
+            push_count(r, &stat_lag_trapped(k), lags.len());
+        }
+        let flushes: Vec<u64> = c
+            .samples
+            .iter()
+            .filter_map(|s| s.reader_flushes.map(u64::from))
+            .collect();
+        if !flushes.is_empty() {
+            r.push_distribution(&reader_flushes(k), "count", &flushes);
+        }
+        for (name, sum) in [
+            (first_pass_ns(k), &c.first_pass_ns),
+            (later_pass_ns(k), &c.later_pass_ns),
+        ] {
+            if let Some(x) = sum {
+                r.push_summary(
+                    &name,
+                    "ns",
+                    x.mean,
+                    [
+                        ("p50", x.p50),
+                        ("p99", x.p99),
+                        ("p999", x.p999),
+                        ("max", x.max),
+                    ],
+                );
+                push_count(r, &name, x.count);
+            }
+        }
+        for (pick, low, high) in [
+            (
+                (|s: &hostkernel::StaleReadSample| s.first_pass_ns) as fn(&_) -> Option<f64>,
+                first_pass_low_ns(k),
+                first_pass_high_ns(k),
+            ),
+            (
+                |s| s.later_pass_ns,
+                later_pass_low_ns(k),
+                later_pass_high_ns(k),
+            ),
+        ] {
+            let xs: Vec<f64> = c.samples.iter().filter_map(pick).collect();
+            if let Some((lo, hi)) =
+                simcore::stats::median_interval(&xs, hostkernel::INTERVAL_CONFIDENCE)
+            {
+                r.push(&low, "ns", lo, false);
+                r.push(&high, "ns", hi, false);
+            }
+        }
+        let per_page: Vec<f64> = c
+            .samples
+            .iter()
+            .filter(|s| s.charge_ms > 0.0)
+            .map(|s| s.charge_ms * 1e6 / c.spike_pages.max(1) as f64)
+            .collect();
+        if !per_page.is_empty() {
+            r.push(
+                &charge_ns_per_page(k),
+                "ns",
+                simcore::stats::median(&per_page),
+                false,
+            );
+        }
         r.push(
             &format!("stale_window_ms_{k}kib"),
             "ms",

@@ -53,6 +53,7 @@ pub const RANGES: &[Range] = &[
     Range::real("stale_read.pause_ms", 0.0, 60_000.0),
     Range::real("stale_read.follow_ms", 0.0, 60_000.0),
     Range::real("stale_read.follow_poll_ms", 0.1, 10_000.0),
+    Range::int("stale_read.follow_repetitions", 0, 100_000),
 ];
 
 /// Which `hostkernel` experiment a kernel scenario runs, with its

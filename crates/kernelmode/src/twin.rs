@@ -18,8 +18,12 @@
 //! --compare-sim`).
 
 use crate::metrics::{
-    cpu_ns_per_fault, ns_per_fault, read_cpu_ns, read_latency, stale_for_ms, stat_lag_after_charge,
-    stat_lag_over_threshold,
+    charge_ns_per_page, cpu_ns_per_fault, first_pass_high_ns, first_pass_low_ns, first_pass_ns,
+    hit_first, hit_later, later_pass_high_ns, later_pass_low_ns, later_pass_ns, ns_per_fault,
+    read_cpu_ns, read_latency, stale_for_ms, stat_lag_after_charge, stat_lag_over_threshold,
+    stat_lag_trapped, trap_chances, trap_probability, trap_probability_high, trap_probability_low,
+    trap_trials, trapped, window_first_ns, window_later_ns, FLUSH_SHARE, FLUSH_SHARE_HIGH,
+    FLUSH_SHARE_LOW, FLUSH_SHARE_PASS_NS,
 };
 use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
 use hierstat::Preset;
@@ -162,8 +166,20 @@ pub fn predict_into(
         }
         Experiment::StaleRead(cfg) => {
             let page_kib = (facts.page_size as u64 / 1024).max(1);
-            for &kib in &cfg.spikes_kib {
-                let o = spike::run(&spike::SpikeSetup {
+            let inputs: Vec<(u64, WindowBand, Option<f64>)> = cfg
+                .spikes_kib
+                .iter()
+                .map(|&kib| {
+                    (
+                        kib,
+                        window_of(r, cfg, kib, costs),
+                        last(r, &charge_ns_per_page(kib)),
+                    )
+                })
+                .collect();
+            for (kib, band, page_ns) in inputs {
+                let window = band.mid;
+                let setup = spike::SpikeSetup {
                     cpus,
                     policy,
                     pages: kib / page_kib,
@@ -171,11 +187,15 @@ pub fn predict_into(
                     concurrent_reader: cfg.concurrent_reader,
                     follow_ms: cfg.follow_ms,
                     follow_poll_ms: cfg.follow_poll_ms,
+                    follow_repetitions: cfg.follow_repetitions,
                     pause_ms: cfg.pause.as_secs_f64() * 1e3,
                     periodic_phase: simcore::Rng::new(seed ^ kib).below(2 * SECONDS),
+                    window,
+                    page_ns,
+                    seed: seed ^ kib.rotate_left(32),
                     costs: costs.clone(),
-                })
-                .expect("a preset counts");
+                };
+                let o = spike::run(&setup).expect("a preset counts");
                 let lags: Vec<u64> = o.samples.iter().map(|s| s.lag).collect();
                 r.push_distribution(&predicted(&stat_lag_after_charge(kib)), "pages", &lags);
                 crate::metrics::push_count(r, &predicted(&stat_lag_after_charge(kib)), lags.len());
@@ -185,6 +205,15 @@ pub fn predict_into(
                     lags.iter().filter(|&&l| l > o.threshold).count() as f64,
                     false,
                 );
+                let trapped: Vec<u64> = lags.iter().copied().filter(|&l| l > o.threshold).collect();
+                if !trapped.is_empty() {
+                    r.push_distribution(&predicted(&stat_lag_trapped(kib)), "pages", &trapped);
+                    crate::metrics::push_count(
+                        r,
+                        &predicted(&stat_lag_trapped(kib)),
+                        trapped.len(),
+                    );
+                }
                 let stale: Vec<u64> = o
                     .samples
                     .iter()
@@ -194,10 +223,133 @@ pub fn predict_into(
                     r.push_distribution(&predicted(&stale_for_ms(kib)), "ms", &stale);
                     crate::metrics::push_count(r, &predicted(&stale_for_ms(kib)), stale.len());
                 }
+                let at = |w: spike::Window| {
+                    spike::trap_odds(&spike::SpikeSetup {
+                        window: w,
+                        ..setup.clone()
+                    })
+                    .map(|o| o.probability)
+                };
+                if let (Some(lo), Some(hi)) = (at(band.low), at(band.high)) {
+                    r.push(&predicted(&trap_probability_low(kib)), "ratio", lo, false);
+                    r.push(&predicted(&trap_probability_high(kib)), "ratio", hi, false);
+                }
+                if let Some(odds) = spike::trap_odds(&setup) {
+                    for (m, unit, v) in [
+                        (trap_probability(kib), "ratio", odds.probability),
+                        (window_first_ns(kib), "ns", odds.window.first_ns),
+                        (window_later_ns(kib), "ns", odds.window.later_ns),
+                        (hit_first(kib), "ratio", odds.hit_first),
+                        (hit_later(kib), "ratio", odds.hit_later),
+                        (trap_chances(kib), "count", odds.chances),
+                        (charge_ns_per_page(kib), "ns", odds.page_ns),
+                    ] {
+                        r.push(&predicted(&m), unit, v, false);
+                    }
+                }
             }
         }
     }
     Ok(())
+}
+
+/// The latest run's value of metric `m` of `r`.
+fn last(r: &PolicyResult, m: &str) -> Option<f64> {
+    r.metrics
+        .get(m)
+        .and_then(|s| s.values.last().copied())
+        .filter(|v| v.is_finite())
+}
+
+/// The latest run's median of distribution `m` of `r`.
+fn last_p50(r: &PolicyResult, m: &str) -> Option<f64> {
+    r.metrics
+        .get(m)
+        .and_then(|s| s.percentiles.get("p50"))
+        .and_then(|v| v.last().copied())
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The trap's windows for a spike: the prediction's, and those the
+/// measured inputs' intervals bound it by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowBand {
+    /// From the inputs' medians.
+    pub mid: spike::Window,
+    /// From their lower bounds (the flush share's and the passes'
+    /// intervals at [`hostkernel::INTERVAL_CONFIDENCE`]).
+    pub low: spike::Window,
+    /// From their upper bounds.
+    pub high: spike::Window,
+}
+
+/// The trap's windows for the spike of `kib`, from the host's figures in
+/// `r`: the parent's share of a flush pass (the chain calibration) times
+/// the reader's own CPU-0 passes, the first of each charge and the later
+/// ones (those of this spike, or of any spike, or the calibration's short
+/// pass, in that order), each with the bounds of its interval (a pass
+/// without one: its median for both); where the host could not trace its
+/// flush passes, a priced visit each ([`spike::Window::priced`]), with no
+/// band.
+pub fn window_of(
+    r: &PolicyResult,
+    cfg: &hostkernel::StaleReadConfig,
+    kib: u64,
+    costs: &CostModel,
+) -> WindowBand {
+    let share = last(r, FLUSH_SHARE).filter(|s| *s > 0.0);
+    let (Some(share), Some(first)) = (share, last_p50(r, &first_pass_ns(kib))) else {
+        let w = spike::Window::priced(costs);
+        return WindowBand {
+            mid: w,
+            low: w,
+            high: w,
+        };
+    };
+    let bound = |m: &str, mid: f64| last(r, m).filter(|v| *v > 0.0).unwrap_or(mid);
+    let (share_lo, share_hi) = (
+        bound(FLUSH_SHARE_LOW, share).max(0.0),
+        bound(FLUSH_SHARE_HIGH, share),
+    );
+    let first_band = (
+        bound(&first_pass_low_ns(kib), first),
+        bound(&first_pass_high_ns(kib), first),
+    );
+    let pooled: Vec<f64> = cfg
+        .spikes_kib
+        .iter()
+        .filter_map(|&k| last_p50(r, &later_pass_ns(k)))
+        .collect();
+    let (later, later_band) = match last_p50(r, &later_pass_ns(kib)) {
+        Some(l) => (
+            l,
+            (
+                bound(&later_pass_low_ns(kib), l),
+                bound(&later_pass_high_ns(kib), l),
+            ),
+        ),
+        None => {
+            let l = (!pooled.is_empty())
+                .then(|| simcore::stats::median(&pooled))
+                .or_else(|| last(r, FLUSH_SHARE_PASS_NS))
+                .unwrap_or(first);
+            (l, (l, l))
+        }
+    };
+    WindowBand {
+        mid: spike::Window {
+            first_ns: share * first,
+            later_ns: share * later,
+        },
+        low: spike::Window {
+            first_ns: share_lo * first_band.0,
+            later_ns: share_lo * later_band.0,
+        },
+        high: spike::Window {
+            first_ns: share_hi * first_band.1,
+            later_ns: share_hi * later_band.1,
+        },
+    }
 }
 
 /// The host's figures of `report` (a run of `sc` on the host of `facts`)
@@ -303,8 +455,28 @@ pub fn side_by_side(
         }
         Experiment::StaleRead(cfg) => {
             for &kib in &cfg.spikes_kib {
+                let (lag, lag_label) = if cfg.concurrent_reader {
+                    let (n, k) = (one(&host, &trap_trials(kib)), one(&host, &trapped(kib)));
+                    rows.push(row(
+                        format!("trapped trials (lag > T), {kib} KiB spike"),
+                        "ratio",
+                        k / n,
+                        one(&pred, &predicted(&trap_probability(kib))),
+                    ));
+                    (stat_lag_trapped(kib), "stat lag p50 of trapped trials")
+                } else {
+                    // No reader, no race: the lag of every repetition.
+                    let m = stat_lag_over_threshold(kib);
+                    rows.push(row(
+                        format!("repetitions with lag > T, {kib} KiB spike"),
+                        "count",
+                        one(&host, &m),
+                        one(&pred, &predicted(&m)),
+                    ));
+                    (stat_lag_after_charge(kib), "stat lag p50")
+                };
                 for (m, label, unit) in [
-                    (stat_lag_after_charge(kib), "stat lag p50", "pages"),
+                    (lag, lag_label, "pages"),
                     (stale_for_ms(kib), "stale for p50", "ms"),
                 ] {
                     rows.push(row(
@@ -314,18 +486,13 @@ pub fn side_by_side(
                         pct(&pred, &predicted(&m), "p50"),
                     ));
                 }
-                let m = stat_lag_over_threshold(kib);
-                rows.push(row(
-                    format!("repetitions with lag > T, {kib} KiB spike"),
-                    "count",
-                    one(&host, &m),
-                    one(&pred, &predicted(&m)),
-                ));
             }
             notes.push(format!(
                 "{}: a concurrent flush's visit of the leaf, a charge, its visit of the parent: the parent's count \
                  stops at T behind the early break, and no read flushes it until the periodic flush \
-                 (docs/fidelity.md); linux-6.8, without the early break, predicts no lag over T",
+                 (docs/fidelity.md); each flush traps with the odds of an update in its window (the parent's \
+                 visit: the host's measured share of its flush passes); linux-6.8, without the early break, \
+                 predicts no lag over T",
                 preset.name()
             ));
         }

@@ -1,6 +1,7 @@
 //! The statistics every crate of the workspace computes, defined once:
 //! mean, median, sample standard deviation, %change, nearest-rank
-//! quantiles and their [`Summary`], the funclatency-style
+//! quantiles and their [`Summary`], a distribution-free interval for the
+//! median ([`median_interval`]), the funclatency-style
 //! [`Log2Histogram`], and a least-squares slope.
 //!
 //! Conventions (the results model's, relied on by recorded outputs):
@@ -66,6 +67,33 @@ pub fn quantile<T: Copy + Default>(sorted: &[T], q: f64) -> T {
     }
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
+}
+
+/// A distribution-free confidence interval for the median of `xs` (NaNs
+/// left out) at `confidence` (0.5 ≤ c < 1): the order statistics
+/// `x(j) ≤ median ≤ x(n+1−j)` with the largest `j` for which
+/// `P(B < j) ≤ (1 − c) / 2`, `B ~ Binomial(n, 1/2)` (the number of samples
+/// below the true median). Holds for any continuous distribution; the
+/// interval covers at least `confidence`. `None` when `n` is too small for
+/// any such `j` (fewer than 11 samples at 0.999).
+pub fn median_interval(xs: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let tail = (1.0 - confidence.clamp(0.5, 1.0)) / 2.0;
+    // P(B = i) in logs (0.5^n underflows past n ≈ 1070).
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let (mut ln_pmf, mut cdf, mut j) = (ln_half_n, 0.0, 0);
+    for i in 0..n / 2 {
+        // cdf = P(B <= i); j = i + 1 is allowed when P(B < i + 1) <= tail.
+        cdf += ln_pmf.exp();
+        if cdf > tail {
+            break;
+        }
+        j = i + 1;
+        ln_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    (j >= 1).then(|| (v[j - 1], v[n - j]))
 }
 
 /// Least-squares slope of `y` over `x`; `None` with fewer than two points
@@ -220,6 +248,32 @@ impl Log2Histogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_interval_by_order_statistics() {
+        // n = 10 at 0.95: P(B <= 1) = 11/1024 <= 0.025 < P(B <= 2) =
+        // 56/1024, so j = 2: the 2nd and the 9th of the sorted samples
+        // (the textbook interval for ten samples).
+        let xs: Vec<f64> = (1..=10).rev().map(f64::from).collect();
+        assert_eq!(median_interval(&xs, 0.95), Some((2.0, 9.0)));
+        // Too few samples for 0.999: P(B = 0) = 1/1024 > 0.0005.
+        assert_eq!(median_interval(&xs, 0.999), None);
+        // Wider at a higher confidence, and around the median.
+        let xs: Vec<f64> = (0..201).map(f64::from).collect();
+        let (a, b) = median_interval(&xs, 0.95).unwrap();
+        let (c, d) = median_interval(&xs, 0.999).unwrap();
+        assert!(c < a && a < 100.0 && 100.0 < b && b < d, "{a} {b} {c} {d}");
+        // The normal approximation: j ~ n/2 - z sqrt(n)/2 (z = 1.96).
+        assert!(
+            (a - (100.5 - 1.96 * 201f64.sqrt() / 2.0)).abs() <= 2.0,
+            "{a}"
+        );
+        // Large n does not underflow.
+        let xs: Vec<f64> = (0..5000).map(f64::from).collect();
+        let (a, b) = median_interval(&xs, 0.999).unwrap();
+        assert!(a > 2300.0 && b < 2700.0, "{a} {b}");
+        assert_eq!(median_interval(&[], 0.9), None);
+    }
 
     #[test]
     fn mean_median_and_spread() {

@@ -54,6 +54,33 @@ pub(crate) fn pin_to_cpu(pid: i32, cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets the nice value of `pid` (0: the calling thread; a thread id names
+/// one thread).
+pub(crate) fn set_nice(pid: i32, nice: i32) -> io::Result<()> {
+    if pid < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: setpriority takes plain integers; only the named task's
+    // scheduling weight changes.
+    cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) })?;
+    Ok(())
+}
+
+/// Makes `pid` (0: the calling thread; a thread id names one thread) a
+/// `SCHED_FIFO` task of `priority`.
+pub(crate) fn set_fifo(pid: i32, priority: i32) -> io::Result<()> {
+    if pid < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param; only the named task's
+    // scheduling policy changes.
+    cvt(unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
+
 /// A tmpfs file of `len` bytes (a memfd), zero-filled.
 pub(crate) fn memfd(len: usize) -> io::Result<OwnedFd> {
     // SAFETY: memfd_create takes a NUL-terminated name (a static literal)
