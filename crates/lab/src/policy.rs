@@ -31,7 +31,7 @@
 //! | `stock_pages` | pages, integer | [`ChargePath::stock_pages`](crate::kernel::ChargePath::stock_pages) |
 //! | `counter_layout` | `own-line`, `shared-line` | [`ChargePath::counter_layout`](crate::kernel::ChargePath::counter_layout) |
 //! | `protection` | `every-charge`, `on-change` | [`ChargePath::protection`](crate::kernel::ChargePath::protection) |
-//! | `read_tolerance` | `guarded`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers read: [`ReadMode`](crate::reader::ReadMode) |
+//! | `read_tolerance` | `guarded`, `forced`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers read: [`ReadMode`](crate::reader::ReadMode) |
 //!
 //! The first fourteen are the engine's knobs (`hierstat::Policy`); the next
 //! five are the kernel path the priced workloads charge the policy at
@@ -439,11 +439,12 @@ impl PolicySpec {
         }
         if !n
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.+=,:".contains(c))
+            // `%`: a sweep point of `read_tolerance` is named `read_tolerance=1%`.
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+=,:%".contains(c))
         {
             return Err((
                 "name",
-                format!("`{n}` may use only letters, digits and - _ . + = , :"),
+                format!("`{n}` may use only letters, digits and - _ . + = , : %"),
             ));
         }
         if n.parse::<Base>().is_ok() || n == PRE_RSTAT {

@@ -1,10 +1,11 @@
 //! How a `memory.stat` reader of a stats scenario reads ([`ReadMode`]):
-//! the policy's own threshold-guarded flush, no flush at all, or within a
-//! tolerance ([`hierstat::HierStats::read_within`]). Set per scenario
+//! the policy's own threshold-guarded flush, a forced flush of the group's
+//! subtree, no flush at all, or within a tolerance
+//! ([`hierstat::HierStats::read_within`]). Set per scenario
 //! (`[readers] tolerance`, the `stats` kind) or per policy (the
 //! `read_tolerance` knob of a `[[policy]]` table, which a sweep can vary).
 //!
-//! Text forms: `guarded`, `clean`, a relative tolerance `1%` (any decimal
+//! Text forms: `guarded`, `forced`, `clean`, a relative tolerance `1%` (any decimal
 //! percentage: `0.1%`, `10%`; `0%` or `0` is exact), an absolute one in
 //! pages (`64`), or both, the larger budget winning (`1%+64`).
 
@@ -20,6 +21,10 @@ pub enum ReadMode {
     /// each era's `memory.stat` does).
     #[default]
     Guarded,
+    /// A forced flush of the group's subtree
+    /// ([`hierstat::HierStats::flush_forced`]), then a plain read: an exact
+    /// read that pays for it every time (the cost a tolerance read saves).
+    Forced,
     /// No flush at all: the aggregates as the last flush left them, with
     /// their bound.
     Clean,
@@ -45,12 +50,19 @@ impl ReadMode {
             _ => None,
         }
     }
+
+    /// Whether this is the default, [`ReadMode::Guarded`] (a scenario
+    /// file leaves it out).
+    pub fn is_guarded(&self) -> bool {
+        *self == ReadMode::Guarded
+    }
 }
 
 impl fmt::Display for ReadMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             ReadMode::Guarded => f.write_str("guarded"),
+            ReadMode::Forced => f.write_str("forced"),
             ReadMode::Clean => f.write_str("clean"),
             ReadMode::Within { ppm, pages } => {
                 let pct = f64::from(ppm) / 1e4;
@@ -71,11 +83,12 @@ impl FromStr for ReadMode {
         let bad = || {
             format!(
                 "`{s}` is not a read mode (guarded, clean, a percentage such as 1%, \
-                 pages such as 64, or both: 1%+64)"
+                 pages such as 64, or both: 1%+64; `forced` flushes every read)"
             )
         };
         match s.trim() {
             "guarded" => return Ok(ReadMode::Guarded),
+            "forced" => return Ok(ReadMode::Forced),
             "clean" => return Ok(ReadMode::Clean),
             _ => {}
         }
@@ -96,7 +109,13 @@ impl FromStr for ReadMode {
                 if !(0.0..=100.0).contains(&pct) {
                     return Err(format!("`{s}`: a percentage from 0% to 100%"));
                 }
-                (pct * 1e4).round() as u32
+                let ppm = (pct * 1e4).round() as u32;
+                // A budget finer than a millionth would silently become an
+                // exact read.
+                if ppm == 0 && pct > 0.0 {
+                    return Err(format!("`{s}`: the finest percentage is 0.0001%"));
+                }
+                ppm
             }
         };
         let pages = match abs {
@@ -129,7 +148,9 @@ mod tests {
         for (text, mode) in [
             ("guarded", ReadMode::Guarded),
             ("clean", ReadMode::Clean),
+            ("forced", ReadMode::Forced),
             ("0", ReadMode::Within { ppm: 0, pages: 0 }),
+            ("0.0001%", ReadMode::Within { ppm: 1, pages: 0 }),
             (
                 "0.1%",
                 ReadMode::Within {
@@ -164,7 +185,16 @@ mod tests {
             assert_eq!(mode.to_string().parse::<ReadMode>().unwrap(), mode);
         }
         assert_eq!("1%".parse::<ReadMode>().unwrap().to_string(), "1%");
-        for bad in ["", "%", "often", "-1%", "101%", "1%+x", "x+1"] {
+        assert_eq!("0%".parse::<ReadMode>().unwrap(), "0".parse().unwrap());
+        assert_eq!(
+            " 1% + 64 ".parse::<ReadMode>().unwrap().to_string(),
+            "1%+64"
+        );
+        assert!(ReadMode::default().is_guarded() && !ReadMode::Clean.is_guarded());
+        for bad in [
+            "", "%", "often", "-1%", "101%", "1%+x", "x+1", "1%+", "+64", "-1", "NaN%", "inf%",
+            "0.00001%", "1%%", "Forced",
+        ] {
             assert!(bad.parse::<ReadMode>().is_err(), "{bad}");
         }
         assert_eq!(

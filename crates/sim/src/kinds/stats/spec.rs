@@ -23,6 +23,12 @@
 //! [writers]                      # stat updates
 //! rate_per_cpu = 2000.0          # updates/s per CPU (0 = back to back)
 //! pages = [1, 4]                 # magnitude range per update
+//! initial_pages = 8192           # sim: pages each leaf starts with per written item
+//!
+//! [readers]                      # memory.stat readers
+//! count = 20000
+//! period_ms = 100.0
+//! tolerance = "1%"               # guarded (default) | forced | clean | 1% | 64 (pages) | 1%+64
 //! ```
 //!
 //! | workload | tables (required, optional) |
@@ -64,6 +70,7 @@ pub const RANGES: &[Range] = &[
     Range::int("writers.items", 1, 64),
     Range::real("writers.uncharge_fraction", 0.0, 1.0),
     Range::int("writers.burst", 1, 4096),
+    Range::int("writers.initial_pages", 0, lab::ranges::PAGES_MAX),
     Range::int("readers.count", 0, 1_000_000),
     Range::real("readers.period_ms", 0.001, lab::ranges::MS_MAX as f64),
     Range::int("readers.items", 1, 64),
@@ -597,6 +604,12 @@ fn check_writers(
     mode: Mode,
     cpus: Option<u32>,
 ) -> Result<(), ScenarioError> {
+    if w.initial_pages > 0 && mode != Mode::Sim {
+        return Err(src.error(
+            "writers.initial_pages",
+            "sim mode only: a real-mode run starts from empty groups",
+        ));
+    }
     if let (Some(c), Mode::Sim) = (w.cpus, mode) {
         let most = cpus.unwrap_or(1);
         if c > most {
