@@ -674,6 +674,43 @@ period_ms = 10.0
     }
 
     #[test]
+    fn a_read_tolerance_parses_round_trips_and_is_checked() {
+        let text = GOOD.replace(
+            "period_ms = 10.0",
+            "period_ms = 10.0\ntolerance = \"1%+64\"",
+        );
+        let s = parse(&text).unwrap();
+        let st = s.spec_as::<super::StatsScenario>().unwrap();
+        let super::Workload::StatReaders(r) = &st.workload else {
+            panic!("{st:?}")
+        };
+        assert_eq!(
+            r.readers.tolerance,
+            lab::reader::ReadMode::Within {
+                ppm: 10_000,
+                pages: 64
+            }
+        );
+        assert!(s.source().contains("tolerance = \"1%+64\""));
+        let again = crate::catalog().parse("stored", &s.source()).unwrap();
+        assert_eq!(again.spec_as::<super::StatsScenario>(), Some(st));
+        // The default is left out of the stored text.
+        assert!(!parse(GOOD).unwrap().source().contains("tolerance"));
+        let e = parse(&text.replace("1%+64", "often")).unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("readers.tolerance", Some(19)));
+        let e = parse(
+            &GOOD
+                .replace(
+                    "rate_per_cpu = 1000.0",
+                    "initial_pages = 8\nrate_per_cpu = 1.0",
+                )
+                .replace("mode = \"sim\"", "mode = \"real\""),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "writers.initial_pages");
+    }
+
+    #[test]
     fn wrong_type_names_file_line_and_field() {
         let bad = GOOD.replace("period_ms = 10.0", "period_ms = \"fast\"");
         let e = parse(&bad).unwrap_err();
