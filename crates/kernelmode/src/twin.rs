@@ -123,6 +123,7 @@ pub fn predict_into(
                                 items: 4,
                                 uncharge_fraction: 0.5,
                                 burst: 16,
+                                initial_pages: 0,
                             },
                             readers: ReadersSpec {
                                 count: cfg.readers as u32,
@@ -130,6 +131,7 @@ pub fn predict_into(
                                 targets: Targets::Leaves,
                                 items: None,
                                 aligned: false,
+                                tolerance: Default::default(),
                             },
                             flusher: Some(FlusherSpec { period_ms: 2000 }),
                         }),

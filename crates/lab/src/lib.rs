@@ -41,6 +41,7 @@ pub mod kernel;
 pub mod policy;
 pub mod progress;
 pub mod ranges;
+pub mod reader;
 pub mod report;
 pub mod scenario;
 pub mod source;

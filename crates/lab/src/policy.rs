@@ -31,10 +31,13 @@
 //! | `stock_pages` | pages, integer | [`ChargePath::stock_pages`](crate::kernel::ChargePath::stock_pages) |
 //! | `counter_layout` | `own-line`, `shared-line` | [`ChargePath::counter_layout`](crate::kernel::ChargePath::counter_layout) |
 //! | `protection` | `every-charge`, `on-change` | [`ChargePath::protection`](crate::kernel::ChargePath::protection) |
+//! | `read_tolerance` | `guarded`, `forced`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers read: [`ReadMode`](crate::reader::ReadMode) |
 //!
-//! The first fourteen are the engine's knobs (`hierstat::Policy`); the last
+//! The first fourteen are the engine's knobs (`hierstat::Policy`); the next
 //! five are the kernel path the priced workloads charge the policy at
-//! ([`crate::kernel`]). The values are their types' text forms; the knobs
+//! ([`crate::kernel`]); the last is how the policy's readers read
+//! (a tolerance read, [`hierstat::HierStats::read_within`], in the `stats`
+//! kind; it overrides the scenario's `[readers] tolerance`). The values are their types' text forms; the knobs
 //! are listed once, in `knobs!`'s invocation below, which makes the
 //! table's fields, [`KNOBS`] and the overrides. The numeric knobs' bounds
 //! are in [`crate::ranges::POLICY`], checked on the file and on every sweep
@@ -51,6 +54,7 @@
 
 use crate::error::ScenarioError;
 use crate::kernel::{preset_path, Base, CounterLayout, Fold, KernelPath, KernelPolicy, Protection};
+use crate::reader::ReadMode;
 use crate::source::Source;
 use hierstat::{
     Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
@@ -84,6 +88,9 @@ pub struct FlushPolicy {
     /// The kernel path (for the pre-rstat baseline: 5.13's charge path;
     /// its updates walk no threshold).
     pub path: KernelPath,
+    /// How the policy's readers read, when its `[[policy]]` table says
+    /// (`read_tolerance`); `None`: as the scenario says.
+    pub reader: Option<ReadMode>,
 }
 
 impl FlushPolicy {
@@ -92,6 +99,7 @@ impl FlushPolicy {
         FlushPolicy {
             engine: Engine::Preset(p),
             path: preset_path(p),
+            reader: None,
         }
     }
 
@@ -100,6 +108,7 @@ impl FlushPolicy {
         FlushPolicy {
             engine: Engine::Kernel(k),
             path: k.path(),
+            reader: None,
         }
     }
 
@@ -108,6 +117,7 @@ impl FlushPolicy {
         FlushPolicy {
             engine: Engine::PreRstat,
             path: preset_path(Preset::Linux5_13),
+            reader: None,
         }
     }
 
@@ -195,6 +205,7 @@ pub fn resolve(user: &[UserPolicy], name: &str) -> Option<FlushPolicy> {
         .map(|u| FlushPolicy {
             engine: Engine::User(u.policy),
             path: u.path,
+            reader: u.reader,
         })
 }
 
@@ -207,6 +218,8 @@ pub struct UserPolicy {
     pub policy: Policy,
     /// Its kernel path: the base's with the table's overrides.
     pub path: KernelPath,
+    /// How its readers read (`read_tolerance`), if the table says.
+    pub reader: Option<ReadMode>,
 }
 
 impl UserPolicy {
@@ -216,8 +229,17 @@ impl UserPolicy {
     /// `(key, message)` for the first invalid key.
     pub fn new(spec: PolicySpec) -> Result<UserPolicy, (&'static str, String)> {
         spec.check_name()?;
-        let Knobs { policy, path } = spec.resolve_all()?;
-        Ok(UserPolicy { spec, policy, path })
+        let Knobs {
+            policy,
+            path,
+            reader,
+        } = spec.resolve_all()?;
+        Ok(UserPolicy {
+            spec,
+            policy,
+            path,
+            reader,
+        })
     }
 
     /// The policy's name.
@@ -233,6 +255,8 @@ pub struct Knobs {
     pub policy: Policy,
     /// The kernel path.
     pub path: KernelPath,
+    /// How the readers read, if set.
+    pub reader: Option<ReadMode>,
 }
 
 /// Declares the knobs once: the table's optional fields, [`KNOBS`], and
@@ -328,6 +352,8 @@ knobs! {
     counter_layout: CounterLayout => |k, v| k.path.charge.counter_layout = v,
     /// Kernel path: protection propagation per level and charge.
     protection: Protection => |k, v| k.path.charge.protection = v,
+    /// How the `stats` kind's readers read (see [`ReadMode`]).
+    read_tolerance: ReadMode => |k, v| k.reader = Some(v),
 }
 
 impl PolicySpec {
@@ -372,6 +398,7 @@ impl PolicySpec {
         let mut k = Knobs {
             policy: self.base.knobs(),
             path: self.base.path(),
+            reader: None,
         };
         self.apply_overrides(&mut k);
         let p = &mut k.policy;
@@ -412,11 +439,12 @@ impl PolicySpec {
         }
         if !n
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.+=,:".contains(c))
+            // `%`: a sweep point of `read_tolerance` is named `read_tolerance=1%`.
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+=,:%".contains(c))
         {
             return Err((
                 "name",
-                format!("`{n}` may use only letters, digits and - _ . + = , :"),
+                format!("`{n}` may use only letters, digits and - _ . + = , : %"),
             ));
         }
         if n.parse::<Base>().is_ok() || n == PRE_RSTAT {
@@ -680,6 +708,34 @@ lines_per_level = 1
             PolicyFile::parse("p.toml", &bad).is_err(),
             "a built-in's name"
         );
+    }
+
+    #[test]
+    fn a_read_tolerance_reaches_the_resolved_policy() {
+        let text =
+            "[[policy]]\nname = \"within-1pct\"\nbase = \"hierstat\"\nread_tolerance = \"1%\"\n";
+        let f = PolicyFile::parse("p.toml", text).unwrap();
+        let r = resolve(&f.policy, "within-1pct").unwrap();
+        assert_eq!(
+            r.reader,
+            Some(ReadMode::Within {
+                ppm: 10_000,
+                pages: 0
+            })
+        );
+        assert_eq!(r.engine, Engine::User(Preset::Hierstat.policy()));
+        assert_eq!(FlushPolicy::preset(Preset::Hierstat).reader, None);
+        let again = PolicyFile::parse("again", &f.to_toml()).unwrap();
+        assert_eq!(again, f);
+        let e = PolicyFile::parse("p.toml", &text.replace("\"1%\"", "\"often\"")).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("policy[0].read_tolerance", Some(4))
+        );
+        let p = PolicySpec::new("x", Preset::Hierstat)
+            .with_knob("read_tolerance", &toml::Value::String("clean".into()))
+            .unwrap();
+        assert_eq!(p.read_tolerance, Some(ReadMode::Clean));
     }
 
     #[test]

@@ -815,3 +815,77 @@ fn whole_thp_swap_out_counts_thp_swpout() {
     assert!(swapped_thps > 0);
     assert_eq!(read_key(&stat, "thp_swpout"), Some(swapped_thps));
 }
+
+/// `memory.stat` read within a tolerance (issue 37): every item's value
+/// within its bound of the exact value (what a forced flush then shows),
+/// each bound within its budget; an exact read shows the forced flush's
+/// text.
+#[test]
+fn memory_stat_within_its_budget() {
+    use hierstat::{Tolerance, WithinFlush};
+    let cpus = 8;
+    let mut t =
+        MemcgTree::new(MemcgConfig::new(cpus, 1).preset(hierstat::Preset::Hierstat)).unwrap();
+    let slice = t.create(t.root(), "system.slice").unwrap();
+    let svcs: Vec<MemcgId> = (0..12)
+        .map(|i| t.create(slice, &format!("s{i}.service")).unwrap())
+        .collect();
+    let mut rng = Rng(7);
+    let mut charge_some = |t: &mut MemcgTree, n: u64| {
+        for _ in 0..n {
+            let cpu = rng.below(cpus as u64) as usize;
+            let g = svcs[rng.below(svcs.len() as u64) as usize];
+            t.charge(cpu, g, 0, Charge::Anon, 1 + rng.below(4), &mut NoReclaim)
+                .unwrap();
+        }
+    };
+    charge_some(&mut t, 20_000);
+    t.memory_stat_within(slice, Tolerance::EXACT).unwrap();
+    // Much pending in one service, a page in each of the others: the
+    // budget of the items that are 0 (64) lets the read leave those.
+    for i in 0..2_000u64 {
+        t.charge(
+            (i % cpus as u64) as usize,
+            svcs[0],
+            0,
+            Charge::Anon,
+            2,
+            &mut NoReclaim,
+        )
+        .unwrap();
+    }
+    for (i, &g) in svcs.iter().enumerate().skip(1) {
+        t.charge(i % cpus, g, 0, Charge::Anon, 1, &mut NoReclaim)
+            .unwrap();
+    }
+    // 10% of each value, or 64 of its unit.
+    let tol = Tolerance::Either {
+        relative: 0.1,
+        absolute: 64,
+    };
+    let (text, reads, done) = t.memory_stat_within(slice, tol).unwrap();
+    assert!(reads
+        .iter()
+        .all(|w| w.met && w.read.bound.unwrap() <= w.budget));
+    let g = t.group(slice).unwrap().clone();
+    t.stats().flush_forced(&g).unwrap();
+    let exact = t.format_memory_stat(slice).unwrap();
+    let anon = Stat::ALL.iter().position(|&s| s == Stat::Anon).unwrap();
+    let (got, want) = (
+        read_key(&text, "anon").unwrap() / PAGE,
+        read_key(&exact, "anon").unwrap() / PAGE,
+    );
+    let b = reads[anon].read.bound.unwrap();
+    assert!(got.abs_diff(want) <= b, "anon {got} exact {want} bound {b}");
+    assert!(want > 10_000, "the services hold memory: {want}");
+    assert!(
+        matches!(done, WithinFlush::Partial { .. }),
+        "a 10% read leaves the quiet services: {done:?}"
+    );
+    // Exact: the forced flush's text, bound 0.
+    charge_some(&mut t, 3_000);
+    let (text, reads, _) = t.memory_stat_within(slice, Tolerance::EXACT).unwrap();
+    assert!(reads.iter().all(|w| w.read.bound == Some(0)));
+    t.stats().flush_forced(&g).unwrap();
+    assert_eq!(text, t.format_memory_stat(slice).unwrap());
+}

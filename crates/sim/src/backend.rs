@@ -37,6 +37,41 @@ pub enum FlushReason {
     Read,
     /// The periodic background flusher (forced, root).
     Periodic,
+    /// A forced flush of the group's subtree (a [`lab::reader::ReadMode::Forced`]
+    /// reader): never skipped by the threshold rule.
+    Forced,
+}
+
+/// One item of a tolerance read ([`StatsBackend::read_within`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithinValue {
+    /// The value and its bound (`None`: none certified, the read did not
+    /// meet its budget).
+    pub read: ReadValue,
+    /// The tolerance's budget for the value read, in pages.
+    pub budget: u64,
+    /// The aggregate before clamping at 0.
+    pub signed: i64,
+}
+
+impl WithinValue {
+    /// Whether the bound fits the budget.
+    pub fn met(&self) -> bool {
+        self.read.bound.is_some_and(|b| b <= self.budget)
+    }
+}
+
+/// What a tolerance read flushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFlush {
+    /// Nothing: every bound fit its budget.
+    None,
+    /// A flush was needed and the caller did not allow one.
+    Needed,
+    /// Part of the group's subtree (`hierstat::WithinFlush::Partial`).
+    Partial,
+    /// The group's whole subtree.
+    Full,
 }
 
 /// A value read together with its documented error bound.
@@ -86,6 +121,45 @@ pub trait StatsBackend: Send + Sync {
 
     /// Hierarchical value of `item` in `group`, with its bound.
     fn read(&self, group: GroupIdx, item: usize, work: &mut Work) -> ReadValue;
+
+    /// A tolerance read of the first `items` items of `group` into `out`
+    /// (one [`WithinValue`] each, in order), as
+    /// `hierstat::HierStats::read_many_within`. With `flush` false it only
+    /// reads, and says [`ReadFlush::Needed`] when a bound does not fit its
+    /// budget (the runner then takes the flush lock and calls again with
+    /// `flush`). By default, for a backend without partial flushes: the
+    /// plain reads, and with `flush` a forced flush of the group first.
+    fn read_within(
+        &self,
+        group: GroupIdx,
+        items: usize,
+        tolerance: hierstat::Tolerance,
+        flush: bool,
+        out: &mut Vec<WithinValue>,
+        work: &mut Work,
+    ) -> ReadFlush {
+        if flush {
+            self.flush(group, FlushReason::Forced, work);
+        }
+        out.clear();
+        let mut fits = true;
+        for item in 0..items {
+            let read = self.read(group, item, work);
+            let signed = i64::try_from(read.value).unwrap_or(i64::MAX);
+            let v = WithinValue {
+                read,
+                budget: tolerance.budget(signed),
+                signed,
+            };
+            fits &= v.met();
+            out.push(v);
+        }
+        match (flush, fits) {
+            (true, _) => ReadFlush::Full,
+            (false, true) => ReadFlush::None,
+            (false, false) => ReadFlush::Needed,
+        }
+    }
 
     /// Sets the backend's clock to virtual time `ns` (sim mode); backends
     /// without a clock ignore it.

@@ -6,15 +6,17 @@
 //! [`ManualClock`] that the runner sets to virtual time before each call
 //! (the ratelimit and periodic rules then run in virtual time).
 
-use crate::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend};
+use crate::backend::{
+    FlushReason, FlushRules, FlushScope, LineId, ReadFlush, ReadValue, StatsBackend, WithinValue,
+};
 use crate::cost::Work;
 use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    Config, FlushKind, Group, HierStats, ItemId, ManualClock, Policy, Preset, Schema, Shard,
-    ThresholdRule, Unit, WorkCounters,
+    Config, FlushKind, Group, HierStats, ItemId, ManualClock, OnBusy, Policy, Preset, ReadItem,
+    Schema, Shard, ThresholdRule, Tolerance, Unit, WithinFlush, WorkCounters,
 };
 
 /// hierstat under a preset, with the workload's tree built in it.
@@ -152,7 +154,7 @@ impl StatsBackend for EngineBackend {
     fn needs_flush(&self, group: GroupIdx, reason: FlushReason) -> bool {
         match reason {
             FlushReason::Read => self.stats.needs_flush(&self.groups[group as usize]) == Ok(true),
-            FlushReason::Periodic => true,
+            FlushReason::Periodic | FlushReason::Forced => true,
         }
     }
 
@@ -161,6 +163,7 @@ impl StatsBackend for EngineBackend {
         let (g, kind) = match reason {
             FlushReason::Read => (&self.groups[group as usize], FlushKind::Read),
             FlushReason::Periodic => (&self.groups[0], FlushKind::Periodic),
+            FlushReason::Forced => (&self.groups[group as usize], FlushKind::Forced),
         };
         let r = self.stats.flush_with(g, kind, &mut wc);
         debug_assert!(r.is_ok(), "the backend's groups are its tree's own");
@@ -169,6 +172,90 @@ impl StatsBackend for EngineBackend {
 
     fn set_time(&self, ns: u64) {
         self.clock.set(ns);
+    }
+
+    fn read_within(
+        &self,
+        group: GroupIdx,
+        items: usize,
+        tolerance: Tolerance,
+        flush: bool,
+        out: &mut Vec<WithinValue>,
+        work: &mut Work,
+    ) -> ReadFlush {
+        out.clear();
+        work.items_read += items as u64;
+        let g = &self.groups[group as usize];
+        if !flush {
+            // Step 1 of `read_within`: the bounds as they are, no flush.
+            let mut fits = true;
+            for &item in &self.items[..items] {
+                let v = match self.stats.read_bounded(g, item) {
+                    Ok(b) => WithinValue {
+                        read: ReadValue {
+                            value: b.value,
+                            bound: b.bound,
+                        },
+                        budget: tolerance.budget(b.signed),
+                        signed: b.signed,
+                    },
+                    Err(_) => WithinValue {
+                        read: ReadValue {
+                            value: 0,
+                            bound: None,
+                        },
+                        budget: 0,
+                        signed: 0,
+                    },
+                };
+                fits &= v.met();
+                out.push(v);
+            }
+            return if fits {
+                ReadFlush::None
+            } else {
+                ReadFlush::Needed
+            };
+        }
+        let reads: Vec<(ReadItem, Tolerance)> = self.items[..items]
+            .iter()
+            .map(|&i| (ReadItem::Item(i), tolerance))
+            .collect();
+        let mut got = Vec::with_capacity(items);
+        let mut wc = WorkCounters::default();
+        let done = self
+            .stats
+            .read_many_within_with(g, &reads, OnBusy::Wait, &mut got, &mut wc);
+        work.merge(&Work::from_engine(&wc, 1));
+        if done.is_err() {
+            // Not with the backend's own groups and items: nothing read.
+            got.clear();
+        }
+        out.extend(got.iter().map(|w| WithinValue {
+            read: ReadValue {
+                value: w.read.value,
+                bound: w.read.bound,
+            },
+            budget: w.budget,
+            signed: w.read.signed,
+        }));
+        out.resize(
+            items,
+            WithinValue {
+                read: ReadValue {
+                    value: 0,
+                    bound: None,
+                },
+                budget: 0,
+                signed: 0,
+            },
+        );
+        match done {
+            Ok(WithinFlush::None) => ReadFlush::None,
+            Ok(WithinFlush::Partial { .. }) => ReadFlush::Partial,
+            // `Busy` cannot happen (the read waits); an error reads nothing.
+            _ => ReadFlush::Full,
+        }
     }
 
     fn read(&self, group: GroupIdx, item: usize, work: &mut Work) -> ReadValue {

@@ -161,6 +161,17 @@ impl FlushLock {
     /// A granted request holds the lock until [`FlushLock::release`]; call
     /// [`FlushLock::set_until`] once its duration is known.
     pub fn request(&mut self, now: SimTime, request: u32, scope: Scope) -> Acquire {
+        self.request_as(now, request, scope, self.mode == LockMode::Skip)
+    }
+
+    /// As [`FlushLock::request`] for a flush that waits whatever the
+    /// policy's rule (a forced flush, a tolerance read's): it is never
+    /// [`Acquire::Skipped`].
+    pub fn request_waiting(&mut self, now: SimTime, request: u32, scope: Scope) -> Acquire {
+        self.request_as(now, request, scope, false)
+    }
+
+    fn request_as(&mut self, now: SimTime, request: u32, scope: Scope, skip: bool) -> Acquire {
         if !self.blocked(&scope, self.waiters.len()) {
             self.holders.push(Holder {
                 request,
@@ -171,7 +182,7 @@ impl FlushLock {
             return Acquire::Granted;
         }
         self.contended += 1;
-        if self.mode == LockMode::Skip {
+        if skip {
             self.skipped += 1;
             return Acquire::Skipped;
         }

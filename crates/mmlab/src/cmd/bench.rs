@@ -49,6 +49,7 @@ pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
             items: 4,
             uncharge_fraction: 0.0,
             burst: 16,
+            initial_pages: 0,
         },
         readers: None,
         flush_period: None,

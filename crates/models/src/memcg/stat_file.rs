@@ -2,7 +2,9 @@
 //!
 //! Reading either file makes the policy's read-side flush of the group
 //! (threshold-guarded under the 5.16+ and 6.8+ presets, exact under
-//! `linux-5.13`), then prints hierarchical values: sizes in bytes, events
+//! `linux-5.13`), or for a reader that states an error budget
+//! ([`MemcgTree::memory_stat_within`]) only the part of it that budget
+//! needs, then prints hierarchical values: sizes in bytes, events
 //! and `workingset_*` in counts. `slab` follows `slab_unreclaimable` as the
 //! sum of both slab items; `pgscan`/`pgsteal` precede their
 //! kswapd/direct/khugepaged split as sums; `hugetlb` appears only with the
@@ -10,7 +12,9 @@
 
 use super::{Class, MemcgError, MemcgId, MemcgTree, Slot, Stat};
 use hierstat::sim::Simulator as _;
-use hierstat::{FlushKind, FlushOutcome, Unit, PAGE_SIZE};
+use hierstat::{
+    FlushKind, FlushOutcome, OnBusy, ReadItem, Tolerance, Unit, Within, WithinFlush, PAGE_SIZE,
+};
 use std::fmt::Write as _;
 
 impl MemcgTree {
@@ -102,6 +106,49 @@ impl MemcgTree {
     pub fn memory_stat(&mut self, id: MemcgId) -> Result<String, MemcgError> {
         self.flush_for_read(id)?;
         self.format_memory_stat(id)
+    }
+
+    /// `memory.stat` of `id` read within `tolerance` of each item (an
+    /// absolute budget in pages for sizes, bytes items included, and in
+    /// counts for events): hierstat's `read_many_within`
+    /// over every item the file prints flushes only what could break a
+    /// budget, then formats. Returns the text and the reads (one per item
+    /// of [`Stat::ALL`] shown, in order: each value's bound fits its budget
+    /// unless `met` is false, which only a saturated item makes).
+    ///
+    /// # Errors
+    /// [`MemcgError::UnknownMemcg`]; an invalid tolerance.
+    pub fn memory_stat_within(
+        &mut self,
+        id: MemcgId,
+        tolerance: Tolerance,
+    ) -> Result<(String, Vec<Within>, WithinFlush), MemcgError> {
+        let g = self.group(id)?.clone();
+        let reads: Vec<(ReadItem, Tolerance)> = Stat::ALL
+            .iter()
+            .filter(|&&st| st != Stat::Hugetlb || self.hugetlb_accounting())
+            .map(|&st| {
+                let t = match (st.unit(), tolerance) {
+                    (Unit::Bytes, Tolerance::Absolute(a)) => {
+                        Tolerance::Absolute(a.saturating_mul(PAGE_SIZE))
+                    }
+                    (Unit::Bytes, Tolerance::Either { relative, absolute }) => Tolerance::Either {
+                        relative,
+                        absolute: absolute.saturating_mul(PAGE_SIZE),
+                    },
+                    (_, t) => t,
+                };
+                match self.schema().slot(st) {
+                    Slot::Node(item) => (ReadItem::Node(item, None), t),
+                    Slot::Plain(item) => (ReadItem::Item(item), t),
+                }
+            })
+            .collect();
+        let mut out = Vec::with_capacity(reads.len());
+        let done =
+            self.stats
+                .read_many_within_with(&g, &reads, OnBusy::Wait, &mut out, &mut self.work)?;
+        Ok((self.format_memory_stat(id)?, out, done))
     }
 
     /// `memory.stat` of `id` as of the last flush (no flush).

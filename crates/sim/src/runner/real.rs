@@ -18,12 +18,13 @@
 //! may be preempted between its engine update and its oracle update).
 
 use super::{spawn_scoped, Gate};
-use crate::backend::{FlushReason, StatsBackend};
+use crate::backend::{FlushReason, ReadFlush, StatsBackend};
 use crate::cost::Work;
 use crate::error::SimError;
 use crate::workload::{GroupIdx, TreeShape};
 use crate::workload::{ReadersSpec, WritersSpec};
 use hdrhistogram::Histogram;
+use lab::reader::ReadMode;
 use simcore::Rng;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -343,11 +344,34 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
                 let before: Vec<(i64, i64)> = (0..n_read).map(sums).collect();
                 let t0 = Instant::now();
                 let mut work = Work::default();
-                let flushed = backend.needs_flush(g, FlushReason::Read);
-                if flushed {
-                    backend.flush(g, FlushReason::Read, &mut work);
-                }
-                let vals: Vec<_> = (0..n_read).map(|i| backend.read(g, i, &mut work)).collect();
+                let how = readers.tolerance;
+                let (flushed, vals): (bool, Vec<_>) = match how.tolerance() {
+                    Some(t) => {
+                        let mut got = Vec::with_capacity(n_read);
+                        let r = backend.read_within(g, n_read, t, true, &mut got, &mut work);
+                        (
+                            matches!(r, ReadFlush::Partial | ReadFlush::Full),
+                            got.iter().map(|w| w.read).collect(),
+                        )
+                    }
+                    None => {
+                        let flushed = match how {
+                            ReadMode::Clean => false,
+                            ReadMode::Forced => {
+                                backend.flush(g, FlushReason::Forced, &mut work);
+                                true
+                            }
+                            _ => backend.needs_flush(g, FlushReason::Read),
+                        };
+                        if flushed && how.is_guarded() {
+                            backend.flush(g, FlushReason::Read, &mut work);
+                        }
+                        (
+                            flushed,
+                            (0..n_read).map(|i| backend.read(g, i, &mut work)).collect(),
+                        )
+                    }
+                };
                 let ns = t0.elapsed().as_nanos() as u64;
                 let mut is_stale = false;
                 for (i, rv) in vals.iter().enumerate() {

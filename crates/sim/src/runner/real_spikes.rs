@@ -227,6 +227,7 @@ mod tests {
                 items: 2,
                 uncharge_fraction: 0.3,
                 burst: 16,
+                initial_pages: 0,
             },
             flushers: 1,
             flusher_period: Duration::ZERO,

@@ -24,6 +24,16 @@
 //! kept alongside the engine) judges every read: stale reads, missed
 //! spikes and child > parent inconsistencies.
 //!
+//! The readers read as their [`ReadMode`] says (`[readers] tolerance`):
+//! `guarded` is the policy's threshold-guarded flush; `clean` never
+//! flushes; `forced` flushes the group's subtree every time, waiting for
+//! the lock whatever the policy's rule; a tolerance (`1%`, `64`) reads the
+//! bounds first and, only when one does not fit its budget, takes the lock
+//! as a forced flush would and makes `read_within`'s partial flush. A
+//! tolerance read's values are those of its engine call, so it is judged
+//! strictly: every item within its bound of the exact value at that
+//! instant, or the read is stale.
+//!
 //! A flush's effect is applied when it is granted (the engine call runs at
 //! that instant) and its lock is held for its virtual duration; a read's
 //! value is taken when its flush (or wait, or skip) is over. Readers that
@@ -31,7 +41,7 @@
 //! in-progress flush: the simulator is, if anything, kind to skipping
 //! policies.
 
-use crate::backend::{FlushReason, FlushScope, LineId, StatsBackend};
+use crate::backend::{FlushReason, FlushScope, LineId, ReadFlush, StatsBackend, WithinValue};
 use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
@@ -39,6 +49,7 @@ use crate::lock::{Acquire, FlushLock, LockMode};
 use crate::runner::oracle::{self, Oracle};
 use crate::workload::{GroupIdx, TreeShape};
 use crate::workload::{ReadersSpec, SpikeSpec, Targets, WritersSpec};
+use lab::reader::ReadMode;
 use simcore::time::{SimTime, MILLIS, SECONDS};
 use simcore::Rng;
 use std::collections::HashMap;
@@ -103,6 +114,23 @@ pub struct SimOutcome {
     pub engine_calls: u64,
     /// The first few stale reads, for diagnosis.
     pub stale_examples: Vec<StaleExample>,
+    /// Per reader read: the largest distance of an item from its exact
+    /// value (pages; for a tolerance read at its engine call, otherwise
+    /// the smaller of those at its flush and at its return).
+    pub read_errors: Vec<u64>,
+    /// Per reader read: the largest bound reported over its items (pages;
+    /// reads with an item without a bound are left out).
+    pub read_bounds: Vec<u64>,
+    /// Reader reads that flushed (or, as tolerance reads, flushed part).
+    pub reads_flushed: u64,
+    /// Tolerance reads that flushed only part of the subtree.
+    pub partial_flushes: u64,
+    /// Tolerance reads with an item whose bound did not fit its budget.
+    pub unmet_reads: u64,
+    /// Work of the reader reads' flushes (not the periodic flusher's).
+    pub read_flush_work: Work,
+    /// Per reader read: the virtual duration of its flush (0 if none).
+    pub read_flush_ns: Vec<u64>,
 }
 
 /// A stale read, as observed.
@@ -139,10 +167,14 @@ enum Purpose {
 #[derive(Debug, Clone, Copy)]
 struct Request {
     purpose: Purpose,
+    /// How it reads (the readers' mode; spike reads are guarded).
+    how: ReadMode,
     group: GroupIdx,
     started: SimTime,
     free: bool,
     flushed: bool,
+    /// Its flush's virtual duration.
+    flush_ns: SimTime,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -191,6 +223,8 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     /// Exact values of the items a request reads, when its flush ran (or
     /// when it started, if it did not flush).
     snapshots: Vec<Vec<i64>>,
+    /// A tolerance read's values, from its engine call.
+    results: Vec<Vec<WithinValue>>,
     free_requests: Vec<u32>,
     spikes: Vec<SpikeState>,
     stopped: bool,
@@ -247,6 +281,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         spike_targets,
         requests: Vec::new(),
         snapshots: Vec::new(),
+        results: Vec::new(),
         free_requests: Vec::new(),
         spikes: Vec::new(),
         stopped: false,
@@ -261,7 +296,31 @@ pub fn run<B: StatsBackend + ?Sized>(
 }
 
 impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
+    /// Fills every leaf with `initial_pages` in each written item and
+    /// flushes the tree whole, before time starts (none of it is counted).
+    fn preload(&mut self) {
+        let w = &self.setup.writers;
+        if w.initial_pages == 0 {
+            return;
+        }
+        let items = (w.items as usize).min(self.setup.items);
+        let pages = i64::try_from(w.initial_pages).unwrap_or(i64::MAX);
+        let (mut work, mut lines) = (Work::default(), Vec::new());
+        self.backend.set_time(0);
+        for g in self.shape.targets(Targets::Leaves) {
+            for item in 0..items {
+                let shard = g as usize % self.setup.cpus.max(1);
+                self.backend
+                    .add_counted(shard, g, item, pages, &mut work, &mut lines);
+                lines.clear();
+                self.oracle.apply(g, item, pages);
+            }
+        }
+        self.backend.flush(0, FlushReason::Forced, &mut work);
+    }
+
     fn start(&mut self) {
+        self.preload();
         let writers = self
             .setup
             .writers
@@ -408,12 +467,23 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     // ---- readers and flushes --------------------------------------------
 
     fn alloc_request(&mut self, purpose: Purpose, group: GroupIdx) -> u32 {
+        let how = match purpose {
+            Purpose::Reader { .. } => self
+                .setup
+                .readers
+                .as_ref()
+                .map(|r| r.tolerance)
+                .unwrap_or_default(),
+            _ => ReadMode::Guarded,
+        };
         let r = Request {
             purpose,
+            how,
             group,
             started: self.now,
             free: false,
             flushed: false,
+            flush_ns: 0,
         };
         let id = if let Some(id) = self.free_requests.pop() {
             self.requests[id as usize] = r;
@@ -421,6 +491,7 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         } else {
             self.requests.push(r);
             self.snapshots.push(Vec::new());
+            self.results.push(Vec::new());
             (self.requests.len() - 1) as u32
         };
         self.snapshot(id);
@@ -468,18 +539,56 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         }
     }
 
+    /// Why a request's flush runs.
+    fn reason(&self, id: u32) -> FlushReason {
+        let r = &self.requests[id as usize];
+        match (r.purpose, r.how) {
+            (Purpose::Periodic, _) => FlushReason::Periodic,
+            (_, ReadMode::Forced) => FlushReason::Forced,
+            _ => FlushReason::Read,
+        }
+    }
+
     fn start_read(&mut self, purpose: Purpose, g: GroupIdx) {
         let id = self.alloc_request(purpose, g);
         self.backend.set_time(self.now);
-        if !self.backend.needs_flush(g, FlushReason::Read) {
+        let how = self.requests[id as usize].how;
+        let flush = match how {
+            ReadMode::Guarded => self.backend.needs_flush(g, FlushReason::Read),
+            ReadMode::Forced => true,
+            ReadMode::Within { .. } | ReadMode::Clean => {
+                // A clean read takes the bounds as they are, none certified
+                // included (no budget it could miss).
+                let tolerance = how
+                    .tolerance()
+                    .unwrap_or(hierstat::Tolerance::Absolute(u64::MAX));
+                let n = self.items_read(purpose);
+                let mut out = std::mem::take(&mut self.results[id as usize]);
+                let mut work = Work::default();
+                let r = self
+                    .backend
+                    .read_within(g, n, tolerance, false, &mut out, &mut work);
+                self.results[id as usize] = out;
+                self.out.engine_calls += 1;
+                how != ReadMode::Clean && r != ReadFlush::None
+            }
+        };
+        if !flush {
             self.queue.push(self.now, Event::ReadDone { request: id });
             return;
         }
         let scope = self.shape.scope(self.flush_scope_group(g));
-        match self.lock.request(self.now, id, scope) {
-            Acquire::Granted => self.run_flush(id, FlushReason::Read),
+        let got = if how.is_guarded() {
+            self.lock.request(self.now, id, scope)
+        } else {
+            self.lock.request_waiting(self.now, id, scope)
+        };
+        match got {
+            Acquire::Granted => self.run_flush(id, self.reason(id)),
             Acquire::Queued => {
-                if let LockMode::WaitOngoing { max_wait } = self.lock.mode() {
+                if let (LockMode::WaitOngoing { max_wait }, true) =
+                    (self.lock.mode(), how.is_guarded())
+                {
                     let since = self.now;
                     self.queue
                         .push(since + max_wait, Event::WaitTimeout { request: id, since });
@@ -512,7 +621,8 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
     /// Runs the flush of granted request `id` now; schedules its release
     /// and, for reads, its completion.
     fn run_flush(&mut self, id: u32, reason: FlushReason) {
-        let g = self.requests[id as usize].group;
+        let req = self.requests[id as usize];
+        let g = req.group;
         self.requests[id as usize].flushed = true;
         self.snapshot(id);
         let mut work = Work {
@@ -520,17 +630,43 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
             ..Work::default()
         };
         self.backend.set_time(self.now);
-        self.backend.flush(g, reason, &mut work);
+        let flushed = match (req.purpose, req.how.tolerance()) {
+            (Purpose::Reader { .. }, Some(tolerance)) => {
+                let n = self.items_read(req.purpose);
+                let mut out = std::mem::take(&mut self.results[id as usize]);
+                let r = self
+                    .backend
+                    .read_within(g, n, tolerance, true, &mut out, &mut work);
+                self.results[id as usize] = out;
+                // Its items are priced with the read (`read_done`).
+                work.items_read = 0;
+                if r == ReadFlush::Partial {
+                    self.out.partial_flushes += 1;
+                }
+                matches!(r, ReadFlush::Partial | ReadFlush::Full)
+            }
+            _ => {
+                self.backend.flush(g, reason, &mut work);
+                true
+            }
+        };
         self.out.engine_calls += 1;
-        self.out.flushes += 1;
         let priced = Work {
             counters_aggregated: work.counters_aggregated * self.counters_per_item,
             ..work
         };
         let d = self.costs.cost_ns(&priced);
-        self.out.max_hold = self.out.max_hold.max(d);
-        self.out.flush_durations.push(d);
-        self.out.flush_work.merge(&work);
+        if flushed {
+            self.requests[id as usize].flush_ns = d;
+            self.out.flushes += 1;
+            self.out.max_hold = self.out.max_hold.max(d);
+            self.out.flush_durations.push(d);
+            self.out.flush_work.merge(&work);
+            if matches!(req.purpose, Purpose::Reader { .. }) {
+                self.out.reads_flushed += 1;
+                self.out.read_flush_work.merge(&work);
+            }
+        }
         let end = self.now + d;
         self.lock.set_until(id, end);
         self.queue.push(end, Event::LockRelease { request: id });
@@ -546,13 +682,11 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         }
         for gr in grants {
             self.out.lock_wait += self.now - gr.since;
-            let reason = match self.requests[gr.request as usize].purpose {
-                Purpose::Periodic => FlushReason::Periodic,
-                _ => FlushReason::Read,
-            };
+            let reason = self.reason(gr.request);
             let g = self.requests[gr.request as usize].group;
             let recheck = matches!(self.lock.mode(), LockMode::WaitOngoing { .. })
-                && reason == FlushReason::Read;
+                && reason == FlushReason::Read
+                && self.requests[gr.request as usize].how.is_guarded();
             self.backend.set_time(self.now);
             if recheck && !self.backend.needs_flush(g, reason) {
                 // The flush it waited for did its work: release at once
@@ -595,9 +729,20 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         let mut first = 0u64;
         let mut first_bound = None;
         let mut first_at_flush = 0i64;
+        // A tolerance or clean read's values are its engine call's.
+        let within = (req.how.tolerance().is_some() || req.how == ReadMode::Clean)
+            && matches!(req.purpose, Purpose::Reader { .. });
+        let (mut max_error, mut max_bound, mut bounded, mut met) = (0u64, 0u64, true, true);
         self.backend.set_time(self.now);
         for item in 0..n_read {
-            let rv = self.backend.read(req.group, item, &mut work);
+            let rv = if within {
+                work.items_read += 1;
+                let w = self.results[id as usize][item];
+                met &= w.met();
+                w.read
+            } else {
+                self.backend.read(req.group, item, &mut work)
+            };
             let exact = self.oracle.exact(req.group, item);
             if item == 0 {
                 first = rv.value;
@@ -605,8 +750,23 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
                 first_at_flush = self.snapshots[id as usize][0];
             }
             let at_flush = self.snapshots[id as usize][item];
+            let off = |e: i64| rv.value.abs_diff(e.max(0) as u64);
+            max_error = max_error.max(if within {
+                off(at_flush)
+            } else {
+                off(at_flush).min(off(exact))
+            });
+            match rv.bound {
+                Some(b) => max_bound = max_bound.max(b),
+                None => bounded = false,
+            }
             if let Some(b) = rv.bound {
-                if oracle::is_stale(rv.value, b, exact, at_flush) {
+                let out_of_bound = if within {
+                    off(at_flush) > b
+                } else {
+                    oracle::is_stale(rv.value, b, exact, at_flush)
+                };
+                if out_of_bound {
                     stale = true;
                     if self.out.stale_examples.len() < 8 {
                         self.out.stale_examples.push(StaleExample {
@@ -631,6 +791,14 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         match req.purpose {
             Purpose::Reader { reader } => {
                 self.out.read_latencies.push(end - req.started);
+                self.out.read_errors.push(max_error);
+                if bounded {
+                    self.out.read_bounds.push(max_bound);
+                }
+                self.out.read_flush_ns.push(req.flush_ns);
+                if req.how.tolerance().is_some() && !met {
+                    self.out.unmet_reads += 1;
+                }
                 if !self.stopped {
                     let period = period_ns(
                         self.setup

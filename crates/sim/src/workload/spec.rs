@@ -3,6 +3,7 @@
 //! `memory.stat` readers, the background flusher, the spikes and the
 //! update-path depths (each a TOML table of a scenario file).
 
+use lab::reader::ReadMode;
 use serde::{Deserialize, Serialize};
 
 /// Which groups a writer or reader picks.
@@ -61,6 +62,15 @@ pub struct WritersSpec {
     /// Updates per simulated burst (sim speed; bursts are short in time).
     #[serde(default = "default_burst")]
     pub burst: u32,
+    /// Pages every leaf holds in each of the `items` written items when
+    /// the run starts (sim mode; flushed before the measured run): groups
+    /// of a realistic size, which a relative read tolerance is taken of.
+    #[serde(default, skip_serializing_if = "is_zero_pages")]
+    pub initial_pages: u64,
+}
+
+fn is_zero_pages(v: &u64) -> bool {
+    *v == 0
 }
 
 /// `memory.stat` readers.
@@ -81,6 +91,12 @@ pub struct ReadersSpec {
     /// instead of at seeded random phases.
     #[serde(default)]
     pub aligned: bool,
+    /// How each read reads ([`ReadMode`]: `guarded`, the policy's own
+    /// read flush, by default; `forced`, `clean`, or a tolerance such as
+    /// `"1%"`, `"64"` pages or `"1%+64"`). A policy's `read_tolerance`
+    /// knob overrides it.
+    #[serde(default, skip_serializing_if = "ReadMode::is_guarded")]
+    pub tolerance: ReadMode,
 }
 
 /// The background flusher.

@@ -90,6 +90,7 @@ fn setup(cpus: usize, readers: u32, aligned: bool, writers: Option<u32>) -> SimS
             items: 1,
             uncharge_fraction: 0.0,
             burst: 16,
+            initial_pages: 0,
         },
         readers: (readers > 0).then_some(ReadersSpec {
             count: readers,
@@ -97,6 +98,7 @@ fn setup(cpus: usize, readers: u32, aligned: bool, writers: Option<u32>) -> SimS
             targets: Targets::Leaves,
             items: Some(1),
             aligned,
+            tolerance: Default::default(),
         }),
         flush_period: None,
         spikes: None,

@@ -5,7 +5,7 @@
 //! | workload | module | source thread |
 //! |---|---|---|
 //! | `update-path` | [`update_path`] | 000 patch 3/5, 001 |
-//! | `stat-readers` | [`stat_readers`] | 000 patch 5/5 |
+//! | `stat-readers` | [`stat_readers`] | 000 patch 5/5; issue 37 (`tolerance-readers`, `tolerance-slices`: reads with an error budget) |
 //! | `stale-read` | [`stale_read`] | 000 patch 5/5 |
 //! | `false-sharing` | [`false_sharing`] | 002 |
 //! | `will-it-scale` | [`will_it_scale`] | 000 patch 3/5 (the robot's page-fault tests) |
@@ -72,6 +72,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "stat-readers-real",
         include_str!("../../../../../scenarios/stat-readers-real.toml"),
+    ),
+    (
+        "tolerance-readers",
+        include_str!("../../../../../scenarios/tolerance-readers.toml"),
+    ),
+    (
+        "tolerance-slices",
+        include_str!("../../../../../scenarios/tolerance-slices.toml"),
     ),
     (
         "stale-read",

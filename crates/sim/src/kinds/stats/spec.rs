@@ -23,6 +23,12 @@
 //! [writers]                      # stat updates
 //! rate_per_cpu = 2000.0          # updates/s per CPU (0 = back to back)
 //! pages = [1, 4]                 # magnitude range per update
+//! initial_pages = 8192           # sim: pages each leaf starts with per written item
+//!
+//! [readers]                      # memory.stat readers
+//! count = 20000
+//! period_ms = 100.0
+//! tolerance = "1%"               # guarded (default) | forced | clean | 1% | 64 (pages) | 1%+64
 //! ```
 //!
 //! | workload | tables (required, optional) |
@@ -64,6 +70,7 @@ pub const RANGES: &[Range] = &[
     Range::int("writers.items", 1, 64),
     Range::real("writers.uncharge_fraction", 0.0, 1.0),
     Range::int("writers.burst", 1, 4096),
+    Range::int("writers.initial_pages", 0, lab::ranges::PAGES_MAX),
     Range::int("readers.count", 0, 1_000_000),
     Range::real("readers.period_ms", 0.001, lab::ranges::MS_MAX as f64),
     Range::int("readers.items", 1, 64),
@@ -597,6 +604,12 @@ fn check_writers(
     mode: Mode,
     cpus: Option<u32>,
 ) -> Result<(), ScenarioError> {
+    if w.initial_pages > 0 && mode != Mode::Sim {
+        return Err(src.error(
+            "writers.initial_pages",
+            "sim mode only: a real-mode run starts from empty groups",
+        ));
+    }
     if let (Some(c), Mode::Sim) = (w.cpus, mode) {
         let most = cpus.unwrap_or(1);
         if c > most {
@@ -658,6 +671,43 @@ period_ms = 10.0
         assert_eq!(r.writers.burst, 16);
         let again = crate::catalog().parse("stored", &s.source()).unwrap();
         assert_eq!(again.spec_as::<super::StatsScenario>(), Some(st));
+    }
+
+    #[test]
+    fn a_read_tolerance_parses_round_trips_and_is_checked() {
+        let text = GOOD.replace(
+            "period_ms = 10.0",
+            "period_ms = 10.0\ntolerance = \"1%+64\"",
+        );
+        let s = parse(&text).unwrap();
+        let st = s.spec_as::<super::StatsScenario>().unwrap();
+        let super::Workload::StatReaders(r) = &st.workload else {
+            panic!("{st:?}")
+        };
+        assert_eq!(
+            r.readers.tolerance,
+            lab::reader::ReadMode::Within {
+                ppm: 10_000,
+                pages: 64
+            }
+        );
+        assert!(s.source().contains("tolerance = \"1%+64\""));
+        let again = crate::catalog().parse("stored", &s.source()).unwrap();
+        assert_eq!(again.spec_as::<super::StatsScenario>(), Some(st));
+        // The default is left out of the stored text.
+        assert!(!parse(GOOD).unwrap().source().contains("tolerance"));
+        let e = parse(&text.replace("1%+64", "often")).unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("readers.tolerance", Some(19)));
+        let e = parse(
+            &GOOD
+                .replace(
+                    "rate_per_cpu = 1000.0",
+                    "initial_pages = 8\nrate_per_cpu = 1.0",
+                )
+                .replace("mode = \"sim\"", "mode = \"real\""),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "writers.initial_pages");
     }
 
     #[test]

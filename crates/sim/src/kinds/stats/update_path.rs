@@ -85,6 +85,7 @@ pub fn run(
                             items: u.items,
                             uncharge_fraction: 0.0,
                             burst: 16,
+                            initial_pages: 0,
                         },
                         readers: None,
                         flush_period: None,
