@@ -19,12 +19,10 @@
 //!   cache uses the reference rates and says so.
 
 use anyhow::{Context, Result};
-use lab::estimate::{spin, REFERENCE_SPEED};
+use lab::estimate::spin;
 use lab::Rates;
-use lab::RunOptions;
 use serde::{Deserialize, Serialize};
 use sim::cost::CostModel;
-use simcore::clock::CpuTimer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -107,48 +105,25 @@ pub fn fingerprint(costs: &CostModel) -> String {
     ])
 }
 
-/// Measures every class's units per second at the reference speed on this
-/// host with `costs`: its probe run once (twice when that took under
-/// 0.2 s, keeping the faster), timed on the thread's CPU clock and scaled
-/// by the spin loop's speed per CPU second measured around it.
+/// Every probed class's rate on this host with `costs`
+/// ([`lab::estimate::measure_rates`]); with `MMLAB_RATES_DEBUG` set, each
+/// probe's timing on stderr.
 ///
 /// # Errors
 /// A probe that does not parse or run (a bug: the probes are tested).
 pub fn measure(costs: &CostModel) -> Result<BTreeMap<String, f64>> {
-    let catalog = super::input::catalog();
-    let opts = RunOptions {
-        context: lab::Context::default().with(costs.clone()),
-        cancel: simcore::Cancel::new(),
-    };
-    let mut out = BTreeMap::new();
-    for class in catalog.work_classes() {
-        let Some(probe) = class.probe else {
-            continue;
-        };
-        let sc = catalog
-            .parse(&format!("<probe {}>", class.name), probe)
-            .with_context(|| format!("the {} probe", class.name))?;
-        let units = sc.estimate(&opts.context).work;
-        let mut best: f64 = 0.0;
-        for rep in 0..2 {
-            let (_, before) = spin(Duration::from_millis(20));
-            let t = CpuTimer::start();
-            sc.run(&opts, &mut |_| {})
-                .with_context(|| format!("running the {} probe", class.name))?;
-            let s = (t.elapsed_ns() / 1e9).max(1e-6);
-            let (_, after) = spin(Duration::from_millis(20));
-            let speed = (before + after) / 2.0;
-            if std::env::var_os("MMLAB_RATES_DEBUG").is_some() {
-                eprintln!("probe {}: {units:.3e} units in {s:.3} CPU s, loop {before:.3e} / {after:.3e} per CPU s", class.name);
-            }
-            best = best.max(units / s * REFERENCE_SPEED / speed);
-            if rep == 0 && s > 0.2 {
-                break;
-            }
+    let ctx = lab::Context::default().with(costs.clone());
+    let debug = std::env::var_os("MMLAB_RATES_DEBUG").is_some();
+    let rates = lab::estimate::measure_rates_observed(&super::input::catalog(), &ctx, &mut |t| {
+        if debug {
+            eprintln!(
+                "probe {}: {:.3e} units in {:.3} CPU s, loop {:.3e} / {:.3e} per CPU s",
+                t.class, t.units, t.cpu_seconds, t.loop_speed.0, t.loop_speed.1
+            );
         }
-        out.insert(class.name.to_string(), best);
-    }
-    Ok(out)
+    })
+    .context("running the work-class probes")?;
+    Ok(rates)
 }
 
 /// How much of the CPU share measured now carries into the estimate, as
