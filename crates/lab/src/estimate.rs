@@ -27,7 +27,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod flush;
 mod measure;
+pub use flush::{flush_load, FlushLoad, Level, TreeLoad};
 pub use measure::{measure_rates, measure_rates_observed, ProbeTiming};
 
 /// A kind of simulated work whose units cost about the same CPU time,

@@ -4,3 +4,4 @@
 mod analytical;
 mod claims;
 mod determinism;
+mod estimate_table;
