@@ -81,10 +81,12 @@ mutant "claim: fetch_or AcqRel -> Relaxed" src/header.rs "let old = self.0.fetch
 mutant "claim: fetch_or AcqRel -> Release" src/header.rs "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::AcqRel);" "let old = self.0.fetch_or(QUEUED | w.bit(), Ordering::Release);"
 mutant "owner path: light barrier removed" src/update.rs "        #[cfg(any(loom, miri))]
         crate::sync::fence_seqcst();" ""
-mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "                self.writers.barrier_before_reading(s, work);" ""
+mutant "flusher: fence and heavy barrier before reading removed" src/flush.rs "            self.writers.barrier_before_reading(s, work);" ""
 mutant "claims: end_claim Release -> Relaxed" src/dirty.rs "self.claiming[t.0].fetch_sub(1, Ordering::Release);" "self.claiming[t.0].fetch_sub(1, Ordering::Relaxed);"
 mutant "claims: wait load Acquire -> Relaxed" src/dirty.rs "self.claiming[p].load(Ordering::Acquire) == 0" "self.claiming[p].load(Ordering::Relaxed) == 0"
-mutant "claims: wait fast path reads one parity" src/dirty.rs "if self.no_claims(0) && self.no_claims(1) {" "if self.no_claims(0) {"
+mutant "claims: wait fast path reads one parity" src/dirty.rs "if self.no_claims(0) && self.no_claims(1) && self.no_claims(0) {" "if self.no_claims(0) {"
+mutant "claims: wait fast path without its second look at parity 0" src/dirty.rs "if self.no_claims(0) && self.no_claims(1) && self.no_claims(0) {" "if self.no_claims(0) && self.no_claims(1) {"
+mutant "claims: two grace waits, not three" src/dirty.rs "        for _ in 0..3 {" "        for _ in 0..2 {"
 mutant "list: push CAS Release -> Relaxed" src/dirty.rs ".compare_exchange_weak(head, me, Ordering::Release, Ordering::Relaxed)" ".compare_exchange_weak(head, me, Ordering::Relaxed, Ordering::Relaxed)"
 mutant "list: take_all swap Acquire -> Relaxed" src/dirty.rs "self.head.swap(0, Ordering::Acquire)" "self.head.swap(0, Ordering::Relaxed)"
 mutant "fold skip: no look at the flush count" src/update.rs "let may_skip = owner && !self.flushes.running_for_skip();" "let may_skip = owner;"
@@ -113,18 +115,33 @@ mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "crate:
 mutant "ancestor walk: residue RMW AcqRel -> Release" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Release) & RESIDUE_MASK"
 mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Acquire) & RESIDUE_MASK"
 mutant "fold: residue take Acquire -> Relaxed" src/header.rs "self.0.fetch_and(!RESIDUE_MASK, Ordering::Acquire) & RESIDUE_MASK" "self.0.fetch_and(!RESIDUE_MASK, Ordering::Relaxed) & RESIDUE_MASK"
-mutant "flusher: fence after the snapshots removed (fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
+mutant "flusher: fence after the snapshots removed (counted claims, fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
             // \`FlushingGuard\`).
             crate::sync::fence_seqcst();" "            // before its drains, for owners that skip a fold (see
             // \`FlushingGuard\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
 mutant "per-pass gate: overlapping flushes each subtract their snapshot" src/flush.rs "if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {" "if t.snapshot.is_none() {"
 mutant "per-pass gate: overlapping root flushes each subtract the global snapshot" src/flush.rs "            && (!per_pass || self.global.hold_snapshot())" "            && true"
-mutant "global: fold Release -> Relaxed" src/count.rs "self.add_below_ordered(m, level, Ordering::Release)" "self.add_below_ordered(m, level, Ordering::Relaxed)"
+# A fold or reservation a flush's snapshot counts must come from a row its
+# drains find (issue #32: the Some(0) of a root flush after a subtree flush).
+mutant "fold: count add Release -> Relaxed" src/count.rs "self.0.fetch_add(m.min(MAX_FOLD), Ordering::Release);" "self.0.fetch_add(m.min(MAX_FOLD), Ordering::Relaxed);"
+mutant "claim: reservation add Release -> Relaxed" src/update.rs ".fetch_add(self.params.batch - 1, Ordering::Release);" ".fetch_add(self.params.batch - 1, Ordering::Relaxed);"
+mutant "shared claim: reservation after the claim RMW" src/update.rs "        if folded && w == Writer::Shared {
+            self.reserve(g, work);
+        }
+        let c = hdr.claim(w);
+        work.count(Work::Atomic, 3);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
+        }
+        if folded && c.reserve && w == Writer::Owner {" "        let c = hdr.claim(w);
+        work.count(Work::Atomic, 3);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
+        }
+        if folded && c.reserve {"
 mutant "global: root flush snapshot Acquire -> Relaxed" src/count.rs "        self.0.load(Ordering::Acquire) & COUNT_MASK" "        self.0.load(Ordering::Relaxed) & COUNT_MASK"
-mutant "saturation: pin Release -> Relaxed" src/flush.rs "        n.agg[k].store(dir.limit(), Ordering::Release);
-    }" "        n.agg[k].store(dir.limit(), Ordering::Relaxed);
-    }"
+mutant "saturation: pin Release -> Relaxed" src/flush.rs "    n.agg[k].store(dir.limit(), Ordering::Release);" "    n.agg[k].store(dir.limit(), Ordering::Relaxed);"
 mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let signed = g.agg[slot.get()].load(Ordering::Acquire);" "let signed = g.agg[slot.get()].load(Ordering::Relaxed);"
 # Rows on first touch (see table.rs): a row's address and index are
 # published by the entry's Release store and read after its Acquire load.

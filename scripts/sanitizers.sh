@@ -48,7 +48,7 @@ if [ -z "$only" ] || [ "$only" = miri ]; then
     CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --lib
     if [ -n "${FULL:-}" ]; then
         echo "== Miri: integration tests through the handles' pointers"
-        CARGO_TARGET_DIR=target/miri HIERSTAT_MIRI=1 cargo +nightly miri test -p hierstat --test it -- \
+        CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p hierstat --test it -- \
             basics:: owner:: selftests::three_level contracts::foreign \
             bounds::a_read_between bounds::a_leaf_reset bounds::a_counter_that
     else

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, integration, property and end-to-end tests
+# The whole test suite: the docs' names checked against the repository
+# (scripts/check-docs.py), unit, integration, property and end-to-end tests
 # (including the HTML report opened in headless Chromium), then the loom
 # model checks of the engine's update/flush races.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== docs name only what exists"; python3 scripts/check-docs.py
 
 # The HTML report test drives a real browser: Debian's chromium.
 if ! command -v chromium >/dev/null 2>&1; then

@@ -21,8 +21,9 @@
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// Updates stop adding to a count at this many pages (2^62): no threshold
-/// is anywhere near (see [`MAX_THRESHOLD`]), and no number of racing
-/// folds of at most [`MAX_FOLD`] pages each can carry it into the flag bit.
+/// is anywhere near (see [`MAX_THRESHOLD`]), and folds of at most
+/// [`MAX_FOLD`] pages each that pass the check at once would have to be
+/// more than a thousand (2^62 / (2^52 + 1)) to carry it into the flag bit.
 pub(crate) const COUNT_LIMIT: u64 = 1 << 62;
 
 /// The largest threshold a configuration may ask for (2^52 pages, 16 EiB
@@ -30,8 +31,13 @@ pub(crate) const COUNT_LIMIT: u64 = 1 << 62;
 pub const MAX_THRESHOLD: u64 = 1 << 52;
 
 /// The most one fold adds to a count: a single update of more pages counts
-/// as this many (it is above every threshold either way).
-pub(crate) const MAX_FOLD: u64 = 1 << 52;
+/// as this many. One more than the largest threshold, so that a capped
+/// fold puts its group (and the tree, for a global threshold) above any
+/// threshold: no bound is reported and a guarded read flushes until a
+/// flush carries the update. (At `MAX_THRESHOLD` itself, a cap of 2^52
+/// left the count *at* the threshold: an update of 2^60 pages read 0 with
+/// a bound of 2^52 + 31 and `needs_flush` false.)
+pub(crate) const MAX_FOLD: u64 = MAX_THRESHOLD + 1;
 
 /// The count's flag bit: the last reset found the count above the break
 /// level (see the module docs).
@@ -84,8 +90,10 @@ impl Count {
         CountValue(self.0.load(Ordering::Acquire))
     }
 
-    /// The count for a flush's snapshot. ORDERING: Relaxed; the flush's
-    /// own fences order it (see `Core::flush_subtree`).
+    /// The count for a per-group flush's snapshot. ORDERING: Relaxed; the
+    /// `SeqCst` fence the flush issues after its snapshots acquires the
+    /// folds this load read (see [`add`](Self::add) and
+    /// `Core::flush_subtree`).
     pub(crate) fn snapshot(&self) -> u64 {
         self.0.load(Ordering::Relaxed) & COUNT_MASK
     }
@@ -94,47 +102,37 @@ impl Count {
     /// break level, at most [`COUNT_LIMIT`]); returns whether it added.
     #[inline]
     pub(crate) fn add_below(&self, m: u64, level: u64) -> bool {
-        // ORDERING: Relaxed; see `add`.
-        self.add_below_ordered(m, level, Ordering::Relaxed)
-    }
-
-    /// [`add_below`](Self::add_below) with the fold's ordering.
-    #[inline]
-    fn add_below_ordered(&self, m: u64, level: u64, order: Ordering) -> bool {
         if self.pages() > level {
             return false;
         }
-        self.0.fetch_add(m.min(MAX_FOLD), order);
+        self.add(m);
         true
     }
 
     /// Adds `m` pages (at most [`MAX_FOLD`] of them). The caller checked
     /// the break level.
+    ///
+    /// ORDERING: Release. A flush that counts this fold in its snapshot
+    /// resets the count by it, so its drains must find the row the fold
+    /// came from, whose push (or the claim this thread found in progress,
+    /// acquired by its header RMW) is sequenced before the fold (see
+    /// `Core::claim`). The snapshot's group may be on the flush's trees for
+    /// another row's sake, and the row may be on no tree yet (a subtree
+    /// flush took it off), so only this pairing makes the drains see the
+    /// push: a per-group flush reads its snapshots, then issues a `SeqCst`
+    /// fence, which acquires this release (see `Core::flush_subtree`); a
+    /// global threshold's root flush reads the tree's count Acquire
+    /// ([`snapshot_acquire`](Self::snapshot_acquire)). loom: Relaxed fails
+    /// `a_fold_counted_by_a_root_flush_is_drained_with_its_pair` and
+    /// `a_fold_racing_a_root_flush_under_a_global_threshold`.
     #[inline]
     pub(crate) fn add(&self, m: u64) {
-        // ORDERING: Relaxed; a trigger and a bound, no data. A per-group
-        // flush snapshots only the counts of groups it drained, so a fold
-        // it counts belongs to a row it carries without any ordering here
-        // (see `Core::flush_subtree`).
-        self.0.fetch_add(m.min(MAX_FOLD), Ordering::Relaxed);
-    }
-
-    /// [`add_below`](Self::add_below) for the tree-wide count of a global
-    /// threshold. ORDERING: Release; pairs with
-    /// [`snapshot_acquire`](Self::snapshot_acquire): a root flush whose
-    /// snapshot counts this fold sees the push of the row it came from
-    /// (sequenced before it, see `Core::claim`), so its drains carry the
-    /// row (loom: Relaxed fails
-    /// `a_fold_racing_a_root_flush_under_a_global_threshold`).
-    #[inline]
-    pub(crate) fn add_below_release(&self, m: u64, level: u64) -> bool {
-        self.add_below_ordered(m, level, Ordering::Release)
+        self.0.fetch_add(m.min(MAX_FOLD), Ordering::Release);
     }
 
     /// The count for a global threshold's root flush snapshot. ORDERING:
-    /// Acquire; pairs with [`add_below_release`](Self::add_below_release).
-    /// A per-group count needs no such pairing: the flush snapshots it only
-    /// after draining the group's rows.
+    /// Acquire; pairs with the fold's Release ([`add`](Self::add)): a
+    /// global root flush has no fence between its snapshot and its drains.
     pub(crate) fn snapshot_acquire(&self) -> u64 {
         self.0.load(Ordering::Acquire) & COUNT_MASK
     }

@@ -112,6 +112,19 @@ impl Dirty {
 /// * claims that read the epoch after the second advance count in parity
 ///   `E + 2 ≡ E`, already drained: new claims never extend a wait. Each
 ///   wait covers at most the claims in flight when it started.
+///
+/// A flush may also learn of a claim through another: it acquires a
+/// reservation a shared claimer made before its claim RMW (see
+/// `Core::reserve`), so that claimer's increment is visible to it; that
+/// claimer may then have found the pair queued by a claim in progress of
+/// the other writer kind, still to push, whose increment the flush sees
+/// only once it has acquired the first claim's end. If the two count in
+/// different parities, a look at the second parity before that
+/// acquisition can miss it. So each parity is looked at again after the
+/// other: the fast path reads parity 0, 1, then 0 again, and the slow
+/// path waits a third time, on `E + 2 ≡ E` (a third bounded wait: it too
+/// covers only the claims in flight when it starts). loom:
+/// `a_claim_seen_through_another_is_waited_for` (`tests` below).
 #[derive(Debug, Default)]
 #[repr(C, align(128))]
 pub(crate) struct ListHead {
@@ -150,7 +163,8 @@ impl ListHead {
     /// Call with the shard's tree lock held (one flusher per shard).
     ///
     /// Most passes find no claim in progress: both parities read 0 and the
-    /// epoch is left alone (two loads, no RMW). That is enough: a claim
+    /// epoch is left alone (three loads, no RMW: parity 0 is read again
+    /// after parity 1, see the type's docs). That is enough: a claim
     /// that began before the flush has its increment visible to these
     /// loads, and a parity that reads 0 has had, in its modification
     /// order, the end of every claim whose increment precedes the value
@@ -159,10 +173,10 @@ impl ListHead {
     /// with each of those Release ends, and their pushes are visible to
     /// `take_all`.
     fn wait_for_claims(&self) {
-        if self.no_claims(0) && self.no_claims(1) {
+        if self.no_claims(0) && self.no_claims(1) && self.no_claims(0) {
             return;
         }
-        for _ in 0..2 {
+        for _ in 0..3 {
             // ORDERING: Relaxed; the advance only steers new claims to the
             // other parity. The load below is what synchronizes.
             let old = self.epoch.fetch_add(1, Ordering::Relaxed);
@@ -537,6 +551,65 @@ mod tests {
                 "the wait returned while the claim was in progress"
             );
             claimer.join().unwrap();
+        });
+    }
+
+    /// A flush that learns of a claim only through another (see
+    /// [`ListHead`]). The epoch moved between two claims' starts, so the
+    /// owner's claim counts in parity 0 and a shared writer's in parity 1.
+    /// The sharer reserves (Release) before its claim RMW, which finds the
+    /// pair queued by the owner, still to push; the flush counts the
+    /// reservation (its snapshot, then its `SeqCst` fence), waits for
+    /// claims, and must then see the owner's push. A wait that reads
+    /// parity 0 once, before acquiring the sharer's end, can miss the
+    /// owner's claim and return before its push (loom: the fast path
+    /// without its second look at parity 0 fails here; the slow path's
+    /// third wait is the same look after a wait).
+    #[cfg(loom)]
+    #[test]
+    fn a_claim_seen_through_another_is_waited_for() {
+        use crate::sync::{fence_seqcst, AtomicU64};
+        loom::model(|| {
+            let list = Arc::new(ListHead::default());
+            // Bit 0: the pair is queued.
+            let header = Arc::new(AtomicU64::new(0));
+            let reserved = Arc::new(AtomicU64::new(0));
+            let pushed = Arc::new(AtomicBool::new(false));
+            let (l, h, p) = (list.clone(), header.clone(), pushed.clone());
+            let owner = loom::thread::spawn(move || {
+                // ORDERING (the model's): as `begin_claim`, `Header::claim`,
+                // the push (published by `end_claim`), `end_claim`.
+                l.claiming[0].fetch_add(1, Ordering::Relaxed);
+                h.fetch_or(1, Ordering::AcqRel);
+                p.store(true, Ordering::Relaxed);
+                l.end_claim(ClaimToken(0));
+            });
+            let (l, h, r, p) = (
+                list.clone(),
+                header.clone(),
+                reserved.clone(),
+                pushed.clone(),
+            );
+            let sharer = loom::thread::spawn(move || {
+                l.claiming[1].fetch_add(1, Ordering::Relaxed);
+                r.fetch_add(31, Ordering::Release);
+                if h.fetch_or(1, Ordering::AcqRel) & 1 == 0 {
+                    // Not queued yet: this claimer pushes.
+                    p.store(true, Ordering::Relaxed);
+                }
+                l.end_claim(ClaimToken(1));
+            });
+            // The flush: its snapshot, its fence, its drain's wait.
+            let counted = reserved.load(Ordering::Relaxed);
+            fence_seqcst();
+            list.wait_for_claims();
+            let seen = pushed.load(Ordering::Relaxed);
+            owner.join().unwrap();
+            sharer.join().unwrap();
+            assert!(
+                counted == 0 || seen,
+                "the flush counted a reservation and missed its pair's push"
+            );
         });
     }
 

@@ -51,11 +51,18 @@
 //!   `overlapping_flushes_subtract_one_snapshot` and
 //!   `overlapping_root_flushes_subtract_one_global_snapshot` fail without
 //!   the hold);
-//! * a per-group flush snapshots only the counts of groups it drained, so a
-//!   fold it counts belongs to a row it carries; a global threshold's root
-//!   flush snapshots the tree's count before its drains, so a fold is
-//!   Release and that snapshot Acquire: a counted fold's row was pushed
-//!   before the drains (see `Count::add_below_release`);
+//! * a snapshot counts folds and reservations of rows the flush has not
+//!   drained yet: a group is snapshotted once any row of its subtree is on
+//!   a dirty tree, and its count holds the folds of every row below it,
+//!   some of them pushed a moment ago, some taken off the trees by an
+//!   earlier subtree flush. Each such fold or reservation was made after
+//!   its row's push (or after acquiring the claim in progress that will
+//!   push it), and is Release; the snapshot is followed by a `SeqCst`
+//!   fence (per group) or is Acquire (a global threshold's root flush), so
+//!   the passes' drains find every row the reset takes accounting from
+//!   (issue #32: Relaxed, a root flush after a subtree flush counted a
+//!   claim whose push its drain missed, and `/a` read `Some(0)` with the
+//!   claim's pages missing until a later flush; see `Count::add`);
 //! * a count above its break level (an early break, or its saturation)
 //!   skips updates; a reset from there flags the count so that the bound
 //!   is `None` until a reset from below (see `count.rs`).
@@ -74,7 +81,7 @@ use crate::dirty::{DirtyTree, IdMap};
 use crate::engine::Core;
 use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
 use crate::rows::Row;
-use crate::saturation::Direction;
+use crate::saturation::{Direction, SaturatedSlots, Scope};
 use crate::state::GroupState;
 use crate::sync::{Arc, MutexGuard, Ordering, Ranked};
 use crate::tree::groups::Structure;
@@ -124,8 +131,10 @@ impl Handover {
                 in_flight: 0,
             });
             if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {
-                // ORDERING: Relaxed; see `flush_subtree` (its fence after
-                // the snapshot phase) and `hand_over`.
+                // ORDERING: Relaxed; the `SeqCst` fence that ends the
+                // snapshot phase (`flush_subtree`) acquires the folds and
+                // reservations these loads read (both Release: see
+                // `Count::add` and `Core::claim`), and `hand_over` releases.
                 t.snapshot = Some((
                     t.group.updates.snapshot(),
                     t.group.reserved.load(Ordering::Relaxed),
@@ -354,9 +363,9 @@ impl Core {
             && (!per_pass || self.global.hold_snapshot())
         {
             hand.global = Some((
-                // ORDERING: Acquire (see `Count::add_below_release`): every
-                // fold it counts comes from a row pushed before, which the
-                // passes' drains find.
+                // ORDERING: Acquire (see `Count::add`): every fold it counts
+                // comes from a row pushed before, which the passes' drains
+                // find.
                 self.global.count().snapshot_acquire(),
                 self.global.in_flight_snapshot(),
             ));
@@ -375,7 +384,10 @@ impl Core {
                     hand.snapshot(st, &list);
                 }
             }
-            // Orders the snapshots before the passes' drains: an update
+            // Acquires every fold and reservation the snapshots counted
+            // (Release, made after their rows' pushes: see `Count::add`),
+            // so that the passes' drains find those rows. It also orders
+            // the snapshots before the passes' drains: an update
             // whose header RMW one of those drains reads (it found its pair
             // drained, and claimed it again) reads counts no older than the
             // snapshots (its RMW acquires: see `Header::add_residue`), so a
@@ -650,12 +662,12 @@ impl Core {
                 }
                 _ => 0,
             };
-            if let Some(dir) = saturated.as_ref().and_then(|sat| sat.get(k)) {
-                // Pinned, whether or not this pass carries anything (an
-                // ancestor is marked before any change reaches it).
-                // ORDERING: Release; pairs with the bound's Acquire load of
-                // the aggregate, before its look at the saturation flag.
-                agg[k].store(dir.limit(), Ordering::Release);
+            if let Some(sat) = saturated.as_ref().filter(|sat| sat.get(k).is_some()) {
+                // The aggregate is pinned, whether or not this pass carries
+                // anything (an ancestor is marked before any change reaches
+                // it); the local value still counts the group's own change.
+                let own = i128::from(cur) - i128::from(before) + i128::from(shared);
+                self.aggregate_pinned(n, k, sat, own);
                 continue;
             }
             // This shard's own change, and with the children's: exact in
@@ -668,8 +680,20 @@ impl Core {
                 let delta = own + i128::from(from_children);
                 match (i64::try_from(own), i64::try_from(delta)) {
                     (Ok(own), Ok(delta)) => (own, delta),
-                    _ => {
-                        self.pin(n, k, Direction::of(delta));
+                    (Err(_), _) => {
+                        self.pin(n, k, Direction::of(own), Scope::Own);
+                        continue;
+                    }
+                    // The subtree's sum left `i64`, not the group's own:
+                    // the local value takes its change.
+                    (Ok(_), Err(_)) => {
+                        self.pin(n, k, Direction::of(delta), Scope::Subtree);
+                        self.aggregate_pinned(
+                            n,
+                            k,
+                            &self.saturation.slots_of(n).expect("just marked"),
+                            own,
+                        );
                         continue;
                     }
                 }
@@ -683,7 +707,7 @@ impl Core {
                 match local[k].load(Ordering::Relaxed).checked_add(own) {
                     Some(v) => local[k].store(v, Ordering::Relaxed),
                     None => {
-                        self.pin(n, k, Direction::of(i128::from(own)));
+                        self.pin(n, k, Direction::of(i128::from(own)), Scope::Own);
                         continue;
                     }
                 }
@@ -692,7 +716,8 @@ impl Core {
                 match agg[k].load(Ordering::Relaxed).checked_add(delta) {
                     Some(v) => agg[k].store(v, Ordering::Relaxed),
                     None => {
-                        self.pin(n, k, Direction::of(i128::from(delta)));
+                        // The local value took `own` above.
+                        self.pin(n, k, Direction::of(i128::from(delta)), Scope::Subtree);
                         continue;
                     }
                 }
@@ -700,8 +725,12 @@ impl Core {
                     let old = pp[k].fetch_add(delta, Ordering::Relaxed);
                     atomics += 1;
                     if old.checked_add(delta).is_none() {
-                        self.saturation
-                            .saturate_towards(p, k, Direction::of(i128::from(delta)));
+                        self.saturation.saturate_towards(
+                            p,
+                            k,
+                            Direction::of(i128::from(delta)),
+                            Scope::Subtree,
+                        );
                     }
                 }
             }
@@ -709,14 +738,56 @@ impl Core {
         work.count(Work::Atomic, atomics);
     }
 
-    /// Saturates slot `k` of `n` (and its ancestors) and pins its aggregate.
+    /// Saturates slot `k` of `n` (and its ancestors) and pins its
+    /// aggregate, and with [`Scope::Own`] its local value.
     #[cold]
     #[inline(never)]
-    fn pin(&self, n: &GroupState, k: usize, dir: Direction) {
-        self.saturation.saturate_towards(n, k, dir);
-        // ORDERING: Release, as in `aggregate`.
-        n.agg[k].store(dir.limit(), Ordering::Release);
+    fn pin(&self, n: &GroupState, k: usize, dir: Direction, scope: Scope) {
+        self.saturation.saturate_towards(n, k, dir, scope);
+        if scope == Scope::Own {
+            // ORDERING: Relaxed, as every write of `local` (see
+            // `aggregate`).
+            n.local[k].store(dir.limit(), Ordering::Relaxed);
+        }
+        pin_agg(n, k, dir);
     }
+
+    /// Slot `k` of `n`, whose aggregate is saturated (`sat`), on a pass
+    /// that found the group's own change `own`: the aggregate stays
+    /// pinned, and the local value takes `own` unless it saturated (or
+    /// saturates now) too. A descendant's saturation must not freeze the
+    /// group's own count.
+    #[cold]
+    #[inline(never)]
+    fn aggregate_pinned(&self, n: &GroupState, k: usize, sat: &SaturatedSlots, own: i128) {
+        let agg_dir = sat.get(k).expect("the aggregate is saturated");
+        // ORDERING: Relaxed for `local`, as in `aggregate`.
+        match sat.local(k) {
+            Some(dir) => n.local[k].store(dir.limit(), Ordering::Relaxed),
+            None => {
+                let sum = i64::try_from(own)
+                    .ok()
+                    .and_then(|own| n.local[k].load(Ordering::Relaxed).checked_add(own));
+                match sum {
+                    Some(v) => n.local[k].store(v, Ordering::Relaxed),
+                    None => {
+                        let dir = Direction::of(own);
+                        self.saturation.saturate_towards(n, k, dir, Scope::Own);
+                        n.local[k].store(dir.limit(), Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        pin_agg(n, k, agg_dir);
+    }
+}
+
+/// Pins slot `k` of `n`'s aggregate at the limit of `dir` (the slot is
+/// marked saturated already).
+fn pin_agg(n: &GroupState, k: usize, dir: Direction) {
+    // ORDERING: Release; pairs with the bound's Acquire load of the
+    // aggregate, before its look at the saturation flag.
+    n.agg[k].store(dir.limit(), Ordering::Release);
 }
 
 /// The row on shard `s` of each group of `ids`, if it has one.

@@ -93,7 +93,8 @@ pub(crate) struct Claimed {
     /// The row was not queued: the claimer must push it.
     pub(crate) push: bool,
     /// The writer kind had not reserved the pair since its drain: the
-    /// claimer reserves (folded scheme).
+    /// owner then reserves (folded scheme; a shared claimer reserved before
+    /// its claim RMW, see `Core::claim`).
     pub(crate) reserve: bool,
 }
 

@@ -86,6 +86,19 @@ impl Core {
         self.read_saturated(g, slot, kind, signed, bound)
     }
 
+    /// A group's local value of slot `k` (its own updates), as of the last
+    /// flush; pinned at the limit its own updates saturated at, if they did
+    /// (a descendant's saturation does not touch it: see `saturation.rs`).
+    pub(crate) fn read_local(&self, g: &GroupState, k: usize) -> i64 {
+        let v = g.read_local(k);
+        if g.flag(Flags::SATURATED) {
+            if let Some(dir) = self.saturation.local_of(g, k) {
+                return dir.limit();
+            }
+        }
+        v
+    }
+
     /// [`read_bounded`](Self::read_bounded) of a group with a saturated
     /// item (not necessarily `slot`): out of the read's fast path.
     #[cold]

@@ -20,6 +20,16 @@
 //! [`Bounded::bound`](crate::Bounded::bound) is `None`. A saturated item
 //! stays saturated for the life of the group. Nothing wraps silently.
 //!
+//! A group's *local* value (its own updates, `read_local`) is another sum:
+//! it saturates only when the group's own updates leave `i64` (a cell, or
+//! the flushed local sum), not when a descendant's do. So each slot keeps
+//! two marks: the subtree's (the aggregate, set in the group and every
+//! ancestor) and the group's own (the local value, set in that group
+//! only). A flush pins what is marked and keeps summing the rest: an
+//! ancestor of a saturated group still counts its own updates locally
+//! (before, a descendant's saturation froze its ancestors' local values,
+//! and a saturated group's own local value stayed at what it was before).
+//!
 //! Saturation is a rare, cold event, so the table lives beside the tree,
 //! behind one lock, keyed by group id; a group flag ([`Flags::SATURATED`])
 //! keeps every other group's reads and flushes from looking at it.
@@ -55,8 +65,8 @@ impl Direction {
         }
     }
 
-    fn from_byte(b: u8) -> Option<Self> {
-        match b {
+    fn from_bits(b: u8) -> Option<Self> {
+        match b & 3 {
             1 => Some(Direction::Above),
             2 => Some(Direction::Below),
             _ => None,
@@ -64,8 +74,22 @@ impl Direction {
     }
 }
 
-/// The tree's saturated items: per group id, one byte per slot: 0, or the
-/// [`Direction`] it saturated in. Rank `Leaf`.
+/// What a saturation marks (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// A subtree sum: the aggregate of the group and of every ancestor.
+    Subtree,
+    /// The group's own updates: its local value too, and the aggregates of
+    /// the group and of every ancestor.
+    Own,
+}
+
+/// Shift of the local mark in a slot's byte (the aggregate's is bits 0..2).
+const LOCAL_SHIFT: u8 = 2;
+
+/// The tree's saturated items: per group id, one byte per slot: the
+/// [`Direction`] the aggregate saturated in (bits 0..2, 0 if it did not),
+/// and the one the local value saturated in (bits 2..4). Rank `Leaf`.
 #[derive(Debug)]
 pub(crate) struct Saturation {
     table: Mutex<IdMap<Box<[u8]>>>,
@@ -78,10 +102,17 @@ pub(crate) struct Saturation {
 pub(crate) struct SaturatedSlots(Box<[u8]>);
 
 impl SaturatedSlots {
-    /// The direction slot `k` saturated in, if it did.
+    /// The direction slot `k`'s aggregate saturated in, if it did (set
+    /// whenever its local value's is).
     #[inline]
     pub(crate) fn get(&self, k: usize) -> Option<Direction> {
-        Direction::from_byte(self.0[k])
+        Direction::from_bits(self.0[k])
+    }
+
+    /// The direction slot `k`'s local value saturated in, if it did.
+    #[inline]
+    pub(crate) fn local(&self, k: usize) -> Option<Direction> {
+        Direction::from_bits(self.0[k] >> LOCAL_SHIFT)
     }
 }
 
@@ -94,29 +125,41 @@ impl Saturation {
         }
     }
 
-    /// Marks slot `slot` of `g` and of each of its ancestors saturated in
+    /// An update of `delta` to `g`'s own cell of slot `slot` left `i64`:
+    /// marks the slot saturated in `g`'s own updates ([`Scope::Own`]) in
     /// the direction of `delta`.
     #[cold]
     #[inline(never)]
     pub(crate) fn saturate(&self, g: &GroupState, slot: usize, delta: i64) {
-        self.saturate_towards(g, slot, Direction::of(i128::from(delta)));
+        self.saturate_towards(g, slot, Direction::of(i128::from(delta)), Scope::Own);
     }
 
-    /// Marks slot `slot` of `g` and of each of its ancestors saturated in
-    /// direction `dir` (a slot keeps the first direction it saturated in).
+    /// Marks slot `slot` saturated in direction `dir`: the aggregate of `g`
+    /// and of each of its ancestors, and with [`Scope::Own`] `g`'s local
+    /// value (each mark keeps the first direction it was set in).
     #[cold]
     #[inline(never)]
-    pub(crate) fn saturate_towards(&self, g: &GroupState, slot: usize, dir: Direction) {
+    pub(crate) fn saturate_towards(
+        &self,
+        g: &GroupState,
+        slot: usize,
+        dir: Direction,
+        scope: Scope,
+    ) {
         let slots = self.slots;
         let _leaf = ranked(Rank::Leaf);
         let mut table = lock(&self.table);
         let mut a = Some(g);
+        let mut own = scope == Scope::Own;
         while let Some(n) = a {
             let row = table
                 .entry(n.hot.id)
                 .or_insert_with(|| vec![0; slots].into_boxed_slice());
-            if row[slot] == 0 {
-                row[slot] = dir as u8;
+            if row[slot] & 3 == 0 {
+                row[slot] |= dir as u8;
+            }
+            if std::mem::take(&mut own) && row[slot] >> LOCAL_SHIFT == 0 {
+                row[slot] |= (dir as u8) << LOCAL_SHIFT;
             }
             // After the entry: `flag`'s Acquire load then finds it.
             n.set_flag(Flags::SATURATED);
@@ -135,10 +178,18 @@ impl Saturation {
         table.get(&g.hot.id).cloned().map(SaturatedSlots)
     }
 
-    /// The direction slot `slot` of `g` saturated in, if it did.
+    /// The direction slot `slot` of `g`'s aggregate saturated in, if it
+    /// did.
     #[inline]
     pub(crate) fn of(&self, g: &GroupState, slot: usize) -> Option<Direction> {
         self.slots_of(g).and_then(|s| s.get(slot))
+    }
+
+    /// The direction slot `slot` of `g`'s local value saturated in, if it
+    /// did.
+    #[inline]
+    pub(crate) fn local_of(&self, g: &GroupState, slot: usize) -> Option<Direction> {
+        self.slots_of(g).and_then(|s| s.local(slot))
     }
 
     /// Forgets the saturation of a group being recycled (no handle is

@@ -45,6 +45,7 @@ use crate::flush::{FlushKind, FlushOutcome, HotPathDecision};
 use crate::group::Group;
 use crate::schema::{ItemId, NodeItemId};
 use crate::stats::HierStats;
+use crate::work::Guarded;
 
 /// Which shards have been written, and how (see
 /// [`Simulator::shards_written`]).
@@ -90,7 +91,9 @@ mod sealed {
 pub trait Simulator: sealed::Sealed {
     /// [`HierStats::add`] on an explicit shard, reporting work to `work`
     /// (pass `&mut ()` to report nothing). Explicit-shard updates take the
-    /// shared (atomic) path: any thread may name any shard.
+    /// shared (atomic) path: any thread may name any shard. A panic in
+    /// `work` reaches the caller once the update has completed (see
+    /// [`WorkSink`]).
     ///
     /// # Errors
     /// As [`HierStats::add`], plus [`Error::ShardOutOfRange`].
@@ -117,7 +120,8 @@ pub trait Simulator: sealed::Sealed {
         work: &mut W,
     ) -> Result<(), Error>;
 
-    /// Any flush entry point, reporting work.
+    /// Any flush entry point, reporting work. A panic in `work` reaches
+    /// the caller once the flush has completed (see [`WorkSink`]).
     ///
     /// # Errors
     /// [`Error::ForeignGroup`].
@@ -213,7 +217,10 @@ impl Simulator for HierStats {
         let g = self.core.own(group)?;
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
         let s = shard.index(self)?;
-        self.core.update_shared(s, g, slot, delta, mag, work);
+        // A panicking sink does not interrupt the update (see `WorkSink`).
+        let mut work = Guarded::new(work);
+        self.core.update_shared(s, g, slot, delta, mag, &mut work);
+        work.finish();
         Ok(())
     }
 
@@ -233,8 +240,10 @@ impl Simulator for HierStats {
             .schema
             .node_slots_for_update(item, numa_node, delta)?;
         let s = shard.index(self)?;
+        let mut work = Guarded::new(work);
         self.core
-            .update_node_shared(s, g, total, per_node, delta, work);
+            .update_node_shared(s, g, total, per_node, delta, &mut work);
+        work.finish();
         Ok(())
     }
 
@@ -245,7 +254,11 @@ impl Simulator for HierStats {
         work: &mut W,
     ) -> Result<FlushOutcome, Error> {
         let g = self.core.own(group)?;
-        Ok(self.core.flush(g, kind, work))
+        // A panicking sink does not interrupt the flush (see `WorkSink`).
+        let mut work = Guarded::new(work);
+        let out = self.core.flush(g, kind, &mut work);
+        work.finish();
+        Ok(out)
     }
 
     fn hot_path_decision_with_flusher(

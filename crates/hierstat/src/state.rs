@@ -85,8 +85,8 @@ pub(crate) struct GroupState {
     pub(crate) updates: Count,
     /// Folded scheme: `batch − 1` pages reserved per (group, shard) pair of
     /// this subtree queued since the last flush that covered it: the most
-    /// those pairs' unfolded residues can hold. ORDERING: Relaxed, as
-    /// `updates`.
+    /// those pairs' unfolded residues can hold. ORDERING: added Release
+    /// (see `Core::claim`), as `updates` (see `Count::add`).
     pub(crate) reserved: AtomicU64,
     /// Kernel-exact scheme: pages a running flush took out of this group's
     /// residues and has not landed in its aggregates yet. The flush adds

@@ -197,13 +197,21 @@ impl HierStats {
     }
 
     /// Local value: this group's own updates only, as of the last flush.
+    /// A descendant's saturation does not affect it; if the group's own
+    /// updates of the item left `i64`, it reads the limit they left at
+    /// (`i64::MAX`, or for a state item below `i64::MIN`, 0), as
+    /// [`read`](Self::read) does for a saturated subtree (see
+    /// [`Bounded::saturated`]).
     ///
     /// # Errors
     /// [`Error::ForeignGroup`], [`Error::ForeignItem`], [`Error::WrongItemKind`].
     pub fn read_local(&self, group: &Group, item: ItemId) -> Result<u64, Error> {
         let g = self.core.own(group)?;
         let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
-        Ok(crate::read::clamp(kind, g.read_local(slot.get())))
+        Ok(crate::read::clamp(
+            kind,
+            self.core.read_local(g, slot.get()),
+        ))
     }
 
     /// Hierarchical value of a per-node item on NUMA node `numa_node`;
@@ -237,7 +245,7 @@ impl HierStats {
     ) -> Result<u64, Error> {
         let g = self.core.own(group)?;
         let slot = self.core.params.schema.node_read_slot(item, numa_node)?;
-        Ok(g.read_local(slot.get()).max(0) as u64)
+        Ok(self.core.read_local(g, slot.get()).max(0) as u64)
     }
 
     /// Hierarchical value with its error bound (see [`Bounded`] for the

@@ -48,14 +48,27 @@ pub(crate) mod std_only {
     pub(crate) use std::sync::{Arc as StdArc, Mutex as StdMutex, MutexGuard as StdMutexGuard};
 }
 
-/// Locks a mutex, ignoring poisoning: every structure the engine guards is
-/// left consistent at each unlock (a panicking flusher leaves at worst a
-/// delta in `pending`, which the next flush picks up), so a poisoned lock
-/// carries no broken invariant.
+/// Locks a mutex, ignoring poisoning. A work sink's panic never unwinds
+/// through the engine: it is caught where the sink is called, and the
+/// operation completes before it is resumed (see `WorkSink`), so no lock is
+/// poisoned by one. A lock poisoned by any other panic (an engine bug) is
+/// taken all the same: the tree keeps counting rather than failing every
+/// later call.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
+    }
+}
+
+/// Takes a mutex if it is free, ignoring poisoning as [`lock`] does (a
+/// poisoned lock is free: a `try_lock` that took poisoning for "held"
+/// would skip every later flush of a tree whose flush once panicked).
+pub(crate) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
 

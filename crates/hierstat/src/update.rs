@@ -353,29 +353,57 @@ impl Core {
     ) {
         let list = self.dirty.list(s);
         let token = list.begin_claim();
+        let policy = &self.params.policy;
+        let folded =
+            policy.threshold == ThresholdRule::PerGroup && policy.scheme == ThresholdScheme::Folded;
+        // A shared writer reserves *before* it sets the bit: another shared
+        // writer that finds the bit set returns at once, its unfolded pages
+        // covered by this reservation only, which must be in the count
+        // before that writer's update completes (its residue RMW acquires
+        // the claim RMW below). Reserved after the bit, a read between the
+        // two saw the other writer's pages with a bound of 0 (loom:
+        // `a_writer_finding_the_pair_claimed_is_covered_by_the_claim`). If
+        // another writer set the bit first, this reservation is one pair's
+        // worth too many until the next flush that resets the group. The
+        // owner's bit covers only the owner's own updates, which wait for
+        // their claim: it reserves after its push, as below.
+        if folded && w == Writer::Shared {
+            self.reserve(g, work);
+        }
         let c = hdr.claim(w);
         work.count(Work::Atomic, 3);
         if c.push {
             list.push(g.hot.id, hdr, work);
         }
-        let policy = &self.params.policy;
-        if c.reserve
-            && policy.threshold == ThresholdRule::PerGroup
-            && policy.scheme == ThresholdScheme::Folded
-        {
-            // Reserve the most this writer kind's residue of the pair can
-            // hold before it folds, so that counters plus reservations never
-            // under-count. No early break: reservations are not capped.
-            let mut a = Some(g);
-            while let Some(n) = a {
-                // ORDERING: Relaxed; flush trigger and bound only.
-                n.reserved
-                    .fetch_add(self.params.batch - 1, Ordering::Relaxed);
-                work.count(Work::Atomic, 1);
-                a = n.hot.parent.as_deref();
-            }
+        if folded && c.reserve && w == Writer::Owner {
+            self.reserve(g, work);
         }
         list.end_claim(token);
+    }
+
+    /// Reserves the most one writer kind's residue of a pair of `g` can
+    /// hold before it folds (`batch − 1` pages) in `g` and each ancestor,
+    /// so that counters plus reservations never under-count. No early
+    /// break: reservations are not capped.
+    ///
+    /// ORDERING: Release, within the claim (after `begin_claim`; for the
+    /// owner after its push, for a shared writer before its claim RMW). A
+    /// flush whose snapshot counts this reservation resets it at its
+    /// hand-over, so its drains must find the row: its `SeqCst` fence
+    /// after the snapshots acquires this release (as for a fold, see
+    /// `Count::add`; loom: Relaxed fails
+    /// `a_reservation_counted_by_a_root_flush_is_drained_with_its_pair`),
+    /// so the claim's `begin_claim` is visible to its drains' wait for
+    /// claims in progress, and through the claim's end the push it made or
+    /// acquired (see `ListHead::wait_for_claims`).
+    fn reserve<W: WorkSink>(&self, g: &GroupState, work: &mut W) {
+        let mut a = Some(g);
+        while let Some(n) = a {
+            n.reserved
+                .fetch_add(self.params.batch - 1, Ordering::Release);
+            work.count(Work::Atomic, 1);
+            a = n.hot.parent.as_deref();
+        }
     }
 
     /// Accounts `m` folded pages of `g`'s updates per the threshold rule;
@@ -386,7 +414,7 @@ impl Core {
             // No threshold to feed.
             ThresholdRule::None => {}
             ThresholdRule::Global => {
-                if self.global.count().add_below_release(m, COUNT_LIMIT) {
+                if self.global.count().add_below(m, COUNT_LIMIT) {
                     work.count(Work::Atomic, 1);
                 }
             }

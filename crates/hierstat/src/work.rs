@@ -26,9 +26,61 @@ pub enum Work {
 }
 
 /// Receives work reports.
+///
+/// The engine calls `count` in the middle of its operations (a flush
+/// reports each step as it takes it), and may hold its locks then. A sink
+/// may call back into the tree (read, update, even flush other groups).
+/// A sink that panics does not break the tree: the engine catches the
+/// panic where it called the sink, calls the sink no more, completes the
+/// operation (every row drained, every flush registration and snapshot
+/// given back, as if the sink had returned), and then resumes the panic
+/// in the caller of [`Simulator`](crate::sim::Simulator)'s method. Built
+/// with `panic = "abort"`, a panic aborts the process as any other.
 pub trait WorkSink {
     /// Records `n` units of `work`.
     fn count(&mut self, work: Work, n: u64);
+}
+
+/// A caller's sink behind the engine's guard (see [`WorkSink`]): a panic
+/// in it is caught at the call and kept, the sink is not called again,
+/// and [`finish`](Self::finish) resumes the panic once the operation has
+/// completed.
+pub(crate) struct Guarded<'a, W: WorkSink + ?Sized> {
+    inner: &'a mut W,
+    panic: Option<Box<dyn std::any::Any + Send + 'static>>,
+}
+
+impl<'a, W: WorkSink + ?Sized> Guarded<'a, W> {
+    /// Guards `inner`.
+    pub(crate) fn new(inner: &'a mut W) -> Self {
+        Guarded { inner, panic: None }
+    }
+
+    /// Resumes the sink's panic, if it panicked; call once the operation
+    /// has completed.
+    pub(crate) fn finish(self) {
+        if let Some(p) = self.panic {
+            std::panic::resume_unwind(p);
+        }
+    }
+}
+
+impl<W: WorkSink + ?Sized> WorkSink for Guarded<'_, W> {
+    #[inline]
+    fn count(&mut self, work: Work, n: u64) {
+        if self.panic.is_none() {
+            let inner = &mut *self.inner;
+            // The sink's own state may be broken by its panic; the engine
+            // never looks at it again (it is not called after), and the
+            // caller gets the panic back.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                inner.count(work, n);
+            }));
+            if let Err(p) = r {
+                self.panic = Some(p);
+            }
+        }
+    }
 }
 
 impl WorkSink for () {

@@ -803,8 +803,9 @@ mod engine {
         fold_racing_a_root_flush(Preset::Linux5_15.policy());
     }
 
-    /// The same per group: a flush snapshots only the counts of groups it
-    /// drained, so a fold it counts belongs to a row it carries.
+    /// The same per group (the group's row is on the flush's tree here;
+    /// [`a_fold_counted_by_a_root_flush_is_drained_with_its_pair`] has it
+    /// taken off by a subtree flush first).
     #[test]
     fn a_fold_racing_a_root_flush_per_group() {
         for preset in [Preset::Linux6_8, Preset::Linux6_17, Preset::Hierstat] {
@@ -812,10 +813,10 @@ mod engine {
         }
     }
 
-    /// One shard, batch 4 (an update of 100 folds at once), `T` = 1000
-    /// (nothing crosses it), and a group `/g` under the root.
-    fn folding_tree(mut p: hierstat::Policy) -> (HierStats, ItemId, hierstat::Group) {
-        p.batch = 4;
+    /// One shard, batch 4 (an update of 100 folds at once) unless said,
+    /// `T` = 1000 (nothing crosses it), and a group `/g` under the root.
+    fn folding_tree(mut p: hierstat::Policy, batch: u32) -> (HierStats, ItemId, hierstat::Group) {
+        p.batch = batch;
         p.threshold_size = ThresholdSize::Fixed(1000);
         let mut b = Schema::builder();
         let x = b.event("x", Unit::Count);
@@ -826,7 +827,7 @@ mod engine {
 
     fn fold_racing_a_root_flush(p: hierstat::Policy) {
         model(move || {
-            let (t, x, g) = folding_tree(p);
+            let (t, x, g) = folding_tree(p, 4);
             let t2 = t.clone();
             let a = thread::spawn(move || {
                 t2.flush_forced(&t2.root()).unwrap();
@@ -838,12 +839,128 @@ mod engine {
         });
     }
 
+    /// Issue #32's `Some(0)`. A flush resets each group's threshold count
+    /// and reservations by the snapshot it took before its drains, so every
+    /// fold or reservation its snapshot counts must come from a pair its
+    /// drains then find. Here a forced flush of `/a/b` has drained and
+    /// extracted the pair (so `/a/b` is on no dirty tree); an update of
+    /// `add` to `/a/b` claims the pair again (push, then the reservation
+    /// and, at or over the batch, the fold, into `/a/b`, `/a` and the root)
+    /// while a root flush runs. If the root flush's snapshot counts the
+    /// update's reservation or fold but its drains miss the push, its
+    /// hand-over takes the update's accounting away while the pair stays
+    /// queued and unflushed: `/a` read 1 of 11 with a bound of 0 after both
+    /// ended, until a later flush drains the pair (the engine's report:
+    /// `Some(0)` while completed adds are missing). The reservation and the
+    /// fold are Release and the flush's `SeqCst` fence after its snapshots
+    /// acquires what they published (loom: a Relaxed reservation fails the
+    /// unfolded case, a Relaxed fold the folded one; x86's ordering hides
+    /// both).
+    fn a_claim_counted_by_a_root_flush_after_a_subtree_flush(batch: u32, add: i64) {
+        model(move || {
+            let mut p = Preset::Hierstat.policy();
+            p.batch = batch;
+            p.threshold_size = ThresholdSize::Fixed(1000);
+            let mut b = Schema::builder();
+            let x = b.event("x", Unit::Count);
+            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+            let a = t.create(&t.root(), "a").unwrap();
+            let ab = t.create(&a, "b").unwrap();
+            t.add_with(Shard(0), &ab, x, 1, &mut ()).unwrap();
+            t.flush_forced(&ab).unwrap();
+            let (t2, ab2) = (t.clone(), ab.clone());
+            let u = thread::spawn(move || {
+                t2.add_with(Shard(0), &ab2, x, add, &mut ()).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            let exact = 1 + add;
+            assert_bounded_within(&t, &ab, x, exact, exact);
+            assert_bounded_within(&t, &a, x, exact, exact);
+            assert_bounded_within(&t, &t.root(), x, exact, exact);
+        });
+    }
+
+    /// [`a_claim_counted_by_a_root_flush_after_a_subtree_flush`] with an
+    /// update under the batch: only its reservation counts it.
+    #[test]
+    fn a_reservation_counted_by_a_root_flush_is_drained_with_its_pair() {
+        a_claim_counted_by_a_root_flush_after_a_subtree_flush(1 << 20, 10);
+    }
+
+    /// The same with an update over the batch (4): it also folds.
+    #[test]
+    fn a_fold_counted_by_a_root_flush_is_drained_with_its_pair() {
+        a_claim_counted_by_a_root_flush_after_a_subtree_flush(4, 10);
+    }
+
+    /// Issue #32's `Some(0)` on any host. Two shared writers of `/g`'s
+    /// pair (on one shard: more writers than shards), the pair unclaimed
+    /// (never written here; or drained, and its reservations given back by
+    /// a flush): the first writer claims the
+    /// pair for an update of item `y` (sets the shared reservation bit);
+    /// the second adds 20 to item `x`, finds the bit set and returns, then
+    /// reads `/g`'s `x`. Nothing of `x` is in flight, and its 20 pages
+    /// (under the batch: no fold) are covered only by the first writer's
+    /// reservation, which must be in the count by then: reserved after the
+    /// bit was set, the read saw 0 of 20 with a bound of 0 for as long as
+    /// the first writer stayed preempted in its claim, until it resumed or
+    /// a flush's drain (which waits for the claim) carried the pair.
+    #[test]
+    fn a_writer_finding_the_pair_claimed_is_covered_by_the_claim() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.threshold_size = ThresholdSize::Fixed(1000);
+            let mut b = Schema::builder();
+            let x = b.event("x", Unit::Count);
+            let y = b.event("y", Unit::Count);
+            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+            let g = t.create(&t.root(), "g").unwrap();
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || {
+                t2.add_with(Shard(0), &g2, y, 1, &mut ()).unwrap();
+            });
+            t.add_with(Shard(0), &g, x, 20, &mut ()).unwrap();
+            assert_bounded_within(&t, &g, x, 20, 20);
+            assert_bounded_within(&t, &t.root(), x, 20, 20);
+            claimer.join().unwrap();
+        });
+    }
+
+    /// The owner and a shared writer claim `/g`'s pair (30 pages each,
+    /// under the batch) while a root flush runs. The shared writer reserves
+    /// before its claim RMW (see
+    /// [`a_writer_finding_the_pair_claimed_is_covered_by_the_claim`]) and
+    /// may find the pair queued by the owner's claim, still pushing: a
+    /// flush that counts the shared reservation learns of the shared
+    /// claim, and of the owner's only through the shared claim's end. Its
+    /// drain must still wait for the owner's push, or its hand-over takes
+    /// the shared reservation while the pair is not drained, leaving 60
+    /// pages under a bound of 31.
+    #[test]
+    fn a_claim_acquired_through_another_claim_is_waited_for() {
+        model(|| {
+            let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
+            let (t2, g2) = (t.clone(), g.clone());
+            let owner = thread::spawn(move || t2.add_owned_with(Shard(0), &g2, x, 30).unwrap());
+            let (t3, g3) = (t.clone(), g.clone());
+            let sharer = thread::spawn(move || {
+                t3.add_with(Shard(0), &g3, x, 30, &mut ()).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            owner.join().unwrap();
+            sharer.join().unwrap();
+            assert_bounded_within(&t, &g, x, 60, 60);
+            assert_bounded_within(&t, &t.root(), x, 60, 60);
+        });
+    }
+
     /// Two forced flushes, of `/g` or of the root, overlap; the main
     /// thread adds 100 to `/g` after its own flush, before the other's
     /// ends: `/g` and the root must stay bounded at 200.
     fn overlapping_flushes_of(p: hierstat::Policy, root: bool) {
         model(move || {
-            let (t, x, g) = folding_tree(p);
+            let (t, x, g) = folding_tree(p, 4);
             let target = if root { t.root() } else { g.clone() };
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             let (t2, f2) = (t.clone(), target.clone());

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::detect::{CgroupVersion, Host};
 use crate::error::Error;
-use crate::sys;
+use crate::sys::query;
 use simcore::Cancel;
 
 /// Prefix of every top-level cgroup kernel mode creates.
@@ -172,7 +172,7 @@ fn empty_cgroup(dir: &Path, killed: &mut Vec<i32>, patience: Duration) {
             return;
         }
         for p in pids {
-            if sys::kill_pid(p).is_ok() && !killed.contains(&p) {
+            if query::kill_pid(p).is_ok() && !killed.contains(&p) {
                 killed.push(p);
             }
         }
@@ -512,7 +512,7 @@ mod tests {
     fn v2_enables_memory_for_children_once_and_v1_never() {
         // Tree creation takes an exit-deferring guard, which the signals
         // test counts.
-        let _guards = crate::sys::DEFERRING_TESTS
+        let _guards = crate::sys::test_support::DEFERRING_TESTS
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let base = std::env::temp_dir().join(format!("hostkernel-v2-{}", std::process::id()));

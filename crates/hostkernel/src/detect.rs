@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::sys;
+use crate::sys::query;
 
 /// `MEMCG_CHARGE_BATCH` since Linux 6.1 (commit `1813e51eece0`): pages a
 /// CPU charges ahead (per-CPU stock) and the unit of the memcg stats flush
@@ -238,7 +238,7 @@ impl Host {
         let controller = find_memory_controller(&mounts, &|p| {
             std::fs::read_to_string(p.join("cgroup.controllers")).ok()
         })?;
-        let euid = sys::euid();
+        let euid = query::euid();
         if euid != 0 {
             return Err(Error::NotRoot { euid });
         }
@@ -257,8 +257,8 @@ impl Host {
             }
         }
         let (kernel_release, kernel_version, machine) =
-            sys::uname().map_err(|e| Error::io("uname", "/", e))?;
-        let online_cpus = sys::online_cpus();
+            query::uname().map_err(|e| Error::io("uname", "/", e))?;
+        let online_cpus = query::online_cpus();
         let charge_batch = charge_batch_for_release(&kernel_release);
         let facts = RunFacts {
             kernel_release,
@@ -267,7 +267,7 @@ impl Host {
             cgroup_version: controller.version,
             memory_mount: controller.mount_point.clone(),
             online_cpus,
-            page_size: sys::page_size(),
+            page_size: query::page_size(),
             thp_mode: std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
                 .ok()
                 .and_then(|t| selected_choice(&t)),

@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 use simcore::Cancel;
 
 use crate::error::Error;
-use crate::sys;
+use crate::sys::signal;
 
 /// Installs the process's SIGINT/SIGTERM handler (the first call; later
 /// calls keep it and its message) and returns a token that reads
@@ -40,16 +40,16 @@ use crate::sys;
 pub fn install(exit_message: Option<&'static [u8]>) -> Result<Cancel, Error> {
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
     INSTALLED
-        .get_or_init(|| sys::install_signal_handler(exit_message).map_err(|e| e.to_string()))
+        .get_or_init(|| signal::install_signal_handler(exit_message).map_err(|e| e.to_string()))
         .clone()
         .map_err(|e| Error::io("sigaction", "SIGINT/SIGTERM", std::io::Error::other(e)))?;
-    Ok(Cancel::linked(&sys::SIGNALLED))
+    Ok(Cancel::linked(&signal::SIGNALLED))
 }
 
 /// Whether SIGINT or SIGTERM arrived since [`install`].
 pub fn signalled() -> bool {
-    // ORDERING: SeqCst, as the handler's accesses (see `sys::on_signal`).
-    sys::SIGNALLED.load(Ordering::SeqCst)
+    // ORDERING: SeqCst, as the handler's accesses (see `sys::signal::on_signal`).
+    signal::SIGNALLED.load(Ordering::SeqCst)
 }
 
 /// While one lives, a first signal only sets the flag instead of ending
@@ -59,16 +59,16 @@ pub struct DeferExit(());
 
 /// Defers the immediate exit until the returned guard drops.
 pub fn defer_exit() -> DeferExit {
-    // ORDERING: SeqCst, as the handler's load (see `sys::on_signal`): the
+    // ORDERING: SeqCst, as the handler's load (see `sys::signal::on_signal`): the
     // guard is counted before the caller creates what needs cleanup.
-    sys::DEFERRING.fetch_add(1, Ordering::SeqCst);
+    signal::DEFERRING.fetch_add(1, Ordering::SeqCst);
     DeferExit(())
 }
 
 impl Drop for DeferExit {
     fn drop(&mut self) {
         // ORDERING: SeqCst, see `defer_exit`.
-        sys::DEFERRING.fetch_sub(1, Ordering::SeqCst);
+        signal::DEFERRING.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -90,20 +90,21 @@ mod tests {
     /// guards nest.
     #[test]
     fn one_handler_linked_tokens_and_nested_guards() {
-        let _counting = sys::DEFERRING_TESTS
+        let _counting = crate::sys::test_support::DEFERRING_TESTS
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let a = install(None).unwrap();
         let b = install(Some(b"ignored\n")).unwrap();
-        assert_eq!(sys::current_handler(libc::SIGTERM), sys::our_handler());
-        assert_eq!(sys::current_handler(libc::SIGINT), sys::our_handler());
+        use crate::sys::test_support::{current_handler, our_handler};
+        assert_eq!(current_handler(libc::SIGTERM), our_handler());
+        assert_eq!(current_handler(libc::SIGINT), our_handler());
         assert!(!a.is_cancelled() && !b.is_cancelled());
         let g1 = defer_exit();
         let g2 = defer_exit();
-        assert_eq!(sys::DEFERRING.load(Ordering::SeqCst), 2);
+        assert_eq!(signal::DEFERRING.load(Ordering::SeqCst), 2);
         drop(g1);
         drop(g2);
-        assert_eq!(sys::DEFERRING.load(Ordering::SeqCst), 0);
+        assert_eq!(signal::DEFERRING.load(Ordering::SeqCst), 0);
         let own = Cancel::new();
         assert!(check(&own).is_ok());
         own.cancel();

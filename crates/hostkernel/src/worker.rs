@@ -7,7 +7,8 @@ use std::time::Duration;
 use crate::cgroup::CgroupTree;
 use crate::detect::CgroupVersion;
 use crate::error::Error;
-use crate::sys::{self, Child, Job};
+use crate::sys::child::{describe_status, Child, Job};
+use crate::sys::query;
 use simcore::Cancel;
 
 /// A running worker. Dropping it kills and reaps the process.
@@ -46,7 +47,7 @@ impl Worker {
 
     /// Pins the worker to CPU `cpu`.
     pub(crate) fn pin(&self, cpu: usize) -> Result<(), Error> {
-        sys::pin_to_cpu(self.pid(), cpu)
+        query::pin_to_cpu(self.pid(), cpu)
             .map_err(|e| Error::Worker(format!("pin worker {} to CPU {cpu}: {e}", self.pid())))
     }
 
@@ -77,7 +78,7 @@ impl Worker {
                 }
                 let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
                     match self.child.wait() {
-                        Ok(st) => format!("exited early ({})", sys::describe_status(st)),
+                        Ok(st) => format!("exited early ({})", describe_status(st)),
                         Err(w) => format!("exited early (wait: {w})"),
                     }
                 } else {
@@ -98,10 +99,7 @@ impl Worker {
         if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 {
             Ok(())
         } else {
-            Err(Error::Worker(format!(
-                "worker {}",
-                sys::describe_status(st)
-            )))
+            Err(Error::Worker(format!("worker {}", describe_status(st))))
         }
     }
 

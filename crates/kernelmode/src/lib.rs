@@ -18,7 +18,14 @@
 //!   claims check the prediction (`mmlab run X-kernel --compare-sim` shows
 //!   them side by side);
 //! * [`reproducer`]: a finding as a POSIX shell script over cgroupfs that a
-//!   kernel developer can run without mmlab.
+//!   kernel developer can run without mmlab;
+//! * [`present`]: a run as tables pivoted by the experiment's shape and one
+//!   figure per experiment, the host beside its twin.
+//!
+//! A front end reaches all of it through the [`lab::Spec`] methods
+//! ([`lab::Spec::reproducer`], [`lab::Spec::compare_with_simulation`],
+//! [`lab::Spec::tables`], [`lab::Spec::figures`]), never through the
+//! concrete [`KernelScenario`].
 //!
 //! The host is detected once per process ([`host`]); a host that cannot
 //! run kernel mode (not root, no writable memory controller) makes every
@@ -29,18 +36,19 @@
 
 pub mod claims;
 pub mod metrics;
+pub mod present;
 pub mod reproducer;
 pub mod run;
 pub mod spec;
 pub mod twin;
 
 pub use spec::{Experiment, KernelScenario, HOST_POLICY};
-pub use twin::{era_preset, side_by_side, SideBySide, SideRow};
+pub use twin::{era_preset, side_by_side};
 
 use hostkernel::Host;
-use lab::report::{Claim, RunReport};
+use lab::report::{Claim, Figure, RunReport, SideBySide, Table};
 use lab::{Estimate, Header, Kind, RunOutput, Source, Spec, WorkClass};
-use lab::{RunError, ScenarioError, Steps};
+use lab::{RunError, RunOptions, ScenarioError, Steps};
 use std::sync::OnceLock;
 
 /// The host, detected once per process; `Err` holds why it cannot run
@@ -166,11 +174,7 @@ impl Spec for KernelScenario {
     }
 
     fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError> {
-        let host = host().map_err(|why| RunError::Kind {
-            kind: "kernel",
-            source: why.into(),
-        })?;
-        run::run(host, header, self, steps)
+        run::run(host_or_error()?, header, self, steps)
     }
 
     fn claims(&self, report: &RunReport) -> Vec<Claim> {
@@ -191,6 +195,67 @@ impl Spec for KernelScenario {
     fn availability(&self) -> Result<(), String> {
         host().map(|_| ()).map_err(str::to_string)
     }
+
+    /// The stale read has one ([`reproducer::script`]); the other
+    /// experiments have none.
+    fn reproducer(&self) -> Option<String> {
+        reproducer::script(self)
+    }
+
+    fn has_simulated_twin(&self) -> bool {
+        true
+    }
+
+    /// [`side_by_side`] on this host's facts, with the header's seed.
+    fn compare_with_simulation(
+        &self,
+        header: &Header,
+        report: &RunReport,
+        opts: &RunOptions,
+    ) -> Option<Result<SideBySide, RunError>> {
+        Some(host_or_error().and_then(|h| side_by_side(self, header.seed, report, h.facts(), opts)))
+    }
+
+    /// [`present::tables`].
+    fn tables(&self, report: &RunReport) -> Vec<Table> {
+        present::tables(report)
+    }
+
+    /// [`present::figures`].
+    fn figures(&self, report: &RunReport) -> Vec<Figure> {
+        present::figures(report)
+    }
+}
+
+/// [`host`], or why not as a run error of the kind.
+fn host_or_error() -> Result<&'static Host, RunError> {
+    host().map_err(|why| RunError::Kind {
+        kind: "kernel",
+        source: why.into(),
+    })
 }
 
 pub use lab::Scenario;
+
+#[cfg(test)]
+mod tests {
+    use lab::report::report_from_rows;
+
+    #[test]
+    fn its_front_end_features_are_spec_methods() {
+        let catalog = sim::catalog().with(&crate::KIND);
+        let sc = |name: &str| catalog.builtin(name).unwrap().unwrap();
+        let stale = sc("stale-read-kernel");
+        let script = stale.reproducer().expect("the stale read has a reproducer");
+        assert!(script.starts_with("#!/bin/sh\n"));
+        assert!(sc("update-path-kernel").reproducer().is_none());
+        assert!(stale.has_simulated_twin() && sc("stat-readers-kernel").has_simulated_twin());
+        // A simulated kind has none of them.
+        let simulated = sc("stale-read");
+        assert!(simulated.reproducer().is_none() && !simulated.has_simulated_twin());
+        let r = report_from_rows("stale-read", &[("hierstat", "ops_per_sec", 1.0)]);
+        assert!(simulated.tables(&r).is_empty() && simulated.figures(&r).is_empty());
+        let opts = lab::RunOptions::default();
+        assert!(simulated.compare_with_simulation(&r, &opts).is_none());
+    }
+}

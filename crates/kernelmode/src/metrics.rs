@@ -9,7 +9,8 @@ use lab::report::{PolicyResult, RunReport};
 /// part between `prefix` and `suffix` of each name that has both, parsed
 /// as `T`, sorted and deduplicated (the depths of `ns_per_fault_depth*`,
 /// the spike sizes of `stat_lag_over_threshold_*kib`, …). The claims and
-/// the reports' pivots both enumerate a run's cases with it.
+/// the tables and figures of [`crate::present`] enumerate a run's cases
+/// with it.
 pub fn host_cases<T: std::str::FromStr + Ord>(
     report: &RunReport,
     prefix: &str,

@@ -2,7 +2,12 @@
 //! mmlab: a POSIX shell script over cgroupfs that creates its groups, shows
 //! the effect, and removes everything it made on every exit path, the way
 //! regressions are reported upstream (`mmlab run stale-read-kernel
-//! --reproducer FILE`).
+//! --reproducer FILE`). Every exit a shell can trap cleans up: a normal
+//! exit, and every signal whose default action ends the process ([`SIGNALS`]:
+//! Ctrl-C, a closed terminal, a closed pipe as in `sh stale.sh | head -1`,
+//! `kill`), after which the script ends by that same signal. Only
+//! `SIGKILL` (and a signal ignored when the script started, which a shell
+//! cannot trap) leaves the groups behind.
 //!
 //! The stale read ([`stale_read_script`]): a parent with one child; a
 //! reader loops on the parent's `memory.stat` while a shell in the child
@@ -37,7 +42,15 @@ pub fn stale_read_script(mib: u64, tries: usize) -> String {
     STALE_READ
         .replace("@MIB@", &mib.to_string())
         .replace("@TRIES@", &tries.to_string())
+        .replace("@SIGNALS@", SIGNALS)
 }
+
+/// The signals the script traps: every signal POSIX names whose default
+/// action ends the process (all but `KILL` and `STOP`, which cannot be
+/// caught). A trapped signal removes what the script made, then ends the
+/// script by the same signal, so its parent sees how it ended.
+pub const SIGNALS: &str =
+    "HUP INT QUIT ILL TRAP ABRT BUS FPE USR1 SEGV USR2 PIPE ALRM TERM XCPU XFSZ VTALRM PROF SYS";
 
 const STALE_READ: &str = r#"#!/bin/sh
 # memcg: a parent's memory.stat misses a child's charge until the periodic
@@ -55,7 +68,9 @@ const STALE_READ: &str = r#"#!/bin/sh
 # read of the parent flushes it until the periodic flush.
 #
 # Needs root and the memory controller (cgroup v1 or v2) and a tmpfs at
-# /dev/shm. Everything it creates is removed on exit, Ctrl-C included.
+# /dev/shm. Everything it creates is removed on every exit a shell can
+# trap: a normal exit, Ctrl-C, a closed terminal or pipe (sh FILE | head),
+# kill; it then ends by the signal it got. Only kill -KILL leaves them.
 # Exit status: 0 if the parent missed the charge (the effect), 1 if not.
 set -u
 
@@ -81,8 +96,20 @@ cleanup() {
 	[ -d "$C" ] && rmdir "$C"
 	[ -d "$P" ] && rmdir "$P"
 }
+# Every signal that would end the script: ignore the others while cleaning
+# up, then end by the same signal (its default action restored).
+SIGNALS="@SIGNALS@"
+on_signal() {
+	trap '' $SIGNALS
+	cleanup
+	trap - EXIT $SIGNALS
+	kill -s "$1" $$
+	exit 1
+}
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+for s in $SIGNALS; do
+	trap "on_signal $s" "$s"
+done
 
 mkdir "$P" || exit 2
 if [ "$V" = 2 ]; then
@@ -150,6 +177,9 @@ mod tests {
         assert!(!s.contains('@'), "every placeholder filled");
         assert!(s.contains("count=16") && s.contains("-le 5 ]"));
         assert!(s.contains("trap cleanup EXIT") && s.contains("rmdir \"$P\""));
+        for sig in ["HUP", "INT", "QUIT", "PIPE", "TERM"] {
+            assert!(SIGNALS.split(' ').any(|x| x == sig), "{sig}");
+        }
         // POSIX sh: no bashisms.
         for b in ["[[", "function ", "$((RANDOM", "local ", "pushd"] {
             assert!(!s.contains(b), "{b}");

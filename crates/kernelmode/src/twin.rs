@@ -13,7 +13,8 @@
 //! | stat-readers | `read_cpu_ns_g{G}_w{W}`, `read_latency_ns_g{G}_w{W}` | `predicted_read_latency_ns_g{G}_w{W}`: the stat-readers workload with the priced read |
 //! | stale-read | `stat_lag_after_charge_pages_{S}kib`, `stat_lag_over_threshold_{S}kib`, `stale_for_ms_{S}kib` | `predicted_*` of the same names: the same sequence in virtual time ([`sim::priced::spike`]) |
 //!
-//! [`side_by_side`] puts them in one table (`mmlab run X-kernel
+//! [`side_by_side`] puts them in one table, the kind's
+//! [`lab::Spec::compare_with_simulation`] (`mmlab run X-kernel
 //! --compare-sim`).
 
 use crate::metrics::{
@@ -24,11 +25,12 @@ use crate::spec::{Experiment, KernelScenario, HOST_POLICY};
 use hierstat::Preset;
 use hostkernel::RunFacts;
 use lab::policy::FlushPolicy;
-use lab::report::{Mode, PolicyResult, RunReport};
+use lab::report::{Mode, PolicyResult, RunReport, SideBySide, SideRow};
 use lab::Header;
 use lab::{RunError, RunOptions, Scenario};
 use sim::cost::CostModel;
 use sim::kinds::stats::{stat_readers, Readers, StatsScenario, Workload};
+use sim::machines::Machine;
 use sim::priced::{machine, spike, Op, PricedSetup};
 use sim::workload::{FlusherSpec, ReadersSpec, Targets, TreeSpec, WritersSpec};
 use simcore::time::{MILLIS, SECONDS};
@@ -67,7 +69,7 @@ pub fn predict_into(
 ) -> Result<(), RunError> {
     let cpus = facts.online_cpus.max(1);
     let preset = era_preset(&facts.kernel_release);
-    let policy = FlushPolicy::Preset(preset);
+    let policy = FlushPolicy::preset(preset);
     match &sc.experiment {
         Experiment::UpdatePath(cfg) => {
             for &d in &cfg.depths {
@@ -83,6 +85,8 @@ pub fn predict_into(
                     policy,
                     flush_period: Some(2 * SECONDS),
                     costs: costs.clone(),
+                    machine: Machine::host().with_cpus(cpus as u32),
+                    protected_levels: 0,
                 });
                 r.push(
                     &predicted(&ns_per_fault(d)),
@@ -128,6 +132,7 @@ pub fn predict_into(
                         duration_ms,
                         cpus: Some(cpus as u32),
                         threads: None,
+                        machine: None,
                     };
                     let opts = RunOptions {
                         context: lab::Context::default().with(costs.clone()),
@@ -195,42 +200,6 @@ pub fn predict_into(
     Ok(())
 }
 
-/// One figure of the side-by-side view.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SideRow {
-    /// What is compared.
-    pub figure: String,
-    /// Unit of both values.
-    pub unit: String,
-    /// The host kernel's value.
-    pub host: f64,
-    /// The simulated preset's value.
-    pub sim: f64,
-}
-
-impl SideRow {
-    /// host ÷ sim; `None` when not finite.
-    pub fn ratio(&self) -> Option<f64> {
-        let k = self.host / self.sim;
-        k.is_finite().then_some(k)
-    }
-}
-
-/// The host's figures beside the simulated preset's for the same shapes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SideBySide {
-    /// The preset simulated (the host's era).
-    pub preset: String,
-    /// The host kernel release.
-    pub host_kernel: String,
-    /// Logical CPUs the simulation used (the host's online CPUs).
-    pub cpus: usize,
-    /// The figures.
-    pub rows: Vec<SideRow>,
-    /// What the figures mean and where the model differs.
-    pub notes: Vec<String>,
-}
-
 /// The host's figures of `report` (a run of `sc` on the host of `facts`)
 /// beside the twin's predictions stored with them; a report stored before
 /// predictions were (`predicted_*` missing) gets them computed now with
@@ -272,8 +241,8 @@ pub fn side_by_side(
     let row = |figure: String, unit: &str, host: f64, sim: f64| SideRow {
         figure,
         unit: unit.into(),
-        host,
-        sim,
+        measured: host,
+        simulated: sim,
     };
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -362,9 +331,10 @@ pub fn side_by_side(
         }
     }
     Ok(SideBySide {
-        preset: preset.name().to_string(),
-        host_kernel: facts.kernel_release.clone(),
-        cpus,
+        title: format!("host kernel vs simulated {}", preset.name()),
+        measured: format!("host {}", facts.kernel_release),
+        simulated: format!("sim {} ({cpus} CPUs)", preset.name()),
+        ratio: "host / sim".into(),
         rows,
         notes,
     })

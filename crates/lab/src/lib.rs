@@ -7,7 +7,10 @@
 //! `kernel`); a front end lists them in a [`Catalog`], which parses any file
 //! through them into one [`Scenario`]. [`Scenario::run`] gives the results
 //! model ([`report::RunReport`]) and [`Scenario::claims`] the source
-//! thread's claims on it.
+//! thread's claims on it. Whatever else a kind offers a front end (a
+//! reproducer script, a run beside its simulation, its own tables and
+//! figures of a run) is a [`Spec`] method too: no front end needs a kind's
+//! concrete type.
 //!
 //! ```text
 //!   file ──Catalog::parse──▶ Kind::parse ──▶ Scenario { Header, Box<dyn Spec> }
@@ -18,8 +21,9 @@
 //!
 //! Module map: [`scenario`] (the kind interface and the scenario handle) ·
 //! [`catalog`] · [`source`] (a file's text, errors with line and field) ·
-//! [`ranges`] (every numeric field's bounds) · [`policy`] (user flush
-//! policies) · [`sweep`] (policy grids) · [`estimate`] (a run's cost before
+//! [`ranges`] (every numeric field's bounds) · [`policy`] (flush policies:
+//! the route from a name, user policies) · [`kernel`] (the kernel path a
+//! policy is priced at, the built-in kernel policies) · [`sweep`] (policy grids) · [`estimate`] (a run's cost before
 //! it runs) · [`progress`] (run options, context and progress) ·
 //! [`interleave`] (the loop over runs and policies) · [`report`] (results
 //! and claims) · [`error`].
@@ -33,6 +37,7 @@ pub mod catalog;
 pub mod error;
 pub mod estimate;
 pub mod interleave;
+pub mod kernel;
 pub mod policy;
 pub mod progress;
 pub mod ranges;
@@ -44,7 +49,8 @@ pub mod sweep;
 pub use catalog::Catalog;
 pub use error::{RunError, ScenarioError};
 pub use estimate::{Estimate, Limits, Rates, WorkClass};
-pub use policy::{FlushPolicy, PolicyFile, PolicySpec, UserPolicy};
+pub use kernel::{Base, KernelPath, KernelPolicy};
+pub use policy::{Engine, FlushPolicy, PolicyFile, PolicySpec, UserPolicy};
 pub use progress::{Context, Progress, RunOptions, Steps};
 pub use ranges::Range;
 pub use scenario::{Header, Kind, Overrides, RunOutput, Scenario, Spec};

@@ -5,14 +5,14 @@
 //! ```toml
 //! [[policy]]
 //! name = "sqrt-threshold"      # how -p, reports and the store call it
-//! base = "hierstat"            # the preset whose knobs are overridden
+//! base = "hierstat"            # a preset or built-in kernel policy whose knobs are overridden
 //! description = "T = batch x isqrt(shards + 2)"
 //! threshold_size = "sqrt"      # any knob below may be given; the rest is the base's
 //! ```
 //!
-//! | key | values | `hierstat::Policy` field |
+//! | key | values | what it sets |
 //! |---|---|---|
-//! | `threshold` | `none`, `global`, `per-group` | `threshold` |
+//! | `threshold` | `none`, `global`, `per-group` | `hierstat::Policy::threshold` |
 //! | `scheme` | `per-ancestor`, `folded` | `scheme` |
 //! | `early_break` | `off`, `upstream`, `margin` | `early_break` |
 //! | `threshold_size` | `batch-per-shard`, `sqrt`, `kernel-worst-case`, `N-per-shard`, `N` (fixed pages) | `threshold_size` |
@@ -26,21 +26,31 @@
 //! | `hot_path` | `none`, `sync`, `ratelimited`, `async` | `hot_path` |
 //! | `batch` | pages, integer | `batch` |
 //! | `period_ms` | integer | `period_ns` |
+//! | `lines_per_level` | integer, 1–16 | the kernel path: [`UpdatePath::lines_per_level`](crate::kernel::UpdatePath::lines_per_level) |
+//! | `global_fold` | `always`, `guarded` | [`UpdatePath::global_fold`](crate::kernel::UpdatePath::global_fold) |
+//! | `stock_pages` | pages, integer | [`ChargePath::stock_pages`](crate::kernel::ChargePath::stock_pages) |
+//! | `counter_layout` | `own-line`, `shared-line` | [`ChargePath::counter_layout`](crate::kernel::ChargePath::counter_layout) |
+//! | `protection` | `every-charge`, `on-change` | [`ChargePath::protection`](crate::kernel::ChargePath::protection) |
 //!
-//! The values are hierstat's own types in their text forms (its `serde`
-//! feature); the knobs are listed once, in [`knobs!`]'s invocation below,
-//! which makes the table's fields, [`KNOBS`] and the overrides. The numeric
-//! knobs' bounds are in [`crate::ranges::POLICY`], checked on the file and
-//! on every sweep point ([`PolicySpec::with_knob`]).
+//! The first fourteen are the engine's knobs (`hierstat::Policy`); the last
+//! five are the kernel path the priced workloads charge the policy at
+//! ([`crate::kernel`]). The values are their types' text forms; the knobs
+//! are listed once, in `knobs!`'s invocation below, which makes the
+//! table's fields, [`KNOBS`] and the overrides. The numeric knobs' bounds
+//! are in [`crate::ranges::POLICY`], checked on the file and on every sweep
+//! point ([`PolicySpec::with_knob`]).
 //!
 //! A policy is resolved once, when its file is parsed ([`validate`] makes
 //! each table a [`UserPolicy`], the table with its knobs); the scenario
 //! keeps the tables themselves, so the text stored with a run holds each
 //! user policy's full definition and re-running that text runs the same
 //! knobs. Runners and kernel mode get what a name selects from
-//! [`resolve`]: a preset, a user policy or the pre-rstat baseline, typed.
+//! [`resolve`]: a [`FlushPolicy`], the engine the name runs on (a preset,
+//! a built-in kernel policy, a user policy or the pre-rstat baseline) and
+//! the kernel path it is priced at.
 
 use crate::error::ScenarioError;
+use crate::kernel::{preset_path, Base, CounterLayout, Fold, KernelPath, KernelPolicy, Protection};
 use crate::source::Source;
 use hierstat::{
     Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset, ThresholdRule,
@@ -52,54 +62,140 @@ use serde::{Deserialize, Serialize};
 /// runners): every update walks the ancestors with atomics, reads are exact.
 pub const PRE_RSTAT: &str = "pre-rstat";
 
-/// What a flush-policy name selects, resolved from the name once: the
-/// engine under a preset or a user policy's knobs, or the pre-rstat
-/// baseline.
+/// The engine a flush-policy name runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushPolicy {
+pub enum Engine {
     /// The hierstat engine under a kernel era's preset (or ours).
     Preset(Preset),
+    /// The hierstat engine under a built-in kernel policy's knobs.
+    Kernel(KernelPolicy),
     /// The hierstat engine under a user policy's knobs.
     User(Policy),
     /// The pre-rstat eager-atomic baseline.
     PreRstat,
 }
 
+/// What a flush-policy name selects, resolved from the name once: the
+/// engine it runs on and the kernel path the priced workloads charge it at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushPolicy {
+    /// The engine.
+    pub engine: Engine,
+    /// The kernel path (for the pre-rstat baseline: 5.13's charge path;
+    /// its updates walk no threshold).
+    pub path: KernelPath,
+}
+
 impl FlushPolicy {
-    /// The engine's knobs; `None` for the pre-rstat baseline.
-    pub fn knobs(self) -> Option<Policy> {
-        match self {
-            FlushPolicy::Preset(p) => Some(p.policy()),
-            FlushPolicy::User(p) => Some(p),
-            FlushPolicy::PreRstat => None,
+    /// A preset with its era's path.
+    pub fn preset(p: Preset) -> FlushPolicy {
+        FlushPolicy {
+            engine: Engine::Preset(p),
+            path: preset_path(p),
         }
     }
 
-    /// The built-in names: every preset, then [`PRE_RSTAT`].
+    /// A built-in kernel policy.
+    pub fn kernel(k: KernelPolicy) -> FlushPolicy {
+        FlushPolicy {
+            engine: Engine::Kernel(k),
+            path: k.path(),
+        }
+    }
+
+    /// The pre-rstat baseline.
+    pub fn pre_rstat() -> FlushPolicy {
+        FlushPolicy {
+            engine: Engine::PreRstat,
+            path: preset_path(Preset::Linux5_13),
+        }
+    }
+
+    /// The engine's knobs; `None` for the pre-rstat baseline.
+    pub fn knobs(self) -> Option<Policy> {
+        match self.engine {
+            Engine::Preset(p) => Some(p.policy()),
+            Engine::Kernel(k) => Some(k.knobs()),
+            Engine::User(p) => Some(p),
+            Engine::PreRstat => None,
+        }
+    }
+
+    /// Whether it stands for a kernel (an era preset or a built-in kernel
+    /// policy), whose flushes zero the threshold counts they visit, rather
+    /// than for the engine (hierstat and user policies), whose flushes
+    /// subtract what they saw.
+    pub fn is_kernel(self) -> bool {
+        matches!(self.engine, Engine::Kernel(_))
+            || matches!(self.engine, Engine::Preset(p) if p != Preset::Hierstat)
+    }
+
+    /// The built-in names: every preset, every built-in kernel policy,
+    /// then [`PRE_RSTAT`].
     pub fn builtin_names() -> Vec<String> {
-        Preset::ALL
-            .iter()
-            .map(|p| p.name().to_string())
+        Base::all()
+            .map(|b| b.name().to_string())
             .chain(std::iter::once(PRE_RSTAT.to_string()))
             .collect()
     }
 }
 
+/// What each built-in flush policy is, in one line (distinct for every
+/// name); empty for a name that is not built in.
+pub fn describe(name: &str) -> &'static str {
+    if let Ok(k) = name.parse::<Base>() {
+        return match k {
+            Base::Kernel(k) => k.description(),
+            Base::Preset(p) => match p {
+                Preset::Linux5_13 => "rstat for memcg: every memory.stat read flushes its subtree",
+                Preset::Linux5_15 => {
+                    "global threshold, root flushes, skip if a flush runs, sync refault flush"
+                }
+                Preset::Linux5_15Async => {
+                    "5.15 with the refault flush queued to the periodic worker"
+                }
+                Preset::Linux5_15Ratelimited => {
+                    "5.15.y: refault flush at most every 2 s (stats up to 4 s old)"
+                }
+                Preset::Linux6_8 => {
+                    "per-group thresholds, subtree flushes, no skipping, ratelimited refault"
+                }
+                Preset::Linux6_17 => {
+                    "6.8 plus early break, flush lock dropped per CPU, lockless update lists"
+                }
+                Preset::Hierstat => {
+                    "folded O(1) thresholds, parallel disjoint flushes, guarded hot-path flush"
+                }
+            },
+        };
+    }
+    if name == PRE_RSTAT {
+        return "eager shared atomics up every ancestor (before rstat)";
+    }
+    ""
+}
+
 /// The one route from a policy name to what a runner runs: a preset's
-/// name, [`PRE_RSTAT`], or one of `user` (a scenario's `[[policy]]`
-/// tables, already resolved when its file was parsed). `None` for a name
-/// none of them has (a scenario checks its names when it is parsed and
-/// when they change, so its runners never see one).
+/// name, a built-in kernel policy's, [`PRE_RSTAT`], or one of `user` (a
+/// scenario's `[[policy]]` tables, already resolved when its file was
+/// parsed). `None` for a name none of them has (a scenario checks its
+/// names when it is parsed and when they change, so its runners never see
+/// one).
 pub fn resolve(user: &[UserPolicy], name: &str) -> Option<FlushPolicy> {
     if name == PRE_RSTAT {
-        return Some(FlushPolicy::PreRstat);
+        return Some(FlushPolicy::pre_rstat());
     }
-    if let Ok(p) = name.parse::<Preset>() {
-        return Some(FlushPolicy::Preset(p));
+    match name.parse::<Base>() {
+        Ok(Base::Preset(p)) => return Some(FlushPolicy::preset(p)),
+        Ok(Base::Kernel(k)) => return Some(FlushPolicy::kernel(k)),
+        Err(_) => {}
     }
     user.iter()
         .find(|u| u.spec.name == name)
-        .map(|u| FlushPolicy::User(u.policy))
+        .map(|u| FlushPolicy {
+            engine: Engine::User(u.policy),
+            path: u.path,
+        })
 }
 
 /// A `[[policy]]` table and the knobs it resolves to.
@@ -107,8 +203,10 @@ pub fn resolve(user: &[UserPolicy], name: &str) -> Option<FlushPolicy> {
 pub struct UserPolicy {
     /// The table as written (stored with a run).
     pub spec: PolicySpec,
-    /// Its knobs: the base preset's with the table's overrides.
+    /// Its engine knobs: the base's with the table's overrides.
     pub policy: Policy,
+    /// Its kernel path: the base's with the table's overrides.
+    pub path: KernelPath,
 }
 
 impl UserPolicy {
@@ -118,8 +216,8 @@ impl UserPolicy {
     /// `(key, message)` for the first invalid key.
     pub fn new(spec: PolicySpec) -> Result<UserPolicy, (&'static str, String)> {
         spec.check_name()?;
-        let policy = spec.resolve()?;
-        Ok(UserPolicy { spec, policy })
+        let Knobs { policy, path } = spec.resolve_all()?;
+        Ok(UserPolicy { spec, policy, path })
     }
 
     /// The policy's name.
@@ -128,8 +226,17 @@ impl UserPolicy {
     }
 }
 
+/// What a policy's knobs set: the engine's and the kernel path's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Knobs {
+    /// The engine's knobs.
+    pub policy: Policy,
+    /// The kernel path.
+    pub path: KernelPath,
+}
+
 /// Declares the knobs once: the table's optional fields, [`KNOBS`], and
-/// how each overrides the base's `Policy` (`$apply(policy, value)`).
+/// how each overrides the base's [`Knobs`] (`$apply(knobs, value)`).
 macro_rules! knobs {
     ($( $(#[$doc:meta])* $key:ident : $ty:ty => $apply:expr ),* $(,)?) => {
         /// One `[[policy]]` table: a name, a base preset and knob overrides.
@@ -138,8 +245,9 @@ macro_rules! knobs {
         pub struct PolicySpec {
             /// The policy's name (not a preset's).
             pub name: String,
-            /// The preset whose knobs are the starting point.
-            pub base: Preset,
+            /// The preset or built-in kernel policy whose knobs are the
+            /// starting point.
+            pub base: Base,
             /// What the proposal is and where it comes from.
             #[serde(default, skip_serializing_if = "String::is_empty")]
             pub description: String,
@@ -156,10 +264,10 @@ macro_rules! knobs {
 
         impl PolicySpec {
             /// A policy named `name` equal to `base` (no overrides).
-            pub fn new(name: &str, base: Preset) -> PolicySpec {
+            pub fn new(name: &str, base: impl Into<Base>) -> PolicySpec {
                 PolicySpec {
                     name: name.to_string(),
-                    base,
+                    base: base.into(),
                     description: String::new(),
                     $($key: None,)*
                 }
@@ -167,11 +275,11 @@ macro_rules! knobs {
 
             /// The base's knobs with each given override applied, in table
             /// order.
-            fn apply_overrides(&self, p: &mut Policy) {
+            fn apply_overrides(&self, k: &mut Knobs) {
                 $(
                     if let Some(v) = self.$key.clone() {
-                        let apply: fn(&mut Policy, $ty) = $apply;
-                        apply(p, v);
+                        let apply: fn(&mut Knobs, $ty) = $apply;
+                        apply(k, v);
                     }
                 )*
             }
@@ -181,21 +289,21 @@ macro_rules! knobs {
 
 knobs! {
     /// Threshold rule.
-    threshold: ThresholdRule => |p, v| p.threshold = v,
+    threshold: ThresholdRule => |k, v| k.policy.threshold = v,
     /// Per-group accounting scheme.
-    scheme: ThresholdScheme => |p, v| p.scheme = v,
+    scheme: ThresholdScheme => |k, v| k.policy.scheme = v,
     /// Early break of the per-group walk.
-    early_break: EarlyBreak => |p, v| p.early_break = v,
+    early_break: EarlyBreak => |k, v| k.policy.early_break = v,
     /// Threshold size (see the module table for the forms).
-    threshold_size: ThresholdSize => |p, v| p.threshold_size = v,
+    threshold_size: ThresholdSize => |k, v| k.policy.threshold_size = v,
     /// Threshold size in pages per shard.
-    pages_per_shard: u64 => |p, v| p.threshold_size = ThresholdSize::PagesPerShard(v),
+    pages_per_shard: u64 => |k, v| k.policy.threshold_size = ThresholdSize::PagesPerShard(v),
     /// Threshold size as a fixed number of pages.
-    fixed_pages: u64 => |p, v| p.threshold_size = ThresholdSize::Fixed(v),
+    fixed_pages: u64 => |k, v| k.policy.threshold_size = ThresholdSize::Fixed(v),
     /// Whether reservations count towards the flush trigger.
-    strict_bound: bool => |p, v| p.strict_bound = v,
+    strict_bound: bool => |k, v| k.policy.strict_bound = v,
     /// Scope of threshold-guarded flushes.
-    scope: FlushScope => |p, v| p.scope = v,
+    scope: FlushScope => |k, v| k.policy.scope = v,
     /// Concurrent flushers (a `hierstat::Concurrency` name; `wait-ongoing`
     /// takes its bound from `max_wait_ms`).
     concurrency: String => |_, _| {},
@@ -203,21 +311,40 @@ knobs! {
     /// waits for a running one, in milliseconds.
     max_wait_ms: u32 => |_, _| {},
     /// Drop the flush lock between shards.
-    lock_per_shard: bool => |p, v| p.lock_per_shard = v,
+    lock_per_shard: bool => |k, v| k.policy.lock_per_shard = v,
     /// Hot-path flush rule.
-    hot_path: HotPathFlush => |p, v| p.hot_path = v,
+    hot_path: HotPathFlush => |k, v| k.policy.hot_path = v,
     /// Per-shard residue batch in pages.
-    batch: u32 => |p, v| p.batch = v,
+    batch: u32 => |k, v| k.policy.batch = v,
     /// Period of the background flusher in milliseconds.
-    period_ms: u64 => |p, v| p.period_ns = v.saturating_mul(1_000_000),
+    period_ms: u64 => |k, v| k.policy.period_ns = v.saturating_mul(1_000_000),
+    /// Kernel path: distinct cache lines one level of the update walk loads.
+    lines_per_level: u32 => |k, v| k.path.update.lines_per_level = v,
+    /// Kernel path: a global count's fold, always or guarded.
+    global_fold: Fold => |k, v| k.path.update.global_fold = v,
+    /// Kernel path: pages the per-CPU charge stock holds.
+    stock_pages: u32 => |k, v| k.path.charge.stock_pages = v,
+    /// Kernel path: where a page counter's `usage` sits.
+    counter_layout: CounterLayout => |k, v| k.path.charge.counter_layout = v,
+    /// Kernel path: protection propagation per level and charge.
+    protection: Protection => |k, v| k.path.charge.protection = v,
 }
 
 impl PolicySpec {
-    /// The knobs: the base preset's with the table's overrides applied.
+    /// The engine's knobs: the base's with the table's overrides applied.
     ///
     /// # Errors
     /// `(key, message)` for the first invalid key.
     pub fn resolve(&self) -> Result<Policy, (&'static str, String)> {
+        self.resolve_all().map(|k| k.policy)
+    }
+
+    /// The engine's knobs and the kernel path: the base's with the table's
+    /// overrides applied.
+    ///
+    /// # Errors
+    /// `(key, message)` for the first invalid key.
+    pub fn resolve_all(&self) -> Result<Knobs, (&'static str, String)> {
         let sizes = [
             self.threshold_size.is_some(),
             self.pages_per_shard.is_some(),
@@ -242,8 +369,12 @@ impl PolicySpec {
                 return Err((key, "must be at least 1".into()));
             }
         }
-        let mut p = self.base.policy();
-        self.apply_overrides(&mut p);
+        let mut k = Knobs {
+            policy: self.base.knobs(),
+            path: self.base.path(),
+        };
+        self.apply_overrides(&mut k);
+        let p = &mut k.policy;
         match (&self.concurrency, self.max_wait_ms) {
             (Some(name), wait) => {
                 p.concurrency = Concurrency::from_name(name, wait).map_err(|m| {
@@ -270,7 +401,7 @@ impl PolicySpec {
             (None, Some(ms)) => p.concurrency = Concurrency::WaitOngoing { max_wait_ms: ms },
             (None, None) => {}
         }
-        Ok(p)
+        Ok(k)
     }
 
     /// Checks the name; `(key, message)` for a problem.
@@ -288,7 +419,7 @@ impl PolicySpec {
                 format!("`{n}` may use only letters, digits and - _ . + = , :"),
             ));
         }
-        if n.parse::<Preset>().is_ok() || n == PRE_RSTAT {
+        if n.parse::<Base>().is_ok() || n == PRE_RSTAT {
             return Err(("name", format!("`{n}` is a built-in policy's name")));
         }
         Ok(())
@@ -398,6 +529,7 @@ pub fn validate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::ChargePath;
 
     const FILE: &str = r#"
 [[policy]]
@@ -478,15 +610,76 @@ period_ms = 50
         let f = PolicyFile::parse("p.toml", FILE).unwrap();
         assert_eq!(
             resolve(&f.policy, "linux-6.8"),
-            Some(FlushPolicy::Preset(Preset::Linux6_8))
+            Some(FlushPolicy::preset(Preset::Linux6_8))
         );
-        assert_eq!(resolve(&f.policy, PRE_RSTAT), Some(FlushPolicy::PreRstat));
         assert_eq!(
-            resolve(&f.policy, "skip50"),
-            Some(FlushPolicy::User(f.policy[1].policy))
+            resolve(&f.policy, "per-memcg-v2"),
+            Some(FlushPolicy::kernel(KernelPolicy::PerMemcgV2))
         );
+        assert_eq!(
+            resolve(&f.policy, PRE_RSTAT),
+            Some(FlushPolicy::pre_rstat())
+        );
+        let u = resolve(&f.policy, "skip50").unwrap();
+        assert_eq!(u.engine, Engine::User(f.policy[1].policy));
+        assert_eq!(u.path, preset_path(Preset::Linux6_8), "the base's path");
+        assert!(!u.is_kernel() && FlushPolicy::preset(Preset::Linux6_8).is_kernel());
+        assert!(!FlushPolicy::preset(Preset::Hierstat).is_kernel());
         assert_eq!(resolve(&f.policy, "nope"), None);
-        assert_eq!(FlushPolicy::PreRstat.knobs(), None);
+        assert_eq!(FlushPolicy::pre_rstat().knobs(), None);
+        for n in FlushPolicy::builtin_names() {
+            assert!(!describe(&n).is_empty(), "{n}");
+            assert!(resolve(&[], &n).is_some(), "{n}");
+        }
+    }
+
+    #[test]
+    fn kernel_path_knobs_override_the_base_path() {
+        let text = r#"
+[[policy]]
+name = "6.0-rc1"
+base = "next-20231009"
+stock_pages = 32
+counter_layout = "shared-line"
+protection = "every-charge"
+
+[[policy]]
+name = "v2-on-one-line"
+base = "per-memcg-v2"
+lines_per_level = 1
+"#;
+        let f = PolicyFile::parse("p.toml", text).unwrap();
+        let a = &f.policy[0];
+        assert_eq!(a.policy, KernelPolicy::Next20231009.knobs());
+        assert_eq!(
+            a.path.charge,
+            ChargePath {
+                stock_pages: 32,
+                counter_layout: CounterLayout::SharedLine,
+                protection: Protection::EveryCharge,
+            }
+        );
+        assert_eq!(
+            f.policy[1].path,
+            KernelPolicy::PerMemcgMerged.path(),
+            "v2 with one line a level is the merged layout"
+        );
+        let bad = text.replace("lines_per_level = 1", "lines_per_level = 0");
+        let e = PolicyFile::parse("p.toml", &bad).unwrap_err();
+        assert_eq!(e.field, "policy[1].lines_per_level");
+        let bad = text.replace("stock_pages = 32", "stock_pages = 0");
+        assert!(PolicyFile::parse("p.toml", &bad).is_err());
+        let bad = text.replace("\"shared-line\"", "\"sideways\"");
+        let e = PolicyFile::parse("p.toml", &bad).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("policy[0].counter_layout", Some(6))
+        );
+        let bad = text.replace("name = \"6.0-rc1\"", "name = \"per-memcg-merged\"");
+        assert!(
+            PolicyFile::parse("p.toml", &bad).is_err(),
+            "a built-in's name"
+        );
     }
 
     #[test]

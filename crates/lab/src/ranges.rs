@@ -81,8 +81,10 @@ pub const HEADER: [Range; 2] = [
 
 /// The `[[policy]]` tables' numeric knobs (the kinds that run flush
 /// policies; sweep points are checked against them too).
-pub const POLICY: [Range; 5] = [
+pub const POLICY: [Range; 7] = [
     Range::int("policy.batch", 1, 4096),
+    Range::int("policy.lines_per_level", 1, 16),
+    Range::int("policy.stock_pages", 1, 65_536),
     Range::int("policy.period_ms", 1, 3_600_000),
     Range::int("policy.pages_per_shard", 1, PAGES_MAX),
     Range::int("policy.fixed_pages", 1, PAGES_MAX),

@@ -5,6 +5,10 @@
 //! Every metric keeps its per-run values so that comparisons can compute
 //! %stddev and a Welch t-test, and latency metrics keep a log2 histogram
 //! (funclatency-style buckets) merged over runs.
+//!
+//! A kind may also present its runs in its own terms, for any front end
+//! to lay out: [`Table`]s, [`Figure`]s and a [`SideBySide`] of measured
+//! and simulated figures (see [`crate::Spec`]).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -412,6 +416,119 @@ fn median_ratio(num: &[f64], den: &[f64]) -> Option<f64> {
         .collect();
     let k = median(&ratios);
     k.is_finite().then_some(k)
+}
+
+/// A table a scenario kind makes of its runs ([`crate::Spec::tables`]):
+/// a title, column headings and rows of cells, each cell already written
+/// as it is shown. A front end lays it out (mmlab: aligned text, an HTML
+/// table) and shows it instead of its generic table of every metric by
+/// policy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    /// What the table shows.
+    pub title: String,
+    /// Column headings.
+    pub header: Vec<String>,
+    /// Rows of cells, in the order of [`Table::header`].
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A plot a scenario kind makes of its runs ([`crate::Spec::figures`]):
+/// named lines of points over one x axis, the y axis linear from zero. A
+/// front end draws it (mmlab's HTML report: an SVG line chart after its
+/// generic plots), leaving out lines without points, and the figure when
+/// none has any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// What it plots, a short stable name (`kernel-faults`): the HTML
+    /// report's `data-plot`.
+    pub kind: &'static str,
+    /// Caption.
+    pub title: String,
+    /// The x axis.
+    pub x: FigureAxis,
+    /// Label of the y axis (with unit).
+    pub y_label: String,
+    /// The lines, in legend order.
+    pub lines: Vec<FigureLine>,
+}
+
+/// The x axis of a [`Figure`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureAxis {
+    /// Label (with unit).
+    pub label: String,
+    /// How values map onto it.
+    pub scale: Scale,
+    /// Ticks at whole numbers only (depths, counts).
+    pub whole_numbers: bool,
+    /// The values it spans besides the lines' points: the figure's cases,
+    /// whether every line has a point there or not.
+    pub values: Vec<f64>,
+}
+
+/// How an axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Linear.
+    Linear,
+    /// Logarithmic, base 2 (sizes that double).
+    Log2,
+    /// Logarithmic, base 10.
+    Log10,
+}
+
+/// One line of a [`Figure`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureLine {
+    /// Legend name.
+    pub name: String,
+    /// Palette slot (mmlab's report has 12; the same slot is the same
+    /// colour in every figure).
+    pub color: usize,
+    /// Points in x order, finite.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A run's measured figures beside a simulation of the same shapes
+/// ([`crate::Spec::compare_with_simulation`]): one row per figure, with
+/// the headings of the measured and simulated columns and notes on what
+/// the figures mean and where the simulation differs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideBySide {
+    /// What is compared with what (`host kernel vs simulated linux-6.17`).
+    pub title: String,
+    /// Heading of the measured column (`host 6.18.0`).
+    pub measured: String,
+    /// Heading of the simulated column (`sim linux-6.17 (2 CPUs)`).
+    pub simulated: String,
+    /// Heading of the ratio column, measured ÷ simulated (`host / sim`).
+    pub ratio: String,
+    /// The figures.
+    pub rows: Vec<SideRow>,
+    /// What the figures mean and where the simulation differs.
+    pub notes: Vec<String>,
+}
+
+/// One figure of a [`SideBySide`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideRow {
+    /// What is compared.
+    pub figure: String,
+    /// Unit of both values.
+    pub unit: String,
+    /// The measured value.
+    pub measured: f64,
+    /// The simulated value.
+    pub simulated: f64,
+}
+
+impl SideRow {
+    /// measured ÷ simulated; `None` when not finite.
+    pub fn ratio(&self) -> Option<f64> {
+        let k = self.measured / self.simulated;
+        k.is_finite().then_some(k)
+    }
 }
 
 pub use simcore::stats::{mean, median, pct_change};

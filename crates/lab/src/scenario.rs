@@ -6,7 +6,11 @@
 //! kernel mode's `kernel` kind.
 //! A [`Kind`] is data: its name, numeric ranges, built-in files and a
 //! parser that makes the shared [`Header`] and the kind's own [`Spec`]; a
-//! spec estimates its cost, runs, and states its claims.
+//! spec estimates its cost, runs, and states its claims. Whatever else a
+//! kind offers a front end is a [`Spec`] method with a default, so a front
+//! end never needs the concrete type: a reproducer script, its runs beside
+//! a simulation of the same shapes ([`SideBySide`]), and its own tables and
+//! figures of a run ([`Table`], [`Figure`]).
 //! [`crate::Catalog`] holds the kinds a program knows and parses any file
 //! through them.
 //!
@@ -17,7 +21,8 @@
 //!   file ──Catalog::parse──▶ Kind::parse ──▶ Scenario { Header, Box<dyn Spec> }
 //!                                             │ estimate · run · claims
 //!                                             ▼
-//!                                          RunReport
+//!                                          RunReport ──▶ tables · figures ·
+//!                                                        compare_with_simulation
 //! ```
 
 use crate::error::{RunError, ScenarioError};
@@ -25,7 +30,7 @@ use crate::estimate::{Estimate, WorkClass};
 use crate::policy::UserPolicy;
 use crate::progress::{Context, Progress, RunOptions, Steps};
 use crate::ranges::{self, Range};
-use crate::report::{Claim, Mode, PolicyResult, RunReport};
+use crate::report::{Claim, Figure, Mode, PolicyResult, RunReport, SideBySide, Table};
 use crate::source::{self, Source};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -112,10 +117,10 @@ impl fmt::Debug for Kind {
 pub trait SpecObject {
     /// A boxed copy.
     fn clone_box(&self) -> Box<dyn Spec>;
-    /// For code that needs the concrete spec (a kind's own front-end
-    /// features, such as kernel mode's side-by-side view).
+    /// The concrete spec, for [`Scenario::spec_as`]: tests, examples and
+    /// diagnosis tools of the kind's own crate that read its typed spec.
     fn as_any(&self) -> &dyn Any;
-    /// As [`SpecObject::as_any`], to adjust it (tests, reduced runs).
+    /// As [`SpecObject::as_any`], to adjust it ([`Scenario::spec_as_mut`]).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
@@ -190,6 +195,51 @@ pub trait Spec: SpecObject + fmt::Debug + Send + Sync + 'static {
         if let Some(ms) = duration_ms {
             self.set_duration_ms(ms);
         }
+    }
+
+    /// A POSIX shell script that shows what this scenario finds without
+    /// the lab (`mmlab run NAME --reproducer FILE`), or `None` (the
+    /// default) when it has none.
+    fn reproducer(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether [`Spec::compare_with_simulation`] has a simulation to put
+    /// the runs beside (a front end asks before running); `false` by
+    /// default.
+    fn has_simulated_twin(&self) -> bool {
+        false
+    }
+
+    /// The measured figures of `report`, a run of this scenario, beside
+    /// the kind's simulation of the same shapes (`--compare-sim`);
+    /// `opts` gives the simulation its costs when the report does not hold
+    /// its predictions. `None` (the default) when the kind has no
+    /// simulated twin.
+    ///
+    /// # Errors
+    /// The simulation fails, or what it needs is missing.
+    fn compare_with_simulation(
+        &self,
+        _header: &Header,
+        _report: &RunReport,
+        _opts: &RunOptions,
+    ) -> Option<Result<SideBySide, RunError>> {
+        None
+    }
+
+    /// The kind's own tables of `report`, a run of this scenario (kernel
+    /// mode: its metrics pivoted by the experiment's shape), which a front
+    /// end shows instead of its generic table of every metric by policy;
+    /// none (the default): the generic table.
+    fn tables(&self, _report: &RunReport) -> Vec<Table> {
+        Vec::new()
+    }
+
+    /// The kind's own plots of `report`, a run of this scenario, which a
+    /// front end shows after its generic plots; none by default.
+    fn figures(&self, _report: &RunReport) -> Vec<Figure> {
+        Vec::new()
     }
 }
 
@@ -302,12 +352,15 @@ impl Scenario {
         self.spec.as_ref()
     }
 
-    /// The kind's own part as its concrete type, if it is a `T`.
+    /// The kind's own part as its concrete type, if it is a `T`: for the
+    /// tests, examples and diagnosis tools of the kind's own crate, which
+    /// know its type. A front end asks the [`Spec`] methods instead.
     pub fn spec_as<T: 'static>(&self) -> Option<&T> {
         self.spec.as_any().downcast_ref()
     }
 
-    /// The kind's own part as its concrete type, to adjust it.
+    /// The kind's own part as its concrete type, to adjust it (tests and
+    /// examples that shrink a built-in scenario in the kind's own terms).
     pub fn spec_as_mut<T: 'static>(&mut self) -> Option<&mut T> {
         self.spec.as_any_mut().downcast_mut()
     }
@@ -520,5 +573,39 @@ impl Scenario {
     /// The source threads' claims on `report`, a run of this scenario.
     pub fn claims(&self, report: &RunReport) -> Vec<Claim> {
         self.spec.claims(report)
+    }
+
+    /// Its reproducer script, if its kind has one ([`Spec::reproducer`]).
+    pub fn reproducer(&self) -> Option<String> {
+        self.spec.reproducer()
+    }
+
+    /// Whether its runs can be put beside a simulation of the same shapes
+    /// ([`Spec::has_simulated_twin`]).
+    pub fn has_simulated_twin(&self) -> bool {
+        self.spec.has_simulated_twin()
+    }
+
+    /// The measured figures of `report`, a run of this scenario, beside
+    /// its kind's simulation ([`Spec::compare_with_simulation`]); `None`
+    /// when the kind has none.
+    pub fn compare_with_simulation(
+        &self,
+        report: &RunReport,
+        opts: &RunOptions,
+    ) -> Option<Result<SideBySide, RunError>> {
+        self.spec
+            .compare_with_simulation(&self.header, report, opts)
+    }
+
+    /// Its kind's own tables of `report` ([`Spec::tables`]); empty: the
+    /// generic table.
+    pub fn tables(&self, report: &RunReport) -> Vec<Table> {
+        self.spec.tables(report)
+    }
+
+    /// Its kind's own plots of `report` ([`Spec::figures`]).
+    pub fn figures(&self, report: &RunReport) -> Vec<Figure> {
+        self.spec.figures(report)
     }
 }

@@ -59,7 +59,10 @@ impl<'a> Source<'a> {
                 file: self.file.to_string(),
                 line: inner.span().map(|s| line_of(self.text, s.start)),
                 field: if field == "." { String::new() } else { field },
-                message: elide(&escape(inner.message().trim()), MESSAGE_MAX),
+                message: elide(
+                    &escape(&syntax_message(self.text, inner.message(), inner.span())),
+                    MESSAGE_MAX,
+                ),
             }
         })
     }
@@ -202,6 +205,39 @@ pub fn elide(s: &str, max: usize) -> String {
     let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
     t.push('…');
     t
+}
+
+/// toml's message for a syntax error, on one line: its lines joined with
+/// `; ` (a line break would show as a literal `\n` once escaped); where
+/// toml gives none, what stands at the error: the end of the file, or the
+/// character found. A file whose lines end in a bare carriage return (old
+/// Mac OS line ends, which TOML does not take) says so.
+fn syntax_message(text: &str, message: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let mut parts: Vec<String> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    if parts.is_empty() {
+        let at = span.map_or(text.len(), |s| s.start);
+        parts.push(match text.get(at..).and_then(|rest| rest.chars().next()) {
+            None => "unexpected end of file: a value is missing".to_string(),
+            Some(c) => format!("unexpected {c:?}"),
+        });
+    }
+    let bytes = text.as_bytes();
+    let bare_cr = bytes
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+    if bare_cr {
+        parts.push(
+            "the file ends its lines with a bare carriage return (\\r); TOML needs \\n or \\r\\n"
+                .to_string(),
+        );
+    }
+    parts.join("; ")
 }
 
 #[cfg(test)]

@@ -30,7 +30,6 @@ use crate::error::ScenarioError;
 use crate::policy::{PolicySpec, UserPolicy};
 use crate::ranges::{Range, MS_MAX};
 use crate::source::Source;
-use hierstat::Preset;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -230,13 +229,16 @@ impl Sweep {
                 "must be non-empty letters, digits, - _ .".into(),
             ));
         }
-        let base: Preset = spec
+        let base: crate::kernel::Base = spec
             .base
             .parse()
-            .map_err(|e: hierstat::UnknownPreset| err("sweep.base", e.to_string()))?;
+            .map_err(|e: crate::kernel::UnknownBase| err("sweep.base", e.to_string()))?;
         for p in &spec.presets {
-            if p.parse::<Preset>().is_err() {
-                return Err(err("sweep.presets", format!("`{p}` is not a preset")));
+            if p.parse::<crate::kernel::Base>().is_err() {
+                return Err(err(
+                    "sweep.presets",
+                    format!("`{p}` is not a preset or built-in kernel policy"),
+                ));
             }
         }
         // Sizes first, from the counts alone: nothing is expanded before

@@ -252,16 +252,34 @@ pub struct LimitArgs {
     pub force: bool,
     /// Refuse runs estimated above this many simulated events (default
     /// 2e10).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = limit_value, allow_hyphen_values = true)]
     pub max_events: Option<f64>,
     /// Refuse runs estimated above this much model memory in MiB (default
     /// 4096).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = limit_value, allow_hyphen_values = true)]
     pub max_memory_mib: Option<f64>,
     /// Refuse runs estimated to take longer than this many seconds on
     /// this host (default 3600).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = limit_value, allow_hyphen_values = true)]
     pub max_seconds: Option<f64>,
+}
+
+/// A limit's value: a finite number, 0 or more. NaN compares false with
+/// every estimate (so it would let anything through), infinity and
+/// negative numbers are no limit a user means: all refused at parsing.
+///
+/// # Errors
+/// The message clap prints after the option's name.
+pub fn limit_value(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (a finite number, 0 or more)"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be a finite number, 0 or more (got {s})"))
+    }
 }
 
 impl LimitArgs {
@@ -347,9 +365,10 @@ pub struct RunArgs {
     /// Measured duration per run in milliseconds (virtual in sim mode).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub duration_ms: Option<u64>,
-    /// Kernel scenarios: also simulate the same shapes under the preset
-    /// closest to the host kernel (linux-6.17) and print the host's figures
-    /// beside the simulated ones with their ratio.
+    /// Kernel scenarios: also simulate the same shapes under the preset of
+    /// the host kernel's era (linux-5.15 before 6.8, linux-6.8 before 6.16,
+    /// linux-6.17 from 6.16) and print the host's figures beside the
+    /// simulated ones with their ratio.
     #[arg(long)]
     pub compare_sim: bool,
     /// Reduced sizes and one run (as `mmlab --quick`).

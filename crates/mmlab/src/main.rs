@@ -12,6 +12,25 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Standard output whose errors say that they are standard output's
+/// (`writing standard output: No space left on device`), keeping their
+/// kind (a closed pipe is still told apart).
+struct Stdout<W>(W);
+
+impl<W: Write> Write for Stdout<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(named)
+    }
+}
+
+fn named(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("writing standard output: {e}"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = cli.check() {
@@ -20,7 +39,7 @@ fn main() -> ExitCode {
             .exit();
     }
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(Stdout(stdout.lock()));
     let result = mmlab::cmd::dispatch(cli, &mut out).and_then(|()| Ok(out.flush()?));
     match result {
         Ok(()) => ExitCode::SUCCESS,

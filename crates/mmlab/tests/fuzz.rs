@@ -1,5 +1,6 @@
 //! Seeded mutation fuzzing of every input a user gives mmlab: scenario
-//! files, policy files, sweep files and results databases. Every case is
+//! files, policy files, sweep files, results databases, output paths and
+//! the paths of a sweep's printed plan. Every case is
 //! a full `mmlab` command in its own process, bounded in time (a watchdog
 //! kills a case past [`CASE_LIMIT`]) and in memory (`ulimit -v`), with the
 //! pre-run limits lowered (`--max-seconds 2` and friends) so that an
@@ -13,6 +14,20 @@
 //! cargo test -p mmlab --test fuzz -- --nocapture
 //! MMLAB_FUZZ_CASES=1000 cargo test --release -p mmlab --test fuzz -- --nocapture
 //! ```
+//!
+//! The two path kinds (issue 35) generate hostile names (newlines, `$()`,
+//! backticks, quotes, globs, spaces, a leading `-`, bytes that are not
+//! UTF-8, bidirectional and invisible characters) and named paths (the
+//! database by several names and through links, its journals, folders, a
+//! FIFO, devices): as every output of the commands that write one, where
+//! each case must write exactly its target (through links, keeping the
+//! file) or refuse, and never touch anything else; and as the paths of
+//! `sweep --plan`, whose printed lines then run under bash with a stub
+//! `mmlab` that logs its arguments: each line must do exactly what it says
+//! (the first accepted plan, and one case in 50, also runs for real:
+//! jobs, merge, history), no
+//! canary file may appear, and a path that cannot be printed as it is must
+//! be refused.
 //!
 //! * `MMLAB_FUZZ_CASES`: cases per input kind (default [`CI_CASES`], kept
 //!   small so the whole suite stays within CI's time).
@@ -30,6 +45,9 @@ use std::time::{Duration, Instant};
 
 /// Cases per input kind when `MMLAB_FUZZ_CASES` is not set.
 const CI_CASES: usize = 60;
+/// Cases of each path kind when `MMLAB_FUZZ_CASES` is not set: their
+/// cases are cheap but many, and the whole file stays within CI's time.
+const CI_PATH_CASES: usize = 30;
 /// Wall-clock limit of one case (the watchdog).
 const CASE_LIMIT: Duration = Duration::from_secs(60);
 /// The run time limit every case is accepted under (`--max-seconds`).
@@ -315,10 +333,15 @@ fn run_case(dir: &Path, args: &[String]) -> Outcome {
 
 /// How many cases and which seed a kind runs (see the module docs).
 fn plan(kind: &str) -> (usize, u64) {
+    let ci = if kind.ends_with("-path") {
+        CI_PATH_CASES
+    } else {
+        CI_CASES
+    };
     let cases = std::env::var("MMLAB_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(CI_CASES);
+        .unwrap_or(ci);
     let seed = std::env::var("MMLAB_FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -824,4 +847,857 @@ fn damaged_databases_never_panic_hang_or_exhaust_memory() {
         }
     }
     tally.finish(cases / 20, cases / 5);
+}
+
+// ---------------------------------------------------------------------
+// Hostile output paths and plan paths (issue 35): generated names with
+// shell syntax, control characters, bytes that are not UTF-8, links,
+// the database's own path and folders, given as every output of the
+// commands that write one, and as the paths of a sweep's `--plan`, whose
+// printed lines are then run under bash.
+// ---------------------------------------------------------------------
+
+/// The pieces hostile names are made of: shell syntax (command
+/// substitution, globs, quotes, separators, expansions), whitespace and
+/// control characters, bytes that are not UTF-8, bidirectional and
+/// invisible characters, and plain text.
+const FRAGMENTS: &[&[u8]] = &[
+    b"a",
+    b"plain",
+    b" ",
+    b"two  spaces",
+    b"'",
+    b"\"",
+    b"`touch canary`",
+    b"$(touch canary)",
+    b"$HOME",
+    b"${IFS}",
+    b"*",
+    b"?",
+    b"[ab]",
+    b"{x,y}",
+    b"~",
+    b"!",
+    b"#",
+    b";",
+    b"&",
+    b"|",
+    b"<",
+    b">",
+    b"\\",
+    b"%",
+    b"=",
+    b":",
+    b"\t",
+    b"\n",
+    b"\r",
+    b"\x1b[2J",
+    b"\xff",
+    b"\xc3",
+    "é".as_bytes(),
+    "\u{202e}".as_bytes(),
+    "\u{200b}".as_bytes(),
+    "ü✓".as_bytes(),
+    b"..",
+    b"-rf",
+];
+
+/// A hostile file name: one to four fragments, sometimes after a `-`,
+/// sometimes with an extension (never a `/`, never a NUL byte).
+fn hostile_name(rng: &mut Rng, ext: &[u8]) -> Vec<u8> {
+    let mut n = Vec::new();
+    if below(rng, 6) == 0 {
+        n.push(b'-');
+    }
+    for _ in 0..1 + below(rng, 4) {
+        n.extend_from_slice(FRAGMENTS[below(rng, FRAGMENTS.len())]);
+    }
+    if below(rng, 4) > 0 {
+        n.extend_from_slice(ext);
+    }
+    if n == b"." || n == b".." {
+        n.push(b'x');
+    }
+    n
+}
+
+/// Whether a printed command cannot hold `bytes` as they are: not UTF-8,
+/// or a control, bidirectional or invisible character (the test's own
+/// list, independent of mmlab's).
+fn unprintable(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Err(_) => true,
+        Ok(s) => s.chars().any(|c| {
+            c.is_control()
+                || matches!(
+                    c,
+                    '\u{061c}'
+                        | '\u{200b}'..='\u{200f}'
+                        | '\u{2028}'..='\u{202e}'
+                        | '\u{2060}'..='\u{2069}'
+                        | '\u{feff}'
+                )
+        }),
+    }
+}
+
+/// What one case printed: its exit code (`None`: a signal or the
+/// watchdog), its time, and its output.
+struct Ran {
+    code: Option<i32>,
+    elapsed: Duration,
+    /// Peak resident size (KiB).
+    rss_kib: u64,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Runs `program ARGS` (any bytes) in `dir` with `PATH` set to `path`,
+/// under the watchdog.
+// Reaped by `poll_child`, which clippy does not see.
+#[allow(clippy::zombie_processes)]
+fn run_os(dir: &Path, program: &Path, args: &[std::ffi::OsString], path: &std::ffi::OsStr) -> Ran {
+    let out_path = dir.join(format!("../stdout-{}.txt", std::process::id()));
+    let err_path = dir.join(format!("../stderr-{}.txt", std::process::id()));
+    let t = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .env("PATH", path)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("the program runs");
+    let pid = child.id();
+    let (code, rss_kib) = loop {
+        if let Some(done) = poll_child(pid) {
+            break done;
+        }
+        if t.elapsed() > CASE_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break (None, 0);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    Ran {
+        code,
+        rss_kib,
+        elapsed: t.elapsed(),
+        stdout: std::fs::read(&out_path).unwrap_or_default(),
+        stderr: std::fs::read(&err_path).unwrap_or_default(),
+    }
+}
+
+/// One entry of a folder snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    kind: &'static str,
+    ino: u64,
+    nlink: u64,
+    mode: u32,
+    hash: u64,
+    link: Option<std::path::PathBuf>,
+}
+
+/// Every entry under `dir` (links not followed), by relative path; the
+/// journal files SQLite makes while a database is open are left out.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Entry> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            let name = name.as_encoded_bytes();
+            if name.ends_with(b".db-wal") || name.ends_with(b".db-shm") {
+                continue;
+            }
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let t = m.file_type();
+            let kind = if t.is_symlink() {
+                "link"
+            } else if t.is_dir() {
+                todo.push(p.clone());
+                "dir"
+            } else if t.is_fifo() {
+                "fifo"
+            } else {
+                "file"
+            };
+            let hash = if kind == "file" {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                })
+            } else {
+                0
+            };
+            out.insert(
+                p.strip_prefix(dir).unwrap().to_path_buf(),
+                Entry {
+                    kind,
+                    ino: m.ino(),
+                    nlink: m.nlink(),
+                    mode: m.mode(),
+                    hash,
+                    link: std::fs::read_link(&p).ok(),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// A fixture folder copied for every case (`cp -a`: links, the FIFO and
+/// the hard link kept).
+fn copy_fixture(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    let ok = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cp -a {from:?} {to:?}");
+}
+
+/// Whether `bytes` (a command's output) are text a terminal shows as it
+/// is: UTF-8, no escape sequence, carriage return, bidirectional override
+/// or invisible character.
+fn clean_text(bytes: &[u8]) -> Result<(), String> {
+    let s = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    match s
+        .chars()
+        .find(|&c| c != '\n' && c != '\t' && unprintable(c.to_string().as_bytes()))
+    {
+        Some(c) => Err(format!("prints {c:?} raw")),
+        None => Ok(()),
+    }
+}
+
+/// What writing to a path must do, worked out from the folder (not from
+/// mmlab's code).
+#[derive(Debug, PartialEq)]
+enum Expect {
+    /// Refused, nothing written.
+    Refuse(&'static str),
+    /// Standard output, no file written.
+    Stdout,
+    /// This file (relative to the case folder) written, and nothing else.
+    Write(std::path::PathBuf),
+}
+
+fn expect_output(case: &Path, p: &[u8]) -> Expect {
+    use std::os::unix::ffi::OsStrExt;
+    if p == b"-" || p == b"/dev/stdout" {
+        return Expect::Stdout;
+    }
+    let mut t = case.join(std::ffi::OsStr::from_bytes(p));
+    let mut hops = 0;
+    loop {
+        hops += 1;
+        if hops > 40 {
+            return Expect::Refuse("a link loop");
+        }
+        match std::fs::symlink_metadata(&t) {
+            Err(_) => {
+                let dir = t.parent().unwrap_or(case);
+                if !dir.is_dir() {
+                    return Expect::Refuse("no such folder");
+                }
+                break;
+            }
+            Ok(m) if m.file_type().is_symlink() => {
+                let l = std::fs::read_link(&t).unwrap();
+                t = t.parent().unwrap().join(l);
+            }
+            Ok(m) if m.is_file() => break,
+            Ok(_) => return Expect::Refuse("not a regular file"),
+        }
+    }
+    let (Some(dir), Some(name)) = (t.parent(), t.file_name()) else {
+        return Expect::Refuse("no file name");
+    };
+    let abs = std::fs::canonicalize(dir).unwrap().join(name);
+    let Ok(rel) = abs.strip_prefix(std::fs::canonicalize(case).unwrap()) else {
+        return Expect::Refuse("outside the folder (/proc, /dev)");
+    };
+    let r = rel.as_os_str().as_bytes();
+    for db in [&b"mmlab.db"[..], b"other.db"] {
+        for j in [&b""[..], b"-wal", b"-shm", b"-journal"] {
+            if r == [db, j].concat() {
+                return Expect::Refuse("a database or its journal");
+            }
+        }
+    }
+    Expect::Write(rel.to_path_buf())
+}
+
+/// Named paths the output cases also try: the database by several names
+/// and through a link, its journals, another database, folders, a FIFO, a
+/// device, links of every kind, a file with a hard link, standard output.
+const SPECIAL_OUTPUTS: &[&str] = &[
+    "mmlab.db",
+    "./mmlab.db",
+    "dir/../mmlab.db",
+    "mmlab.db-wal",
+    "mmlab.db-shm",
+    "mmlab.db-journal",
+    "other.db",
+    "other.db-wal",
+    "link-to-db",
+    "link-to-file",
+    "link-dangling",
+    "link-loop",
+    "link-to-dir",
+    "hard.json",
+    "existing.json",
+    "dir",
+    "dir/",
+    "fifo",
+    "nodir/x.json",
+    "-",
+    "/dev/stdout",
+    "/dev/null",
+    "/proc/version",
+];
+
+#[test]
+fn hostile_output_paths_never_clobber_or_run_anything() {
+    let (cases, seed) = plan("output-path");
+    let mut tally = Tally::new("output-path", seed, cases);
+    let d = tally.dir().to_path_buf();
+    // The fixture: a database with two runs, another database, a file with
+    // a hard link, links to each kind of thing, a folder, a FIFO.
+    let fx = d.join("fixture");
+    std::fs::create_dir(&fx).unwrap();
+    std::fs::write(fx.join("tiny.toml"), tiny()).unwrap();
+    for args in [
+        &["run", "tiny.toml", "--db", "mmlab.db"][..],
+        &["run", "tiny.toml", "--db", "mmlab.db", "--seed", "2"],
+    ] {
+        let o = run_case(&fx, &strings(args));
+        assert_eq!(o.code, Some(0), "{args:?}: {}", o.stderr);
+    }
+    let c = rusqlite::Connection::open(fx.join("mmlab.db")).unwrap();
+    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+    drop(c);
+    std::fs::copy(fx.join("mmlab.db"), fx.join("other.db")).unwrap();
+    std::fs::write(fx.join("existing.json"), "old").unwrap();
+    std::fs::hard_link(fx.join("existing.json"), fx.join("hard.json")).unwrap();
+    std::fs::create_dir(fx.join("dir")).unwrap();
+    for (link, to) in [
+        ("link-to-db", "mmlab.db"),
+        ("link-to-file", "existing.json"),
+        ("link-dangling", "dir/new-target.json"),
+        ("link-loop", "link-loop"),
+        ("link-to-dir", "dir"),
+    ] {
+        std::os::unix::fs::symlink(to, fx.join(link)).unwrap();
+    }
+    assert!(Command::new("mkfifo")
+        .arg(fx.join("fifo"))
+        .status()
+        .unwrap()
+        .success());
+    let exe = Path::new(env!("CARGO_BIN_EXE_mmlab"));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut rng = Rng::new(seed);
+    for case in 0..cases {
+        let dir = d.join("case");
+        copy_fixture(&fx, &dir);
+        let p: Vec<u8> = match below(&mut rng, 4) {
+            0 => SPECIAL_OUTPUTS[below(&mut rng, SPECIAL_OUTPUTS.len())]
+                .as_bytes()
+                .to_vec(),
+            1 => [&b"dir/"[..], &hostile_name(&mut rng, b".json")].concat(),
+            2 => [&b"link-to-dir/"[..], &hostile_name(&mut rng, b".html")].concat(),
+            _ => hostile_name(&mut rng, b".json"),
+        };
+        let expect = expect_output(&dir, &p);
+        let os = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&p);
+        let opt = |name: &str| {
+            let mut o = std::ffi::OsString::from(name);
+            o.push("=");
+            o.push(os);
+            o
+        };
+        let words = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        // calibrate measures for seconds: only where it must be refused.
+        let n = if matches!(expect, Expect::Refuse(_)) {
+            9
+        } else {
+            8
+        };
+        let mut args = match below(&mut rng, n) {
+            0 => words(&["list"]),
+            1 => words(&["history"]),
+            2 => words(&["show", "last"]),
+            3 => words(&["results"]),
+            4 => words(&["compare", "last~1", "last"]),
+            5 => words(&["report", "last"]),
+            6 => words(&["run", "stale-read-kernel"]),
+            7 => words(&[
+                "run",
+                "tiny.toml",
+                "--no-store",
+                "--max-seconds",
+                MAX_SECONDS,
+            ]),
+            _ => words(&["calibrate", "--no-kernel", "--quick"]),
+        };
+        let option = match args[0].to_str() {
+            Some("list" | "history" | "show") => "--json",
+            Some("results") => "--markdown",
+            Some("compare" | "report") => "--html",
+            Some("calibrate") => "--costs",
+            _ if args[1] == "stale-read-kernel" => "--reproducer",
+            _ => "--json",
+        };
+        args.push(opt(option));
+        let label = format!(
+            "{} {option}={}",
+            args[0].to_string_lossy(),
+            String::from_utf8_lossy(&p).escape_debug()
+        );
+        let before = snapshot(&dir);
+        let r = run_os(&dir, exe, &args, &path);
+        let after = snapshot(&dir);
+        let mut why = Vec::new();
+        if let Err(e) = clean_text(&r.stdout) {
+            why.push(format!("stdout {e}"));
+        }
+        if let Err(e) = clean_text(&r.stderr) {
+            why.push(format!("stderr {e}"));
+        }
+        if String::from_utf8_lossy(&r.stderr).contains("panicked") {
+            why.push("panicked".into());
+        }
+        let changed: Vec<&std::path::PathBuf> = before
+            .keys()
+            .chain(after.keys())
+            .filter(|k| before.get(*k) != after.get(*k))
+            .collect();
+        match (&expect, r.code) {
+            (Expect::Refuse(_) | Expect::Stdout, _) if !changed.is_empty() => {
+                why.push(format!("changed {changed:?}"));
+            }
+            (Expect::Refuse(what), Some(0)) => why.push(format!("wrote onto {what}")),
+            (Expect::Refuse(_), Some(1 | 2)) => tally.rejected += 1,
+            (Expect::Stdout, Some(0)) if !r.stdout.is_empty() => tally.accepted += 1,
+            (Expect::Write(rel), Some(0)) => {
+                tally.accepted += 1;
+                // The target, and its other names (hard links).
+                let ino = after.get(rel).map(|e| e.ino);
+                let others: Vec<_> = changed
+                    .iter()
+                    .filter(|k| **k != rel && after.get(**k).map(|e| e.ino) != ino)
+                    .collect();
+                if !others.is_empty() {
+                    why.push(format!("changed more than {rel:?}: {others:?}"));
+                }
+                match (before.get(rel), after.get(rel)) {
+                    (_, None) => why.push(format!("{rel:?} not written")),
+                    (Some(b), Some(a)) if (b.ino, b.nlink, b.mode) != (a.ino, a.nlink, a.mode) => {
+                        why.push(format!("{rel:?} replaced: {b:?} -> {a:?}"))
+                    }
+                    (_, Some(a))
+                        if a.kind != "file" || a.hash == before.get(rel).map_or(0, |b| b.hash) =>
+                    {
+                        why.push(format!("{rel:?} not rewritten: {a:?}"))
+                    }
+                    _ => {}
+                }
+                if rel == Path::new("existing.json")
+                    && snapshot(&dir).get(Path::new("hard.json")).map(|e| e.hash)
+                        != after.get(rel).map(|e| e.hash)
+                {
+                    why.push("the hard link no longer shares the file".into());
+                }
+            }
+            (e, code) => why.push(format!("expected {e:?}, exit {code:?}")),
+        }
+        if walk_has(&dir, b"canary") {
+            why.push("a canary was created".into());
+        }
+        tally.note(case, &label, &r, why);
+    }
+    // Most hostile names can be written, most special paths cannot.
+    tally.finish(cases / 5, cases / 10);
+}
+
+/// Whether a file named `name` exists anywhere under `dir`.
+fn walk_has(dir: &Path, name: &[u8]) -> bool {
+    snapshot(dir)
+        .keys()
+        .any(|k| k.file_name().is_some_and(|n| n.as_encoded_bytes() == name))
+}
+
+impl Tally {
+    /// Counts the verdict `why` (empty: as expected) of case `case`
+    /// (`label`), which ran as `r` says.
+    fn note(&mut self, case: usize, label: &str, r: &Ran, why: Vec<String>) {
+        let (elapsed, stderr) = (r.elapsed, &r.stderr);
+        if elapsed > self.slowest.0 {
+            self.slowest = (elapsed, format!("case {case} ({label})"));
+        }
+        if r.rss_kib > self.largest.0 {
+            self.largest = (r.rss_kib, format!("case {case} ({label})"));
+        }
+        if std::env::var_os("MMLAB_FUZZ_VERBOSE").is_some() {
+            let last = String::from_utf8_lossy(stderr);
+            eprintln!(
+                "case {case} ({label}): {:.2} s: {} {}",
+                elapsed.as_secs_f64(),
+                if why.is_empty() { "ok" } else { "FAILED" },
+                last.trim_end().lines().last().unwrap_or("").escape_debug()
+            );
+        }
+        if !why.is_empty() {
+            self.failures.push(format!(
+                "case {case} ({label}): {}; stderr: {}",
+                why.join("; "),
+                String::from_utf8_lossy(stderr)
+                    .chars()
+                    .take(400)
+                    .collect::<String>()
+                    .escape_debug()
+            ));
+        }
+    }
+}
+
+/// [`TINY_SWEEP`] cut to one knob value beside one preset, two seeds:
+/// four jobs.
+const PLAN_SWEEP: &str = r#"
+[sweep]
+name = "plan"
+scenario = "tiny.toml"
+seeds = [1, 2]
+base = "hierstat"
+presets = ["linux-6.8"]
+duration_ms = 20
+
+[sweep.knobs]
+pages_per_shard = [16]
+"#;
+
+/// Jobs of [`PLAN_SWEEP`].
+const PLAN_JOBS: usize = 4;
+
+/// A word as a printed command gives it to the program: a path starting
+/// with `-` as `./-…`.
+fn as_printed(p: &[u8]) -> Vec<u8> {
+    if p.starts_with(b"-") {
+        [&b"./"[..], p].concat()
+    } else {
+        p.to_vec()
+    }
+}
+
+/// The job databases of a plan for `--db db`: `STEM-N.db`, where STEM is
+/// `db` without its extension.
+fn plan_job_dbs(db: &[u8]) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let stem = Path::new(std::ffi::OsStr::from_bytes(db)).with_extension("");
+    (1..=PLAN_JOBS)
+        .map(|i| [stem.as_os_str().as_bytes(), format!("-{i}.db").as_bytes()].concat())
+        .collect()
+}
+
+/// The arguments a stub `mmlab` logged (see [`plan_stub`]), one list per
+/// call.
+fn stub_log(dir: &Path) -> Vec<Vec<Vec<u8>>> {
+    std::fs::read(dir.join("argv.log"))
+        .unwrap_or_default()
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        })
+        .collect()
+}
+
+/// A stub `mmlab` in `dir`: it appends its arguments (each followed by a
+/// NUL byte, then a newline) to `argv.log` in the folder it runs in, and
+/// creates the `--db` file it is given, as a job would.
+fn plan_stub(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("mmlab");
+    std::fs::write(
+        &p,
+        "#!/bin/bash\nprintf '%s\\0' \"$@\" >> argv.log\nprintf '\\n' >> argv.log\n\
+         while [ $# -gt 0 ]; do if [ \"$1\" = --db ]; then : > \"$2\"; fi; shift; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The plan's lines as a bash script: the merge line's `# then: `
+/// removed, so every printed command runs.
+fn plan_script(plan: &[u8]) -> Vec<u8> {
+    let mut script = Vec::new();
+    for line in plan.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        script.extend_from_slice(line.strip_prefix(b"# then: ").unwrap_or(line));
+        script.push(b'\n');
+    }
+    script
+}
+
+#[test]
+fn hostile_plan_paths_run_as_printed() {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let (cases, seed) = plan("plan-path");
+    let mut tally = Tally::new("plan-path", seed, cases);
+    let d = tally.dir().to_path_buf();
+    let fx = d.join("fixture");
+    std::fs::create_dir_all(fx.join("sub")).unwrap();
+    std::fs::write(fx.join("tiny.toml"), tiny()).unwrap();
+    std::fs::write(fx.join("sweep.toml"), PLAN_SWEEP).unwrap();
+    std::fs::write(
+        fx.join("costs.toml"),
+        sim::cost::CostModel::defaults().to_toml(),
+    )
+    .unwrap();
+    // `mmlab` on PATH is the binary under test (so the plan names it
+    // `mmlab`); the stub stands in for it when the plan runs.
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mmlab"), bin.join("mmlab")).unwrap();
+    let stub = d.join("stub");
+    plan_stub(&stub);
+    let sys = std::env::var_os("PATH").unwrap_or_default();
+    let with = |dir: &Path| {
+        let mut p = dir.as_os_str().to_owned();
+        p.push(":");
+        p.push(&sys);
+        p
+    };
+    let (real_path, stub_path) = (with(&bin), with(&stub));
+    let exe = bin.join("mmlab");
+    let mut rng = Rng::new(seed);
+    let mut real_runs = 0;
+    for case in 0..cases {
+        let dir = d.join("case");
+        copy_fixture(&fx, &dir);
+        let db = match below(&mut rng, 3) {
+            0 => [&b"sub/"[..], &hostile_name(&mut rng, b".db")].concat(),
+            _ => hostile_name(&mut rng, b".db"),
+        };
+        let sweep = if below(&mut rng, 3) == 0 {
+            let s = hostile_name(&mut rng, b".toml");
+            std::fs::copy(
+                fx.join("sweep.toml"),
+                dir.join(std::ffi::OsStr::from_bytes(&s)),
+            )
+            .map(|_| s)
+            .unwrap_or_else(|_| b"sweep.toml".to_vec())
+        } else {
+            b"sweep.toml".to_vec()
+        };
+        let costs = (below(&mut rng, 4) == 0).then(|| {
+            let c = hostile_name(&mut rng, b".toml");
+            std::fs::copy(
+                fx.join("costs.toml"),
+                dir.join(std::ffi::OsStr::from_bytes(&c)),
+            )
+            .map(|_| c)
+            .unwrap_or_else(|_| b"costs.toml".to_vec())
+        });
+        let limits = below(&mut rng, 3) == 0;
+        let mut args: Vec<std::ffi::OsString> = vec!["sweep".into(), "--plan".into()];
+        let opt = |name: &str, v: &[u8]| {
+            std::ffi::OsString::from_vec([name.as_bytes(), b"=", v].concat())
+        };
+        args.push(opt("--db", &db));
+        if let Some(c) = &costs {
+            args.push(opt("--costs", c));
+        }
+        if limits {
+            args.extend(["--max-seconds".into(), "5".into()]);
+        }
+        args.extend(["--".into(), std::ffi::OsString::from_vec(sweep.clone())]);
+        let label = format!(
+            "--db={} {}{}",
+            String::from_utf8_lossy(&db).escape_debug(),
+            String::from_utf8_lossy(&sweep).escape_debug(),
+            costs.as_ref().map_or(String::new(), |c| format!(
+                " --costs={}",
+                String::from_utf8_lossy(c).escape_debug()
+            ))
+        );
+        // Decoys a glob of the job databases would match.
+        for decoy in [&b"-x.db"[..], b"-99.db", b"-1.db.bak"] {
+            let stem = Path::new(std::ffi::OsStr::from_bytes(&db)).with_extension("");
+            let mut name = stem.into_os_string();
+            name.push(std::ffi::OsStr::from_bytes(decoy));
+            let _ = std::fs::write(dir.join(name), "");
+        }
+        let refuse = [Some(&db), Some(&sweep), costs.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|w| unprintable(w));
+        let r = run_os(&dir, &exe, &args, &real_path);
+        let mut why = Vec::new();
+        if let Err(e) = clean_text(&r.stdout) {
+            why.push(format!("stdout {e}"));
+        }
+        if let Err(e) = clean_text(&r.stderr) {
+            why.push(format!("stderr {e}"));
+        }
+        match (refuse, r.code) {
+            (true, Some(1)) => {
+                tally.rejected += 1;
+                if !r.stdout.is_empty() {
+                    why.push("printed a plan it refused".into());
+                }
+                if !String::from_utf8_lossy(&r.stderr).contains("cannot be printed") {
+                    why.push("the refusal does not say why".into());
+                }
+            }
+            (false, Some(0)) => {
+                tally.accepted += 1;
+                let lines = r
+                    .stdout
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .count();
+                if lines != PLAN_JOBS + 1 {
+                    why.push(format!("{lines} lines, not {}", PLAN_JOBS + 1));
+                }
+                std::fs::write(dir.join("plan.sh"), plan_script(&r.stdout)).unwrap();
+                let before = snapshot(&dir);
+                let ran = run_os(
+                    &dir,
+                    Path::new("/bin/bash"),
+                    &["plan.sh".into()],
+                    &stub_path,
+                );
+                if ran.code != Some(0) {
+                    why.push(format!(
+                        "the plan failed under bash: {}",
+                        String::from_utf8_lossy(&ran.stderr).escape_debug()
+                    ));
+                }
+                // Each job line ran its slice into its own database; the
+                // merge line merged exactly those into the database asked.
+                let argv = stub_log(&dir);
+                let dbs: Vec<Vec<u8>> = plan_job_dbs(&db).iter().map(|j| as_printed(j)).collect();
+                let mut want: Vec<Vec<Vec<u8>>> = (0..PLAN_JOBS)
+                    .map(|i| {
+                        let mut a = vec![b"sweep".to_vec(), as_printed(&sweep)];
+                        if let Some(c) = &costs {
+                            a.extend([b"--costs".to_vec(), as_printed(c)]);
+                        }
+                        if limits {
+                            a.extend([b"--max-seconds".to_vec(), b"5".to_vec()]);
+                        }
+                        a.extend([
+                            b"--shard".to_vec(),
+                            format!("{}/{PLAN_JOBS}", i + 1).into_bytes(),
+                            b"--db".to_vec(),
+                            dbs[i].clone(),
+                        ]);
+                        a
+                    })
+                    .collect();
+                let mut merge = vec![b"store".to_vec(), b"merge".to_vec()];
+                merge.extend(dbs.iter().cloned());
+                merge.extend([b"--into".to_vec(), as_printed(&db)]);
+                want.push(merge);
+                if argv != want {
+                    why.push(format!(
+                        "ran {:?}, not {:?}",
+                        argv.iter()
+                            .map(|a| a
+                                .iter()
+                                .map(|w| String::from_utf8_lossy(w).into_owned())
+                                .collect::<Vec<_>>())
+                            .collect::<Vec<_>>(),
+                        want.iter()
+                            .map(|a| a
+                                .iter()
+                                .map(|w| String::from_utf8_lossy(w).into_owned())
+                                .collect::<Vec<_>>())
+                            .collect::<Vec<_>>()
+                    ));
+                }
+                // Nothing else was made (no canary), nothing was changed.
+                let after = snapshot(&dir);
+                let made: Vec<_> = after
+                    .keys()
+                    .filter(|k| before.get(*k) != after.get(*k))
+                    .filter(|k| {
+                        let b = k.as_os_str().as_bytes();
+                        b != b"argv.log"
+                            && !dbs.iter().any(|j| j.strip_prefix(b"./").unwrap_or(j) == b)
+                    })
+                    .collect();
+                if !made.is_empty() || after.len() < before.len() {
+                    why.push(format!("the plan made or changed {made:?}"));
+                }
+                // The first accepted plan and one in 50 also for real: the
+                // jobs run, then the merge.
+                if tally.accepted == 1 || case % 50 == 0 {
+                    real_runs += 1;
+                    copy_fixture(&fx, &dir);
+                    if sweep != b"sweep.toml" {
+                        std::fs::copy(
+                            fx.join("sweep.toml"),
+                            dir.join(std::ffi::OsStr::from_bytes(&sweep)),
+                        )
+                        .unwrap();
+                    }
+                    if let Some(c) = &costs {
+                        std::fs::copy(
+                            fx.join("costs.toml"),
+                            dir.join(std::ffi::OsStr::from_bytes(c)),
+                        )
+                        .unwrap();
+                    }
+                    std::fs::write(dir.join("plan.sh"), plan_script(&r.stdout)).unwrap();
+                    let ran = run_os(
+                        &dir,
+                        Path::new("/bin/bash"),
+                        &["plan.sh".into()],
+                        &real_path,
+                    );
+                    let h = run_os(
+                        &dir,
+                        &exe,
+                        &["history".into(), opt("--db", &db)],
+                        &real_path,
+                    );
+                    let runs = h
+                        .stdout
+                        .split(|&b| b == b'\n')
+                        .filter(|l| !l.is_empty())
+                        .count();
+                    if ran.code != Some(0) || runs != PLAN_JOBS + 1 {
+                        why.push(format!(
+                            "the real plan: exit {:?}, {} runs merged: {}",
+                            ran.code,
+                            runs.saturating_sub(1),
+                            String::from_utf8_lossy(&ran.stderr).escape_debug()
+                        ));
+                    }
+                }
+                if walk_has(&dir, b"canary") {
+                    why.push("a canary was created".into());
+                }
+            }
+            (refuse, code) => why.push(format!("refuse = {refuse}, exit {code:?}")),
+        }
+        tally.note(case, &label, &r, why);
+    }
+    eprintln!("fuzz plan-path: {real_runs} plans also run for real");
+    tally.finish(cases / 5, cases / 10);
 }

@@ -1,11 +1,14 @@
 //! HTML report structure: plots present exactly when their data is,
 //! self-contained output, escaping, determinism.
 
-use mmlab::render::html::plots::{bucket_label, cdf_points, plots};
+use mmlab::render::html::plots::{bucket_label, cdf_points, figure_plot, plots};
 use mmlab::render::html::{render_html, table_html};
 mod common;
 use common::sample;
-use lab::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport};
+use lab::report::{
+    Figure, FigureAxis, FigureLine, Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport,
+    Scale,
+};
 use mmlab::analysis::table::ComparisonTable;
 use std::collections::BTreeMap;
 
@@ -290,4 +293,84 @@ fn histograms_of_one_metric_share_their_scale() {
     }
     let r = bare(&[("b", lat(vec![0, 0, 10, 20, 10]))]);
     assert!(!plots(&r)[0].svg.contains("(log)"));
+}
+
+/// A kernel-mode report as stored: the built-in scenario's text and three
+/// of its metrics.
+fn kernel_report() -> RunReport {
+    let sc = mmlab::pipeline::input::catalog()
+        .builtin("update-path-kernel")
+        .unwrap()
+        .unwrap();
+    let mut host = PolicyResult::default();
+    host.push("ns_per_fault_depth1", "ns", 3000.0, false);
+    host.push("ns_per_fault_depth2", "ns", 3100.0, false);
+    host.push("predicted_ns_per_fault_depth1", "ns", 2700.0, false);
+    RunReport {
+        scenario: sc.name().into(),
+        mode: Mode::Kernel,
+        runs: 1,
+        seed: 1,
+        scenario_toml: sc.source(),
+        policy_order: vec!["host".into()],
+        policies: [("host".to_string(), host)].into_iter().collect(),
+        facts: Default::default(),
+    }
+}
+
+#[test]
+fn a_kinds_tables_and_figures_come_from_its_stored_scenario() {
+    let mut r = kernel_report();
+    let html = render_html(std::slice::from_ref(&r));
+    assert!(html.contains("<h3>page faults by depth"), "{html}");
+    assert!(!html.contains("Comparison across policies"), "{html}");
+    assert!(
+        html.contains(r#"<figure data-kind="kernel-faults">"#),
+        "{html}"
+    );
+    // The generic plots come first (none here), the kind's after them.
+    assert!(kinds(&r).is_empty());
+    // A stored text that no longer parses: the generic views only.
+    r.scenario_toml = String::new();
+    let html = render_html(&[r]);
+    assert!(html.contains("Comparison across policies"), "{html}");
+    assert!(!html.contains("kernel-faults") && !html.contains("page faults by depth"));
+}
+
+#[test]
+fn a_figure_leaves_out_lines_without_points() {
+    let mut f = Figure {
+        kind: "k",
+        title: "a <b>".into(),
+        x: FigureAxis {
+            label: "spike".into(),
+            scale: Scale::Log2,
+            whole_numbers: false,
+            values: vec![4.0, 64.0],
+        },
+        y_label: "pages".into(),
+        lines: vec![
+            FigureLine {
+                name: "host".into(),
+                color: 3,
+                points: vec![(4.0, 10.0)],
+            },
+            FigureLine {
+                name: "predicted".into(),
+                color: 5,
+                points: Vec::new(),
+            },
+        ],
+    };
+    let p = figure_plot(&f).unwrap();
+    assert_eq!((p.kind, p.title.as_str()), ("k", "a <b>"));
+    assert_eq!(p.legend, [("host".to_string(), 3)]);
+    assert!(p.svg.contains(r#"data-plot="k""#), "{}", p.svg);
+    assert!(
+        p.svg.contains(">64<"),
+        "the axis spans every case: {}",
+        p.svg
+    );
+    f.lines[0].points.clear();
+    assert!(figure_plot(&f).is_none(), "no line has a point");
 }

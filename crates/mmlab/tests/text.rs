@@ -334,3 +334,49 @@ fn claims_render_with_their_marks() {
     assert!(text.contains("2.00×") && text.contains("1.57×"), "{text}");
     assert_eq!(render_claims(&[]), "");
 }
+
+/// A kernel-mode report as stored: the built-in scenario's text and three
+/// of its metrics.
+fn kernel_report() -> RunReport {
+    let sc = mmlab::pipeline::input::catalog()
+        .builtin("update-path-kernel")
+        .unwrap()
+        .unwrap();
+    let mut host = PolicyResult::default();
+    host.push("ns_per_fault_depth1", "ns", 3000.0, false);
+    host.push("cpu_ns_per_fault_depth1", "ns", 2500.0, false);
+    host.push("predicted_ns_per_fault_depth1", "ns", 2700.0, false);
+    RunReport {
+        scenario: sc.name().into(),
+        mode: Mode::Kernel,
+        runs: 1,
+        seed: 1,
+        scenario_toml: sc.source(),
+        policy_order: vec!["host".into()],
+        policies: [("host".to_string(), host)].into_iter().collect(),
+        facts: Default::default(),
+    }
+}
+
+#[test]
+fn a_kinds_tables_replace_the_comparison_table() {
+    // The kind is the one of the scenario stored with the report.
+    let mut report = kernel_report();
+    let out = render_report(&report);
+    assert!(
+        out.contains(
+            "page faults by depth (mmap + touch + munmap per page):\n  depth  ns/fault (wall)  "
+        ),
+        "{out}"
+    );
+    assert!(out.contains("0.93x"), "CPU / predicted: {out}");
+    assert!(!out.contains("%stddev"), "no generic table: {out}");
+    // A stored text that no longer parses: the generic table.
+    report.scenario_toml = "kind = \"gone\"\n".into();
+    let out = render_report(&report);
+    assert!(
+        out.contains("%stddev") && out.contains("  ns_per_fault_depth1\n"),
+        "{out}"
+    );
+    assert!(!out.contains("page faults by depth"), "{out}");
+}

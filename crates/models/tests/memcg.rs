@@ -1,6 +1,9 @@
 //! memcg model: charging, limits, events, `memory.stat`, and the kernel
 //! selftests' tolerance checks.
 
+mod common;
+
+use common::values_close;
 use models::memcg::stat_file::read_key;
 use models::memcg::{
     Charge, MemcgConfig, MemcgError, MemcgId, MemcgTree, MemoryEvent, NoReclaim, Stat,
@@ -9,10 +12,13 @@ use models::workingset::{Lru, PolicyFlush, ShadowLayout, SlotState};
 
 const PAGE: u64 = 4096;
 
-/// `values_close()` of `cgroup_util.h`: `|a − b| ≤ (a + b) / 100 × err`,
-/// integer arithmetic, relative to the sum.
-fn values_close(a: i64, b: i64, err: i64) -> bool {
-    (a - b).abs() <= (a + b) / 100 * err
+/// A one-CPU, one-node tree with `swap_pages` pages of swap, an LRU for
+/// it, and one group `g` under the root.
+fn tree_with_one_group(swap_pages: u64) -> (MemcgTree, Lru, MemcgId) {
+    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).swap_pages(swap_pages)).unwrap();
+    let lru = Lru::new(1, ShadowLayout::default());
+    let g = t.create(t.root(), "g").unwrap();
+    (t, lru, g)
 }
 
 /// A tiny deterministic generator for the tests (xorshift64*).
@@ -663,9 +669,7 @@ fn peak_descriptors_read_the_peak_since_their_reset() {
 /// what was asked.
 #[test]
 fn memory_reclaim_swappiness() {
-    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).swap_pages(1 << 20)).unwrap();
-    let mut lru = Lru::new(1, ShadowLayout::default());
-    let g = t.create(t.root(), "g").unwrap();
+    let (mut t, mut lru, g) = tree_with_one_group(1 << 20);
     let file = lru.add_mapping(g, 0, true, 2000, 1).unwrap();
     let anon = lru.add_mapping(g, 0, false, 2000, 1).unwrap();
     let mut f = PolicyFlush::default();
@@ -742,9 +746,7 @@ fn swap_high_throttles() {
 /// reclaimable the write counts an `oom` event and reports it.
 #[test]
 fn writing_max_reclaims_down_to_it() {
-    let mut t = MemcgTree::new(MemcgConfig::new(1, 1)).unwrap();
-    let mut lru = Lru::new(1, ShadowLayout::default());
-    let g = t.create(t.root(), "g").unwrap();
+    let (mut t, mut lru, g) = tree_with_one_group(0);
     let file = lru.add_mapping(g, 0, true, 1000, 1).unwrap();
     let mut f = PolicyFlush::default();
     for i in 0..1000 {
@@ -801,9 +803,7 @@ fn overcommitted_low_is_shared_by_the_children() {
 /// A THP swapped out whole counts `thp_swpout`; small pages do not.
 #[test]
 fn whole_thp_swap_out_counts_thp_swpout() {
-    let mut t = MemcgTree::new(MemcgConfig::new(1, 1).swap_pages(1 << 16)).unwrap();
-    let mut lru = Lru::new(1, ShadowLayout::default());
-    let g = t.create(t.root(), "g").unwrap();
+    let (mut t, mut lru, g) = tree_with_one_group(1 << 16);
     let heap = lru.add_mapping(g, 0, false, 4, 512).unwrap();
     let small = lru.add_mapping(g, 0, false, 512, 1).unwrap();
     let mut f = PolicyFlush::default();

@@ -21,8 +21,6 @@ fn max_vmstat_error(m: &Machine) -> i64 {
 
 /// `KMEM_DEAD_WAIT_RETRIES`.
 const KMEM_DEAD_WAIT_RETRIES: u32 = 80;
-/// `DEFAULT_WAIT_INTERVAL_US`.
-const DEFAULT_WAIT_INTERVAL_US: u64 = 100 * 1000;
 
 /// `alloc_dcache(cgroup, n)`: `n` lookups of long missing names.
 fn alloc_dcache(m: &mut Machine, pid: Pid, n: u64) -> i32 {
@@ -38,30 +36,26 @@ fn alloc_dcache(m: &mut Machine, pid: Pid, n: u64) -> i32 {
 /// memory.high to 1M and checks that at least 1/2 of slab memory has been
 /// reclaimed.
 fn test_kmem_basic(m: &mut Machine, root: &str) -> TestResult {
-    let cg = cg_name(root, "kmem_basic_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &cg) == 0, "create");
+    with_cgroup(m, root, "kmem_basic_test", |m, cg| {
         ensure!(
-            cg_run(m, &cg, |m, pid| alloc_dcache(m, pid, 100000)) == 0,
+            cg_run(m, cg, |m, pid| alloc_dcache(m, pid, 100000)) == 0,
             "alloc_dcache"
         );
-        let slab0 = cg_read_key_long(m, &cg, "memory.stat", "slab ");
+        let slab0 = cg_read_key_long(m, cg, "memory.stat", "slab ");
         ensure!(slab0 >= 1 << 20, "slab0 {slab0}");
-        let _ = cg_write(m, &cg, "memory.high", "1M");
+        let _ = cg_write(m, cg, "memory.high", "1M");
         // Wait for RCU freeing.
         m.sleep(1_000_000_000);
-        let slab1 = cg_read_key_long(m, &cg, "memory.stat", "slab ");
+        let slab1 = cg_read_key_long(m, cg, "memory.stat", "slab ");
         ensure!(slab1 >= 0, "slab1");
-        let current = cg_read_long(m, &cg, "memory.current");
+        let current = cg_read_long(m, cg, "memory.current");
         ensure!(current >= 0, "current");
         ensure!(
             slab1 < slab0 / 2 && current < slab0 / 2,
             "slab0 {slab0} slab1 {slab1} current {current}"
         );
         Ok(())
-    })();
-    cg_destroy(m, &cg);
-    ret
+    })
 }
 
 /// `alloc_kmem_smp`: 2 × nr_cpus threads, each `alloc_dcache(100)`.
@@ -105,22 +99,20 @@ fn cg_run_in_subcgroups(
 /// level: the total size of the cgroups should be roughly equal to
 /// anon + file + kernel + sock.
 fn test_kmem_memcg_deletion(m: &mut Machine, root: &str) -> TestResult {
-    let parent = cg_name(root, "kmem_memcg_deletion_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &parent) == 0, "create");
+    with_cgroup(m, root, "kmem_memcg_deletion_test", |m, parent| {
         ensure!(
-            cg_write(m, &parent, "cgroup.subtree_control", "+memory") == 0,
+            cg_write(m, parent, "cgroup.subtree_control", "+memory") == 0,
             "+memory"
         );
         ensure!(
-            cg_run_in_subcgroups(m, &parent, alloc_kmem_smp, 100) == 0,
+            cg_run_in_subcgroups(m, parent, alloc_kmem_smp, 100) == 0,
             "cg_run_in_subcgroups"
         );
-        let current = cg_read_long(m, &parent, "memory.current");
-        let anon = cg_read_key_long(m, &parent, "memory.stat", "anon ");
-        let file = cg_read_key_long(m, &parent, "memory.stat", "file ");
-        let kernel = cg_read_key_long(m, &parent, "memory.stat", "kernel ");
-        let sock = cg_read_key_long(m, &parent, "memory.stat", "sock ");
+        let current = cg_read_long(m, parent, "memory.current");
+        let anon = cg_read_key_long(m, parent, "memory.stat", "anon ");
+        let file = cg_read_key_long(m, parent, "memory.stat", "file ");
+        let kernel = cg_read_key_long(m, parent, "memory.stat", "kernel ");
+        let sock = cg_read_key_long(m, parent, "memory.stat", "sock ");
         ensure!(
             current >= 0 && anon >= 0 && file >= 0 && kernel >= 0 && sock >= 0,
             "reads"
@@ -132,24 +124,19 @@ fn test_kmem_memcg_deletion(m: &mut Machine, root: &str) -> TestResult {
              (anon {anon} file {file} kernel {kernel} sock {sock})"
         );
         Ok(())
-    })();
-    cg_destroy(m, &parent);
-    ret
+    })
 }
 
 /// The test spawns a process, which spawns 1000 threads. Then it checks
 /// that memory.stat's kernel_stack is at least 1000 pages large.
 fn test_kmem_kernel_stacks(m: &mut Machine, root: &str) -> TestResult {
-    let cg = cg_name(root, "kmem_kernel_stacks_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &cg) == 0, "create");
-        let cg2 = cg.clone();
+    with_cgroup(m, root, "kmem_kernel_stacks_test", |m, cg| {
         let mut stack = -1;
-        let rc = cg_run(m, &cg, |m, pid| {
+        let rc = cg_run(m, cg, |m, pid| {
             if !m.spawn_threads(pid, 1000, ThreadBody::Sleep).is_done() {
                 return -1;
             }
-            stack = cg_read_key_long(m, &cg2, "memory.stat", "kernel_stack ");
+            stack = cg_read_key_long(m, cg, "memory.stat", "kernel_stack ");
             if stack >= 4096 * 1000 {
                 0
             } else {
@@ -158,30 +145,26 @@ fn test_kmem_kernel_stacks(m: &mut Machine, root: &str) -> TestResult {
         });
         ensure!(rc == 0, "kernel_stack {stack} < 1000 pages");
         Ok(())
-    })();
-    cg_destroy(m, &cg);
-    ret
+    })
 }
 
 /// This test sequentially creates 30 child cgroups, allocates some kernel
 /// memory in each of them, and deletes them. Then it checks that the
 /// number of dying cgroups on the parent level is 0.
 fn test_kmem_dead_cgroups(m: &mut Machine, root: &str) -> TestResult {
-    let parent = cg_name(root, "kmem_dead_cgroups_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &parent) == 0, "create");
+    with_cgroup(m, root, "kmem_dead_cgroups_test", |m, parent| {
         ensure!(
-            cg_write(m, &parent, "cgroup.subtree_control", "+memory") == 0,
+            cg_write(m, parent, "cgroup.subtree_control", "+memory") == 0,
             "+memory"
         );
         ensure!(
-            cg_run_in_subcgroups(m, &parent, |m, pid| alloc_dcache(m, pid, 100), 30) == 0,
+            cg_run_in_subcgroups(m, parent, |m, pid| alloc_dcache(m, pid, 100), 30) == 0,
             "cg_run_in_subcgroups"
         );
         // Allow up to ~8s for reclaim of dying descendants to complete.
         let dead = cg_read_key_long_poll(
             m,
-            &parent,
+            parent,
             "cgroup.stat",
             "nr_dying_descendants ",
             0,
@@ -192,16 +175,12 @@ fn test_kmem_dead_cgroups(m: &mut Machine, root: &str) -> TestResult {
         // The model reparents at removal: the children's dentries are the
         // parent's now, none lost.
         let objects = m.tree().objects(
-            m.memcg(&parent)
-                .map_err(|e| e.to_string())?
-                .ok_or("memcg")?,
+            m.memcg(parent).map_err(|e| e.to_string())?.ok_or("memcg")?,
             m.dentry_cache(),
         );
         ensure!(objects == 30 * 100, "parent holds {objects} dentries");
         Ok(())
-    })();
-    cg_destroy(m, &parent);
-    ret
+    })
 }
 
 /// This test creates a sub-tree with 1000 memory cgroups. Then it checks
@@ -239,20 +218,10 @@ fn test_percpu_basic(m: &mut Machine, root: &str) -> TestResult {
     ret
 }
 
-macro_rules! selftest {
-    ($name:ident) => {
-        #[test]
-        fn $name() {
-            run_matrix(stringify!($name), super::$name);
-        }
-    };
-}
-
-mod test_kmem {
-    use super::run_matrix;
-    selftest!(test_kmem_basic);
-    selftest!(test_kmem_memcg_deletion);
-    selftest!(test_kmem_kernel_stacks);
-    selftest!(test_kmem_dead_cgroups);
-    selftest!(test_percpu_basic);
+selftests! { test_kmem:
+    test_kmem_basic,
+    test_kmem_memcg_deletion,
+    test_kmem_kernel_stacks,
+    test_kmem_dead_cgroups,
+    test_percpu_basic,
 }

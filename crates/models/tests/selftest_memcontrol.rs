@@ -26,8 +26,6 @@ const HAS_LOCALEVENTS: bool = false;
 const HAS_RECURSIVEPROT: bool = false;
 /// `MEMCG_SOCKSTAT_WAIT_RETRIES`.
 const MEMCG_SOCKSTAT_WAIT_RETRIES: u32 = 30;
-/// `DEFAULT_WAIT_INTERVAL_US`.
-const DEFAULT_WAIT_INTERVAL_US: u64 = 100 * 1000;
 /// `OOM_SCORE_ADJ_MIN`.
 const OOM_SCORE_ADJ_MIN: i32 = -1000;
 
@@ -109,15 +107,15 @@ fn alloc_pagecache_50m_check(m: &mut Machine, cg: &str, pid: Pid) -> TestResult 
     ret
 }
 
-/// Runs a check function as a child (`cg_run`): 0 or -1.
+/// Runs a check as a child of `cg` (`cg_run`): 0 or -1, and why it
+/// failed.
 fn run_check(
     m: &mut Machine,
     cg: &str,
-    f: fn(&mut Machine, &str, Pid) -> TestResult,
+    f: impl FnOnce(&mut Machine, &str, Pid) -> TestResult,
 ) -> (i32, String) {
     let mut why = String::new();
-    let cg2 = cg.to_string();
-    let rc = cg_run(m, cg, |m, pid| match f(m, &cg2, pid) {
+    let rc = cg_run(m, cg, |m, pid| match f(m, cg, pid) {
         Ok(()) => 0,
         Err(e) => {
             why = e;
@@ -388,111 +386,93 @@ fn alloc_pagecache_max_30m(m: &mut Machine, cg: &str, pid: Pid) -> TestResult {
 /// This test checks that memory.high limits the amount of memory which
 /// can be consumed by either anonymous memory or pagecache.
 fn test_memcg_high(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
+    with_cgroup(m, root, "memcg_test", |m, memcg| {
         ensure!(
-            cg_read_strcmp(m, &memcg, "memory.high", "max\n") == 0,
+            cg_read_strcmp(m, memcg, "memory.high", "max\n") == 0,
             "high != max"
         );
-        ensure!(cg_write(m, &memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(cg_write(m, &memcg, "memory.high", "30M") == 0, "high");
-        let rc = cg_run(m, &memcg, |m, pid| alloc_anon(m, pid, mb(31)));
+        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
+        ensure!(cg_write(m, memcg, "memory.high", "30M") == 0, "high");
+        let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(31)));
         ensure!(rc == 0, "alloc_anon 31M: {rc}");
-        let (rc, _) = run_check(m, &memcg, alloc_pagecache_50m_check);
+        let (rc, _) = run_check(m, memcg, alloc_pagecache_50m_check);
         ensure!(rc != 0, "alloc_pagecache_50M_check passed under high 30M");
-        let (rc, why) = run_check(m, &memcg, alloc_pagecache_max_30m);
+        let (rc, why) = run_check(m, memcg, alloc_pagecache_max_30m);
         ensure!(rc == 0, "alloc_pagecache_max_30M: {why}");
-        let high = cg_read_key_long(m, &memcg, "memory.events", "high ");
+        let high = cg_read_key_long(m, memcg, "memory.events", "high ");
         ensure!(high > 0, "high events {high}");
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
-    ret
+    })
 }
 
 /// This test checks that memory.high is able to throttle big single shot
 /// allocation i.e. large allocation within one kernel entry.
 fn test_memcg_high_sync(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
-        let pre_high = cg_read_key_long(m, &memcg, "memory.events", "high ");
-        let pre_max = cg_read_key_long(m, &memcg, "memory.events", "max ");
+    with_cgroup(m, root, "memcg_test", |m, memcg| {
+        let pre_high = cg_read_key_long(m, memcg, "memory.events", "high ");
+        let pre_max = cg_read_key_long(m, memcg, "memory.events", "max ");
         ensure!(pre_high >= 0 && pre_max >= 0, "events");
-        ensure!(cg_write(m, &memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(cg_write(m, &memcg, "memory.high", "30M") == 0, "high");
-        ensure!(cg_write(m, &memcg, "memory.max", "140M") == 0, "max");
+        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
+        ensure!(cg_write(m, memcg, "memory.high", "30M") == 0, "high");
+        ensure!(cg_write(m, memcg, "memory.max", "140M") == 0, "max");
         // memcg_prepare_for_wait(): watch memory.events.
-        let before = m.read(&memcg, "memory.events").map_err(|e| e.to_string())?;
+        let before = m.read(memcg, "memory.events").map_err(|e| e.to_string())?;
         // cg_run_nowait(alloc_anon_mlock, 200M): the child runs until it
         // blocks; the watcher wakes at the first modification.
-        let pid = m.spawn(&memcg).map_err(|e| e.to_string())?;
+        let pid = m.spawn(memcg).map_err(|e| e.to_string())?;
         m.begin_alloc_anon(pid, mb(200) as u64, true)
             .map_err(|e| e.to_string())?;
         let o = m.resume(pid);
         // cg_wait_for(fd)
-        let after = m.read(&memcg, "memory.events").map_err(|e| e.to_string())?;
+        let after = m.read(memcg, "memory.events").map_err(|e| e.to_string())?;
         ensure!(after != before, "memory.events unchanged ({o:?})");
-        let post_high = cg_read_key_long(m, &memcg, "memory.events", "high ");
-        let post_max = cg_read_key_long(m, &memcg, "memory.events", "max ");
+        let post_high = cg_read_key_long(m, memcg, "memory.events", "high ");
+        let post_max = cg_read_key_long(m, memcg, "memory.events", "max ");
         ensure!(post_high >= 0 && post_max >= 0, "events");
         ensure!(
             !(pre_high == post_high || pre_max != post_max),
             "high {pre_high} -> {post_high}, max {pre_max} -> {post_max} ({o:?})"
         );
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
-    ret
+    })
 }
 
 /// This test checks that memory.max limits the amount of memory which can
 /// be consumed by either anonymous memory or pagecache.
 fn test_memcg_max(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
+    with_cgroup(m, root, "memcg_test", |m, memcg| {
         ensure!(
-            cg_read_strcmp(m, &memcg, "memory.max", "max\n") == 0,
+            cg_read_strcmp(m, memcg, "memory.max", "max\n") == 0,
             "max != max"
         );
-        ensure!(cg_write(m, &memcg, "memory.swap.max", "0") == 0, "swap.max");
-        ensure!(cg_write(m, &memcg, "memory.max", "30M") == 0, "max");
+        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
+        ensure!(cg_write(m, memcg, "memory.max", "30M") == 0, "max");
         // Should be killed by OOM killer.
-        let rc = cg_run(m, &memcg, |m, pid| alloc_anon(m, pid, mb(100)));
+        let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(100)));
         ensure!(rc != 0, "alloc_anon 100M under max 30M was not killed");
-        let (rc, why) = run_check(m, &memcg, alloc_pagecache_max_30m);
+        let (rc, why) = run_check(m, memcg, alloc_pagecache_max_30m);
         ensure!(rc == 0, "alloc_pagecache_max_30M: {why}");
-        let current = cg_read_long(m, &memcg, "memory.current");
+        let current = cg_read_long(m, memcg, "memory.current");
         ensure!(current <= mb(30) && current != 0, "current {current}");
-        let max = cg_read_key_long(m, &memcg, "memory.events", "max ");
+        let max = cg_read_key_long(m, memcg, "memory.events", "max ");
         ensure!(max > 0, "max events {max}");
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
-    ret
+    })
 }
 
 /// This test checks that memory.reclaim reclaims the given amount of
 /// memory (from both anon and file, if possible).
 fn test_memcg_reclaim(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test");
     let fd = m.tmpfile(None);
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
-        let current = cg_read_long(m, &memcg, "memory.current");
+    let ret = with_cgroup(m, root, "memcg_test", |m, memcg| {
+        let current = cg_read_long(m, memcg, "memory.current");
         ensure!(current == 0, "initial current {current}");
-        cg_run_nowait(m, &memcg, |m, pid| alloc_pagecache_50m_noexit(m, pid, fd));
+        cg_run_nowait(m, memcg, |m, pid| alloc_pagecache_50m_noexit(m, pid, fd));
         // Swap is enabled: reclaim from both anon and file.
-        cg_run_nowait(m, &memcg, |m, pid| alloc_anon_noexit(m, pid, mb(50)));
+        cg_run_nowait(m, memcg, |m, pid| alloc_anon_noexit(m, pid, mb(50)));
         let expected_usage = mb(100);
         let mut retries = 5;
-        while !values_close(
-            cg_read_long(m, &memcg, "memory.current"),
-            expected_usage,
-            10,
-        ) {
+        while !values_close(cg_read_long(m, memcg, "memory.current"), expected_usage, 10) {
             ensure!(
                 retries > 0,
                 "failed to allocate {expected_usage} for memcg reclaim test"
@@ -502,10 +482,9 @@ fn test_memcg_reclaim(m: &mut Machine, root: &str) -> TestResult {
         }
         // Reclaim until current reaches 30M, this makes sure we hit both
         // anon and file if swap is enabled.
-        ensure!(reclaim_until(m, &memcg, mb(30)), "reclaim_until 30M");
+        ensure!(reclaim_until(m, memcg, mb(30)), "reclaim_until 30M");
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
+    });
     let _ = m.close_file(fd);
     ret
 }
@@ -614,16 +593,8 @@ fn test_memcg_swap_max_peak(m: &mut Machine, root: &str) -> TestResult {
             cg_read_long(m, &memcg, "memory.swap.peak") >= mb(29),
             "swap.peak"
         );
-        let cg2 = memcg.clone();
-        let mut why = String::new();
-        let rc = cg_run(m, &memcg, |m, pid| {
-            match alloc_anon_50m_check_swap(m, &cg2, pid, mb(30)) {
-                Ok(()) => 0,
-                Err(e) => {
-                    why = e;
-                    -1
-                }
-            }
+        let (rc, why) = run_check(m, &memcg, |m, cg, pid| {
+            alloc_anon_50m_check_swap(m, cg, pid, mb(30))
         });
         ensure!(rc == 0, "alloc_anon_50M_check_swap: {why}");
         let max = cg_read_key_long(m, &memcg, "memory.events", "max ");
@@ -651,25 +622,21 @@ fn test_memcg_swap_max_peak(m: &mut Machine, root: &str) -> TestResult {
 /// This test disables swapping and tries to allocate anonymous memory up
 /// to OOM. Then it checks for oom and oom_kill events in memory.events.
 fn test_memcg_oom_events(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
-        ensure!(cg_write(m, &memcg, "memory.max", "30M") == 0, "max");
-        ensure!(cg_write(m, &memcg, "memory.swap.max", "0") == 0, "swap.max");
-        let rc = cg_run(m, &memcg, |m, pid| alloc_anon(m, pid, mb(100)));
+    with_cgroup(m, root, "memcg_test", |m, memcg| {
+        ensure!(cg_write(m, memcg, "memory.max", "30M") == 0, "max");
+        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
+        let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(100)));
         ensure!(rc != 0, "not killed");
         ensure!(
-            cg_read_strcmp(m, &memcg, "cgroup.procs", "") == 0,
+            cg_read_strcmp(m, memcg, "cgroup.procs", "") == 0,
             "procs left"
         );
-        let oom = cg_read_key_long(m, &memcg, "memory.events", "oom ");
+        let oom = cg_read_key_long(m, memcg, "memory.events", "oom ");
         ensure!(oom == 1, "oom {oom}");
-        let kill = cg_read_key_long(m, &memcg, "memory.events", "oom_kill ");
+        let kill = cg_read_key_long(m, memcg, "memory.events", "oom_kill ");
         ensure!(kill == 1, "oom_kill {kill}");
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
-    ret
+    })
 }
 
 /// `tcp_client`: reads 1 MiB at a time, up to 16 times, until
@@ -707,19 +674,17 @@ fn tcp_client(m: &mut Machine, cgroup: &str, server: Pid) -> TestResult {
 /// writes to its socket; the client interleaves reads with checks that
 /// memory.current and memory.stat's sock are similar.
 fn test_memcg_sock(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test");
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
-        let server = cg_run_nowait(m, &memcg, |_, _| 0).ok_or("server")?;
-        tcp_client(m, &memcg, server)?;
+    with_cgroup(m, root, "memcg_test", |m, memcg| {
+        let server = cg_run_nowait(m, memcg, |_, _| 0).ok_or("server")?;
+        tcp_client(m, memcg, server)?;
         ensure!(!m.alive(server), "server did not exit");
-        ensure!(cg_read_long(m, &memcg, "memory.current") >= 0, "current");
+        ensure!(cg_read_long(m, memcg, "memory.current") >= 0, "current");
         // memory.stat is updated asynchronously via the memcg rstat
         // flushing worker, which runs every 2 s (FLUSH_TIME): poll for up
         // to 3 s for sock to drop to zero.
         let sock_post = cg_read_key_long_poll(
             m,
-            &memcg,
+            memcg,
             "memory.stat",
             "sock ",
             0,
@@ -728,9 +693,7 @@ fn test_memcg_sock(m: &mut Machine, root: &str) -> TestResult {
         );
         ensure!(sock_post == 0, "sock {sock_post} after the server exited");
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
-    ret
+    })
 }
 
 /// `cg_test_proc_killed`: waits up to 1 s for cgroup.procs to empty.
@@ -742,6 +705,20 @@ fn cg_test_proc_killed(m: &mut Machine, cg: &str) -> bool {
         m.sleep(100_000_000);
     }
     false
+}
+
+/// The OOM of the `memory.oom.group` tests: a process holding 60M in
+/// `parent` (where it can join), two holding 1M in `child`, then a third
+/// in `child` allocating 100M, which must be killed along with every other
+/// process of `child`.
+fn oom_in_child(m: &mut Machine, parent: &str, child: &str) -> TestResult {
+    cg_run_nowait(m, parent, |m, pid| alloc_anon_noexit(m, pid, mb(60)));
+    cg_run_nowait(m, child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
+    cg_run_nowait(m, child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
+    let rc = cg_run(m, child, |m, pid| alloc_anon(m, pid, mb(100)));
+    ensure!(rc != 0, "not killed");
+    ensure!(cg_test_proc_killed(m, child), "child processes survive");
+    Ok(())
 }
 
 /// OOM with memory.oom.group set on the leaf: every process of the leaf
@@ -762,14 +739,9 @@ fn test_memcg_oom_group_leaf_events(m: &mut Machine, root: &str) -> TestResult {
             cg_write(m, &child, "memory.oom.group", "1") == 0,
             "oom.group"
         );
-        // The parent has controllers in its subtree_control: this process
-        // cannot join it (no internal processes), as in the kernel.
-        cg_run_nowait(m, &parent, |m, pid| alloc_anon_noexit(m, pid, mb(60)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        let rc = cg_run(m, &child, |m, pid| alloc_anon(m, pid, mb(100)));
-        ensure!(rc != 0, "not killed");
-        ensure!(cg_test_proc_killed(m, &child), "child processes survive");
+        // The parent has controllers in its subtree_control: the 60M
+        // process cannot join it (no internal processes), as in the kernel.
+        oom_in_child(m, &parent, &child)?;
         let kills = cg_read_key_long(m, &child, "memory.events", "oom_kill ");
         ensure!(kills > 0, "child oom_kill {kills}");
         let parent_oom_events = cg_read_key_long(m, &parent, "memory.events", "oom_kill ");
@@ -807,12 +779,7 @@ fn test_memcg_oom_group_parent_events(m: &mut Machine, root: &str) -> TestResult
             cg_write(m, &parent, "memory.oom.group", "1") == 0,
             "oom.group"
         );
-        cg_run_nowait(m, &parent, |m, pid| alloc_anon_noexit(m, pid, mb(60)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        cg_run_nowait(m, &child, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        let rc = cg_run(m, &child, |m, pid| alloc_anon(m, pid, mb(100)));
-        ensure!(rc != 0, "not killed");
-        ensure!(cg_test_proc_killed(m, &child), "child processes survive");
+        oom_in_child(m, &parent, &child)?;
         ensure!(cg_test_proc_killed(m, &parent), "parent processes survive");
         Ok(())
     })();
@@ -824,25 +791,23 @@ fn test_memcg_oom_group_parent_events(m: &mut Machine, root: &str) -> TestResult
 /// OOM with memory.oom.group set: every process is killed except those
 /// with OOM_SCORE_ADJ_MIN.
 fn test_memcg_oom_group_score_events(m: &mut Machine, root: &str) -> TestResult {
-    let memcg = cg_name(root, "memcg_test_0");
-    let ret = (|| {
-        ensure!(cg_create(m, &memcg) == 0, "create");
-        ensure!(cg_write(m, &memcg, "memory.max", "50M") == 0, "max");
-        ensure!(cg_write(m, &memcg, "memory.swap.max", "0") == 0, "swap.max");
+    with_cgroup(m, root, "memcg_test_0", |m, memcg| {
+        ensure!(cg_write(m, memcg, "memory.max", "50M") == 0, "max");
+        ensure!(cg_write(m, memcg, "memory.swap.max", "0") == 0, "swap.max");
         ensure!(
-            cg_write(m, &memcg, "memory.oom.group", "1") == 0,
+            cg_write(m, memcg, "memory.oom.group", "1") == 0,
             "oom.group"
         );
         let safe_pid =
-            cg_run_nowait(m, &memcg, |m, pid| alloc_anon_noexit(m, pid, mb(1))).ok_or("safe")?;
+            cg_run_nowait(m, memcg, |m, pid| alloc_anon_noexit(m, pid, mb(1))).ok_or("safe")?;
         ensure!(
             m.set_oom_score_adj(safe_pid, OOM_SCORE_ADJ_MIN).is_ok(),
             "set_oom_adj_score"
         );
-        cg_run_nowait(m, &memcg, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
-        let rc = cg_run(m, &memcg, |m, pid| alloc_anon(m, pid, mb(100)));
+        cg_run_nowait(m, memcg, |m, pid| alloc_anon_noexit(m, pid, mb(1)));
+        let rc = cg_run(m, memcg, |m, pid| alloc_anon(m, pid, mb(100)));
         ensure!(rc != 0, "not killed");
-        let kills = cg_read_key_long(m, &memcg, "memory.events", "oom_kill ");
+        let kills = cg_read_key_long(m, memcg, "memory.events", "oom_kill ");
         ensure!(kills == 3, "oom_kill {kills}, expected 3");
         ensure!(
             m.alive(safe_pid),
@@ -850,36 +815,24 @@ fn test_memcg_oom_group_score_events(m: &mut Machine, root: &str) -> TestResult 
         );
         m.exit(safe_pid).map_err(|e| e.to_string())?;
         Ok(())
-    })();
-    cg_destroy(m, &memcg);
-    ret
+    })
 }
 
-macro_rules! selftest {
-    ($name:ident) => {
-        #[test]
-        fn $name() {
-            run_matrix(stringify!($name), super::$name);
-        }
-    };
-}
-
-mod test_memcontrol {
-    use super::run_matrix;
-    selftest!(test_memcg_subtree_control);
-    selftest!(test_memcg_current_peak);
-    selftest!(test_memcg_min);
-    selftest!(test_memcg_low);
-    selftest!(test_memcg_high);
-    selftest!(test_memcg_high_sync);
-    selftest!(test_memcg_max);
-    selftest!(test_memcg_reclaim);
-    selftest!(test_memcg_oom_events);
-    selftest!(test_memcg_swap_max_peak);
-    selftest!(test_memcg_sock);
-    selftest!(test_memcg_oom_group_leaf_events);
-    selftest!(test_memcg_oom_group_parent_events);
-    selftest!(test_memcg_oom_group_score_events);
+selftests! { test_memcontrol:
+    test_memcg_subtree_control,
+    test_memcg_current_peak,
+    test_memcg_min,
+    test_memcg_low,
+    test_memcg_high,
+    test_memcg_high_sync,
+    test_memcg_max,
+    test_memcg_reclaim,
+    test_memcg_oom_events,
+    test_memcg_swap_max_peak,
+    test_memcg_sock,
+    test_memcg_oom_group_leaf_events,
+    test_memcg_oom_group_parent_events,
+    test_memcg_oom_group_score_events,
 }
 
 /// `alloc_anon_mlock`-style single-entry allocation that is not throttled

@@ -61,12 +61,7 @@ impl Machine {
             0
         };
         if !present {
-            let target = self.alloc_node(self.policy_node(ti), pages);
-            let u = &mut self.mms[mm].vmas[vi].units[ui];
-            u.present = true;
-            u.nid = target as u8;
-            self.node_used[target] += pages;
-            self.mms[mm].rss_pages += pages;
+            self.first_touch(ti, vi, ui, pages);
             sys += if huge {
                 self.cost.first_touch_2m_ns
             } else {
@@ -94,12 +89,7 @@ impl Machine {
                 (u.present, u.protnone, u.base_pages())
             };
             if !present {
-                let target = self.alloc_node(self.policy_node(ti), pages);
-                let u = &mut self.mms[mm].vmas[vi].units[ui];
-                u.present = true;
-                u.nid = target as u8;
-                self.node_used[target] += pages;
-                self.mms[mm].rss_pages += pages;
+                self.first_touch(ti, vi, ui, pages);
                 sys += self.cost.first_touch_4k_ns * pages;
             } else if protnone {
                 self.units_processed += 1;
@@ -115,6 +105,20 @@ impl Machine {
         self.tasks[ti]
             .bind
             .map_or_else(|| self.task_node(ti), usize::from)
+    }
+
+    /// Task `ti` touches unit `ui` of VMA `vi` for the first time: its
+    /// `pages` are allocated on the task's policy node (or the first with
+    /// room, [`alloc_node`](Self::alloc_node)) and counted in the node's
+    /// and the process's usage.
+    fn first_touch(&mut self, ti: usize, vi: usize, ui: usize, pages: u64) {
+        let mm = self.tasks[ti].mm;
+        let target = self.alloc_node(self.policy_node(ti), pages);
+        let u = &mut self.mms[mm].vmas[vi].units[ui];
+        u.present = true;
+        u.nid = target as u8;
+        self.node_used[target] += pages;
+        self.mms[mm].rss_pages += pages;
     }
 
     /// First-touch node: `node`, else the first node with room (a full

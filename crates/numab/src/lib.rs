@@ -219,7 +219,8 @@ pub use plan::MAX_NODES;
 pub use plan::{Op, Plan, ProcessPlan, ThreadPlan, VmaKind, VmaPlan, FIRST_PID, HPAGE, PAGE};
 pub use result::{metric, Counters, NumabResult, ScanEvent, SkipReasons, VmaCoverage};
 pub use scenario::{
-    builtin_scenario, parse_scenario, NumabScenario, ScenarioFile, WorkloadSpec, BUILTIN,
+    builtin_scenario, parse_scenario, Numa01Spec, NumabScenario, ScenarioFile, WorkloadSpec,
+    BUILTIN,
 };
 pub use version::{Features, ScannerVersion};
 

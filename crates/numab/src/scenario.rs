@@ -112,66 +112,13 @@ fn default_stack_pages() -> u64 {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// numa01: two processes, each `malloc(buffer)` and `threads` threads;
-    /// every thread zeroes the whole buffer once and then `passes` times.
-    Numa01 {
-        /// Per-process buffer (3072 MiB in the benchmark).
-        buffer_mib: u64,
-        /// Passes over the buffer (50).
-        passes: u32,
-        /// Threads per process (default: total CPUs / 2).
-        #[serde(default)]
-        threads: Option<u32>,
-        /// Fraction of 2 MiB blocks backed by THP.
-        #[serde(default)]
-        thp_fraction: f64,
-        /// Thread stack size (8 MiB glibc default).
-        #[serde(default = "default_stack_kib")]
-        stack_kib: u64,
-        /// Stack pages a thread keeps touching.
-        #[serde(default = "default_stack_pages")]
-        stack_pages: u64,
-        /// What-if: scanner passes (`numa_scan_seq`) the process
-        /// completes before it maps its buffer and starts its threads; see
-        /// [`WorkloadSpec`]. 0 in every built-in scenario.
-        #[serde(default)]
-        premap_passes: u32,
-        /// `-DNO_BIND_FORCE_SAME_NODE`: each thread zeroes the whole buffer
-        /// under `MPOL_BIND` to one node (the same for both processes),
-        /// then returns to `MPOL_DEFAULT`; see [`WorkloadSpec`].
-        #[serde(default)]
-        force_same_node: bool,
-    },
+    /// every thread zeroes the whole buffer once and then `passes` times
+    /// (3072 MiB and 50 passes in the benchmark).
+    Numa01(Numa01Spec),
     /// numa01_THREAD_ALLOC (mmtests NUMA01_THREADLOCAL): as numa01, but
     /// after the whole-buffer `bzero` thread i loops `passes` times over its
-    /// slice `buffer / threads`.
-    Numa01ThreadAlloc {
-        /// Per-process buffer (3072 MiB).
-        buffer_mib: u64,
-        /// Passes over the slice (1000).
-        passes: u32,
-        /// Threads per process (default: total CPUs / 2).
-        #[serde(default)]
-        threads: Option<u32>,
-        /// Fraction of 2 MiB blocks backed by THP.
-        #[serde(default)]
-        thp_fraction: f64,
-        /// Thread stack size.
-        #[serde(default = "default_stack_kib")]
-        stack_kib: u64,
-        /// Stack pages a thread keeps touching.
-        #[serde(default = "default_stack_pages")]
-        stack_pages: u64,
-        /// What-if: scanner passes (`numa_scan_seq`) the process
-        /// completes before it maps its buffer and starts its threads; see
-        /// [`WorkloadSpec`]. 0 in every built-in scenario.
-        #[serde(default)]
-        premap_passes: u32,
-        /// `-DNO_BIND_FORCE_SAME_NODE`: each thread zeroes the whole buffer
-        /// under `MPOL_BIND` to one node (the same for both processes),
-        /// then returns to `MPOL_DEFAULT`; see [`WorkloadSpec`].
-        #[serde(default)]
-        force_same_node: bool,
-    },
+    /// slice `buffer / threads` (3072 MiB and 1000 passes).
+    Numa01ThreadAlloc(Numa01Spec),
     /// numa02: one process, `malloc(buffer)`, the main thread zeroes it
     /// (first touch on its node), then `threads` threads each zero their
     /// slice `passes` times.
@@ -240,6 +187,40 @@ pub enum WorkloadSpec {
     },
 }
 
+/// The two numa01 workloads' table: two processes, each `malloc(buffer)`
+/// and `threads` threads.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Numa01Spec {
+    /// Per-process buffer (3072 MiB in the benchmark).
+    pub buffer_mib: u64,
+    /// Passes over the buffer (numa01) or over the thread's slice
+    /// (numa01_THREAD_ALLOC).
+    pub passes: u32,
+    /// Threads per process (default: total CPUs / 2).
+    #[serde(default)]
+    pub threads: Option<u32>,
+    /// Fraction of 2 MiB blocks backed by THP.
+    #[serde(default)]
+    pub thp_fraction: f64,
+    /// Thread stack size (8 MiB glibc default).
+    #[serde(default = "default_stack_kib")]
+    pub stack_kib: u64,
+    /// Stack pages a thread keeps touching.
+    #[serde(default = "default_stack_pages")]
+    pub stack_pages: u64,
+    /// What-if: scanner passes (`numa_scan_seq`) the process completes
+    /// before it maps its buffer and starts its threads; see
+    /// [`WorkloadSpec`]. 0 in every built-in scenario.
+    #[serde(default)]
+    pub premap_passes: u32,
+    /// `-DNO_BIND_FORCE_SAME_NODE`: each thread zeroes the whole buffer
+    /// under `MPOL_BIND` to one node (the same for both processes), then
+    /// returns to `MPOL_DEFAULT`; see [`WorkloadSpec`].
+    #[serde(default)]
+    pub force_same_node: bool,
+}
+
 impl ScenarioFile {
     /// The scanner versions named in `policies`, in file order.
     pub fn versions(&self) -> Result<Vec<crate::ScannerVersion>, NumabError> {
@@ -275,7 +256,7 @@ impl NumabScenario {
         }
         let ncpus = self.ncpus();
         let plan = match &self.workload {
-            WorkloadSpec::Numa01 { .. } | WorkloadSpec::Numa01ThreadAlloc { .. } => {
+            WorkloadSpec::Numa01(_) | WorkloadSpec::Numa01ThreadAlloc(_) => {
                 workloads::numa01::plan(&self.workload, ncpus)?
             }
             WorkloadSpec::Numa02 { .. } => workloads::numa02::plan(&self.workload, ncpus)?,

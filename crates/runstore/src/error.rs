@@ -126,13 +126,40 @@ pub enum StoreError {
         /// Why (which part is read-only).
         reason: String,
     },
-    /// Any other SQLite error.
-    #[error("results database {}: {source}", path.display())]
+    /// `store merge` failed while copying a source into the target (the
+    /// source is rolled back).
+    #[error(
+        "merging {} into {}: {detail}",
+        source_db.display(),
+        target.display()
+    )]
+    MergeFailed {
+        /// The source being copied.
+        source_db: PathBuf,
+        /// The database merged into.
+        target: PathBuf,
+        /// What SQLite said, once.
+        detail: String,
+    },
+    /// Any other SQLite error. Its message is part of this one's (not a
+    /// separate cause, so that a chain of errors says it once).
+    #[error("results database {}: {}", path.display(), sqlite_message(error))]
     Sqlite {
         /// The database path.
         path: PathBuf,
         /// The SQLite error.
-        #[source]
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
+}
+
+/// What SQLite said, once: the message of a failed call (without the
+/// "Error code N" of its code, which adds nothing a user can act on), or
+/// rusqlite's own words for its errors.
+pub(crate) fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(code, None) => {
+            rusqlite::ffi::code_to_str(code.extended_code).to_string()
+        }
+        other => other.to_string(),
+    }
 }

@@ -9,10 +9,14 @@
 //! * A run is written in one `BEGIN IMMEDIATE` transaction: a crash, a
 //!   Ctrl-C or an error part-way leaves no trace of it.
 //! * WAL journal and a 30 s busy timeout: several mmlab processes may write
-//!   at once; writers queue, readers never block.
+//!   at once; writers queue, readers never block (opening for reading takes
+//!   no write lock unless the schema must be migrated).
 //!
-//! The store does no I/O besides the database: host facts come in as a
-//! [`HostFacts`] value and times as [`SystemTime`]s.
+//! The store's I/O is the database (and SQLite's `-wal` and `-shm` files
+//! beside it, a probe file that tells a read-only folder from a read-only
+//! file) and [`HostFacts::detect`]'s reads of `/proc/cpuinfo` and
+//! `/proc/sys/kernel/osrelease`; it prints nothing. A run's host facts come
+//! in as a [`HostFacts`] value and its times as [`SystemTime`]s.
 
 #![warn(missing_docs)]
 
@@ -96,18 +100,10 @@ impl Store {
     /// Opens `path` read-only as an immutable file (no `-wal`/`-shm`
     /// files, no locks): for databases that cannot be written.
     fn open_immutable(path: &Path) -> Result<Store, StoreError> {
-        let abs = std::fs::canonicalize(path).map_err(|e| StoreError::Open {
+        let uri = file_uri(path, "immutable=1").map_err(|e| StoreError::Open {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        let uri = format!(
-            "file:{}?immutable=1",
-            abs.display()
-                .to_string()
-                .replace('%', "%25")
-                .replace('?', "%3f")
-                .replace('#', "%23")
-        );
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -172,7 +168,7 @@ impl Store {
         if create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let conn = Connection::open_with_flags(&path, flags).map_err(|e| {
+        let conn = Connection::open_with_flags(sqlite_path(&path), flags).map_err(|e| {
             if is_read_only(&e) {
                 StoreError::ReadOnly {
                     path: path.clone(),
@@ -191,7 +187,13 @@ impl Store {
             .map_err(|e| store.sql(e))?;
         store.check_identity()?;
         store.configure()?;
-        store.migrate(target)?;
+        // A writer takes the write lock now (`migrate` starts with one), so
+        // that a database another process is writing is reported before any
+        // work. A reader takes it only when the schema must be migrated:
+        // readers never wait for a writer (WAL).
+        if create || store.user_version()? < target {
+            store.migrate(target)?;
+        }
         if target == SCHEMA_VERSION {
             store.check_tables()?;
         }
@@ -305,10 +307,19 @@ impl Store {
     }
 
     fn configure(&self) -> Result<(), StoreError> {
+        // Switching the journal mode takes a lock: only when it is not WAL
+        // already (a reader must not wait for a writer here).
         let mode: String = self
             .conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .map_err(|e| self.sql(e))?;
+        let mode = if mode.eq_ignore_ascii_case("wal") {
+            mode
+        } else {
+            self.conn
+                .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+                .map_err(|e| self.sql(e))?
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Open {
                 path: self.path.clone(),
@@ -362,13 +373,14 @@ impl Store {
             // version number (a busy or read-only file is reported as such).
             tx.execute_batch(m.sql)
                 .map_err(|e| match sql_err(&self.path, e) {
-                    StoreError::Sqlite { source, .. } => StoreError::Damaged {
+                    StoreError::Sqlite { error, .. } => StoreError::Damaged {
                         path: self.path.clone(),
                         detail: format!(
                             "its schema version (PRAGMA user_version) is {version}, but the step \
-                         to version {} ({}) does not apply: {source}",
+                         to version {} ({}) does not apply: {}",
                             version + 1,
-                            m.description
+                            m.description,
+                            error::sqlite_message(&error)
                         ),
                     },
                     other => other,
@@ -507,9 +519,44 @@ fn sql_err(path: &Path, e: rusqlite::Error) -> StoreError {
         },
         _ => StoreError::Sqlite {
             path: path.to_path_buf(),
-            source: e,
+            error: e,
         },
     }
+}
+
+/// `path` as SQLite must be given it to open that very file: the bundled
+/// SQLite reads a name starting with `file:` as a URI (`file:x.db?mode=...`),
+/// so such a relative name is given as `./file:...`.
+pub(crate) fn sqlite_path(path: &Path) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    if path.as_os_str().as_bytes().starts_with(b"file:") {
+        Path::new(".").join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// An SQLite URI for the existing file `path` with `query`
+/// (`file:/abs/path?mode=ro`), every byte of the path but the unreserved
+/// ones percent-encoded, so any name (`?`, `#`, `%`, spaces, bytes that
+/// are not UTF-8) reaches that very file.
+///
+/// # Errors
+/// The path cannot be made absolute.
+pub(crate) fn file_uri(path: &Path, query: &str) -> std::io::Result<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::fs::canonicalize(path)?;
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    Ok(uri)
 }
 
 fn is_read_only(e: &rusqlite::Error) -> bool {

@@ -15,9 +15,14 @@
 //! * Each source is copied in one transaction; a source that is the
 //!   target itself is refused, and [`merge_into`] leaves no new target
 //!   behind when it fails.
+//! * Sources are opened read-only: a source another process is writing is
+//!   read as of its last commit, without waiting for the writer. Every
+//!   error names the file at fault: a damaged source is found by SQLite's
+//!   `quick_check` before anything is copied.
 
+use super::error::sqlite_message;
 use super::schema::{APPLICATION_ID, SCHEMA_VERSION};
-use super::{sql_err, Store, StoreError};
+use super::{file_uri, sql_err, Store, StoreError};
 use rusqlite::{params, Connection, OpenFlags, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 
@@ -34,25 +39,45 @@ pub struct MergeSummary {
     pub points_skipped: usize,
 }
 
-/// Checks that `path` is an mmlab database of the current schema version,
-/// without writing to it.
+/// Checks that `path` is an undamaged mmlab database of the current schema
+/// version, reading it read-only (never waiting for a process writing it).
 ///
 /// # Errors
-/// [`StoreError::Open`], [`StoreError::NotSqlite`], [`StoreError::Foreign`],
-/// [`StoreError::SchemaMismatch`].
+/// [`StoreError::Open`] (missing, a directory, not a regular file),
+/// [`StoreError::NotSqlite`], [`StoreError::Foreign`],
+/// [`StoreError::SchemaMismatch`], [`StoreError::Damaged`].
 pub fn check_source(path: &Path) -> Result<(), StoreError> {
-    if !path.is_file() {
-        return Err(StoreError::Open {
-            path: path.to_path_buf(),
-            reason: "no such file".into(),
-        });
+    let refuse = |reason: String| StoreError::Open {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse("no such file".into()))
+        }
+        Err(e) => return Err(refuse(e.to_string())),
+        Ok(m) if m.is_dir() => {
+            return Err(refuse(
+                "it is a directory; give the database files in it".into(),
+            ))
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(refuse(
+                "not a regular file (a FIFO, device or socket)".into(),
+            ))
+        }
+        Ok(_) => {}
     }
-    let conn =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| {
-            StoreError::Open {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            }
+    let conn = file_uri(path, "mode=ro")
+        .map_err(|e| refuse(e.to_string()))
+        .and_then(|uri| {
+            Connection::open_with_flags(
+                uri,
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| refuse(sqlite_message(&e)))
         })?;
     let read = |pragma: &str| -> Result<i64, StoreError> {
         conn.pragma_query_value(None, pragma, |r| r.get(0))
@@ -81,15 +106,36 @@ pub fn check_source(path: &Path) -> Result<(), StoreError> {
             expected: SCHEMA_VERSION,
         });
     }
-    let (tables, _) = super::schema_objects(&conn).map_err(|e| sql_err(path, e))?;
+    let damaged = |detail: String| StoreError::Damaged {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let (tables, _) = super::schema_objects(&conn).map_err(|e| damaged(sqlite_message(&e)))?;
     if let Some(t) = super::schema::TABLES
         .iter()
         .find(|t| !tables.iter().any(|n| n == *t))
     {
-        return Err(StoreError::Damaged {
-            path: path.to_path_buf(),
-            detail: format!("its schema version is {version} but it has no `{t}` table"),
-        });
+        return Err(damaged(format!(
+            "its schema version is {version} but it has no `{t}` table"
+        )));
+    }
+    // Every page read once: a damaged source is named before the copy,
+    // where an error could come from either file.
+    let first: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .map_err(|e| match sql_err(path, e) {
+            busy @ StoreError::Busy { .. } => busy,
+            StoreError::Sqlite { error, .. } => damaged(sqlite_message(&error)),
+            other => other,
+        })?;
+    if first != "ok" {
+        let problem = first
+            .lines()
+            .find(|l| !l.starts_with("***"))
+            .unwrap_or(&first);
+        return Err(damaged(format!(
+            "database disk image is malformed (SQLite's quick_check: {problem})"
+        )));
     }
     Ok(())
 }
@@ -149,23 +195,55 @@ impl Store {
         }
         let mut sum = MergeSummary::default();
         for s in sources {
-            let path = self.path.clone();
-            let e = |err| sql_err(&path, err);
-            self.conn
-                .execute("ATTACH DATABASE ?1 AS src", params![s.to_string_lossy()])
-                .map_err(e)?;
-            let copied = (|| {
-                let tx = self
-                    .conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)?;
-                copy_runs(&tx, &mut sum)?;
-                tx.commit()
-            })();
-            let detached = self.conn.execute("DETACH DATABASE src", []);
-            copied.map_err(e)?;
-            detached.map_err(e)?;
+            self.copy_source(s, &mut sum)?;
         }
         Ok(sum)
+    }
+
+    /// Copies one source in one transaction. The source is attached
+    /// read-only, so the transaction takes the write lock of this database
+    /// only.
+    fn copy_source(&mut self, src: &Path, sum: &mut MergeSummary) -> Result<(), StoreError> {
+        let target = self.path.clone();
+        // Only the target is written, and its write lock is held from the
+        // transaction's start: a read-only error is the target's, a busy
+        // one the source's (a source not in WAL mode, being written).
+        let failed = |e: rusqlite::Error| {
+            if super::is_read_only(&e) {
+                return sql_err(&target, e);
+            }
+            match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    StoreError::Busy {
+                        path: src.to_path_buf(),
+                    }
+                }
+                _ => StoreError::MergeFailed {
+                    source_db: src.to_path_buf(),
+                    target: target.clone(),
+                    detail: sqlite_message(&e),
+                },
+            }
+        };
+        let uri = file_uri(src, "mode=ro").map_err(|e| StoreError::Open {
+            path: src.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        self.conn
+            .execute("ATTACH DATABASE ?1 AS src", params![uri])
+            .map_err(failed)?;
+        let copied = (|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| sql_err(&target, e))?;
+            copy_runs(&tx, sum).map_err(failed)?;
+            tx.commit().map_err(|e| sql_err(&target, e))
+        })();
+        let detached = self.conn.execute("DETACH DATABASE src", []);
+        copied?;
+        detached.map_err(|e| sql_err(&target, e))?;
+        Ok(())
     }
 }
 

@@ -70,6 +70,44 @@ impl Store {
         }
     }
 
+    /// An error met reading run `id`: a stored value of the wrong type or
+    /// range names the run and the column; any other is the database's.
+    fn run_err(&self, id: i64, e: rusqlite::Error) -> StoreError {
+        use rusqlite::types::Type;
+        let kind = |t: &Type| match t {
+            Type::Null => "NULL",
+            Type::Integer => "an integer",
+            Type::Real => "a real number",
+            Type::Text => "text",
+            Type::Blob => "a blob",
+        };
+        match e {
+            rusqlite::Error::InvalidColumnType(_, name, t) => self.corrupt(
+                "run",
+                format!(
+                    "run {id}: column `{name}` holds {}, not what mmlab stores there",
+                    kind(&t)
+                ),
+            ),
+            rusqlite::Error::FromSqlConversionFailure(i, t, err) => self.corrupt(
+                "run",
+                format!(
+                    "run {id}: column {i} holds {} that does not convert: {err}",
+                    kind(&t)
+                ),
+            ),
+            rusqlite::Error::IntegralValueOutOfRange(i, v) => self.corrupt(
+                "run",
+                format!("run {id}: column {i} holds {v}, out of range"),
+            ),
+            rusqlite::Error::Utf8Error(err) => self.corrupt(
+                "run",
+                format!("run {id}: a text column is not UTF-8 ({err})"),
+            ),
+            other => self.sql(other),
+        }
+    }
+
     /// The summary columns, `git_dirty` last (NULL before the schema
     /// version that added it).
     fn summary_cols(&self) -> Result<String, StoreError> {
@@ -88,11 +126,14 @@ impl Store {
             self.summary_cols()?
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql(e))?;
-        let raw: Vec<RawSummary> = stmt
-            .query_map([scenario], RawSummary::from_row)
+        // Each row's id first, so that a bad value names its run.
+        let raw: Vec<(i64, rusqlite::Result<RawSummary>)> = stmt
+            .query_map([scenario], |r| Ok((r.get(0)?, RawSummary::from_row(r))))
             .and_then(|rows| rows.collect())
             .map_err(|e| self.sql(e))?;
-        raw.into_iter().map(|r| self.finish_summary(r)).collect()
+        raw.into_iter()
+            .map(|(id, r)| self.finish_summary(r.map_err(|e| self.run_err(id, e))?))
+            .collect()
     }
 
     /// The summary of one run.
@@ -102,7 +143,7 @@ impl Store {
             .conn
             .query_row(&sql, [id.0], RawSummary::from_row)
             .optional()
-            .map_err(|e| self.sql(e))?
+            .map_err(|e| self.run_err(id.0, e))?
             .ok_or_else(|| StoreError::UnknownRun {
                 spec: id.to_string(),
                 reason: format!("no run with id {id}"),
@@ -157,7 +198,7 @@ impl Store {
         let rows: Vec<(String, Option<i64>, bool)> = stmt
             .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .and_then(|rows| rows.collect())
-            .map_err(|e| self.sql(e))?;
+            .map_err(|e| self.run_err(id.0, e))?;
         let order = rows
             .iter()
             .filter(|(_, pos, _)| pos.is_some())
@@ -179,7 +220,7 @@ impl Store {
         let tags = stmt
             .query_map([id.0], |r| r.get(0))
             .and_then(|rows| rows.collect())
-            .map_err(|e| self.sql(e));
+            .map_err(|e| self.run_err(id.0, e));
         tags
     }
 
@@ -194,7 +235,7 @@ impl Store {
                 [id.0],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .map_err(|e| self.sql(e))?;
+            .map_err(|e| self.run_err(id.0, e))?;
         let (order, with_result) = self.policies(id)?;
         let mut policies: BTreeMap<String, PolicyResult> = with_result
             .into_iter()
@@ -230,7 +271,7 @@ impl Store {
         let rows: Vec<(String, String)> = stmt
             .query_map([id.0], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(|rows| rows.collect())
-            .map_err(|e| self.sql(e))?;
+            .map_err(|e| self.run_err(id.0, e))?;
         Ok(rows.into_iter().collect())
     }
 
@@ -239,7 +280,7 @@ impl Store {
         id: RunId,
         policies: &mut BTreeMap<String, PolicyResult>,
     ) -> Result<(), StoreError> {
-        let e = |err| self.sql(err);
+        let e = |err| self.run_err(id.0, err);
         let mut stmt = self
             .conn
             .prepare(
@@ -299,7 +340,10 @@ impl Store {
                         .ok()
                         .filter(|l| *l <= MAX_HISTOGRAM_BUCKETS)
                         .ok_or_else(|| {
-                            self.corrupt("histogram", format!("{len} buckets in {name}"))
+                            self.corrupt(
+                                "histogram",
+                                format!("{len} buckets in {name} of run {id}"),
+                            )
                         })?;
                     let mut h = Log2Histogram {
                         buckets: vec![0; len],
@@ -313,7 +357,10 @@ impl Store {
                             .ok()
                             .and_then(|b| h.buckets.get_mut(b))
                             .ok_or_else(|| {
-                                self.corrupt("histogram", format!("bucket {b} of {len} in {name}"))
+                                self.corrupt(
+                                    "histogram",
+                                    format!("bucket {b} of {len} in {name} of run {id}"),
+                                )
                             })?;
                         *slot = c as u64;
                     }
@@ -340,7 +387,7 @@ impl Store {
         id: RunId,
         policies: &mut BTreeMap<String, PolicyResult>,
     ) -> Result<(), StoreError> {
-        let e = |err| self.sql(err);
+        let e = |err| self.run_err(id.0, err);
         let mut stmt = self
             .conn
             .prepare("SELECT id, policy, name, x_label, y_label FROM series WHERE run_id = ?1")

@@ -8,8 +8,8 @@
 //! * **Simulated mode** ([`runner::sim`]): N logical CPUs (1–1024) in
 //!   deterministic virtual time. Every engine call runs for real against a
 //!   hierstat tree with N shards; its virtual duration is the work it
-//!   reports times per-unit costs ([`cost::CostModel`], calibrated on the
-//!   host by `mmlab calibrate`). Flush locks ([`lock::FlushLock`]) and
+//!   reports times per-unit costs ([`cost::CostModel`], measured on the
+//!   host by [`calibrate`]). Flush locks ([`lock::FlushLock`]) and
 //!   contended cache lines are resources in virtual time, so waiting and
 //!   serialization show up as latency. Events ([`event::Event`]) are
 //!   delivered in `(time, seq)` order by [`simcore::EventQueue`] and the
@@ -23,13 +23,15 @@
 //!
 //! Module map: [`kinds`] (one folder per kind) · [`runner`], [`select`],
 //! [`backend`], [`engine`], [`baselines`], [`workload`], [`cost`],
-//! [`priced`], [`lock`], [`cpu`], [`event`] (what the runners are built
-//! from) · [`error`].
+//! [`priced`], [`machines`] (the boxes the priced workloads run on),
+//! [`lock`], [`cpu`], [`event`] (what the runners are built from) ·
+//! [`calibrate`] (the costs measured on this host) · [`error`].
 
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod baselines;
+pub mod calibrate;
 pub mod cost;
 pub mod cpu;
 pub mod engine;
@@ -37,6 +39,7 @@ pub mod error;
 pub mod event;
 pub mod kinds;
 pub mod lock;
+pub mod machines;
 pub mod priced;
 pub mod runner;
 pub mod select;

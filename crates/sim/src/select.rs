@@ -7,7 +7,7 @@ use crate::baselines::EagerTree;
 use crate::engine::EngineBackend;
 use crate::error::SimError;
 use crate::workload::TreeShape;
-use lab::policy::FlushPolicy;
+use lab::policy::{Engine, FlushPolicy};
 
 /// A backend of either kind, dispatched without dynamic calls on hot loops.
 #[derive(Debug)]
@@ -29,14 +29,21 @@ impl AnyBackend {
         items: usize,
         shards: usize,
     ) -> Result<Self, SimError> {
-        Ok(match choice {
-            FlushPolicy::Preset(p) => {
+        Ok(match choice.engine {
+            Engine::Preset(p) => {
                 AnyBackend::Engine(Box::new(EngineBackend::new(p, shape, items, shards)?))
             }
-            FlushPolicy::User(p) => AnyBackend::Engine(Box::new(EngineBackend::with_policy(
+            Engine::Kernel(k) => AnyBackend::Engine(Box::new(EngineBackend::with_policy(
+                k.name(),
+                k.knobs(),
+                shape,
+                items,
+                shards,
+            )?)),
+            Engine::User(p) => AnyBackend::Engine(Box::new(EngineBackend::with_policy(
                 "user", p, shape, items, shards,
             )?)),
-            FlushPolicy::PreRstat => AnyBackend::Eager(EagerTree::new(shape, items)),
+            Engine::PreRstat => AnyBackend::Eager(EagerTree::new(shape, items)),
         })
     }
 

@@ -172,3 +172,28 @@ fn huge_scenarios_exceed() {
         "{e}"
     );
 }
+
+/// The charge-path replay (scenarios/replays): each step of the 2022
+/// series is 6.0-rc1's path with its one change, and the stored text of a
+/// run (its machine by name, its policies whole) parses back the same.
+#[test]
+fn the_charge_path_replay_changes_one_knob_a_step() {
+    use lab::kernel::{CounterLayout, Protection, CHARGE_6_1};
+    let text = include_str!("../../../scenarios/replays/charge-path-2022.toml");
+    let s = catalog()
+        .parse("scenarios/replays/charge-path-2022.toml", text)
+        .unwrap();
+    let h = s.header();
+    let path = |n: &str| h.flush_policy(n).unwrap().path.charge;
+    let rc1 = path("6.0-rc1");
+    assert_eq!(
+        (rc1.stock_pages, rc1.counter_layout, rc1.protection),
+        (32, CounterLayout::SharedLine, Protection::EveryCharge)
+    );
+    assert_eq!(path("6.0-rc1+A").protection, Protection::OnChange);
+    assert_eq!(path("6.0-rc1+B").counter_layout, CounterLayout::OwnLine);
+    assert_eq!(path("6.0-rc1+C").stock_pages, 64);
+    assert_eq!(path("6.0-rc1+ABC"), CHARGE_6_1);
+    let again = catalog().parse("stored", &s.source()).unwrap();
+    assert_eq!(again.source(), s.source());
+}

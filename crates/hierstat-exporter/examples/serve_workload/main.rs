@@ -12,47 +12,58 @@
 //! `--burst N` updates between 1 ms pauses per writer (0: none; default
 //! 200), `--policy flush|bounded|cached` (flush), `--flusher-ms N` a
 //! background flusher period (0: none, the default; use with `cached`),
-//! `--seconds N` run time (0: until killed).
+//! `--seconds N` run time (0: until killed). Every value is checked before
+//! anything starts (`options.rs`): a bad one is named with its range and
+//! exits with status 2; sizes whose tree, writers' rows and scrape would
+//! need more than 2 GiB are refused (with the most pods that fit); a
+//! failure once started (the address in use) exits with status 1.
 
+mod options;
 mod workload;
 
 use hierstat_exporter::{Exporter, MetricsServer, ScrapePolicy};
+use options::{Options, Parsed, Policy};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut listen = "127.0.0.1:9464".to_string();
-    let (mut threads, mut pods, mut burst, mut flusher_ms, mut seconds) = (2, 100, 200, 0, 0);
-    let mut policy = ScrapePolicy::Flush;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = || args.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--listen" => listen = value()?,
-            "--threads" => threads = value()?.parse()?,
-            "--pods" => pods = value()?.parse()?,
-            "--burst" => burst = value()?.parse()?,
-            "--flusher-ms" => flusher_ms = value()?.parse()?,
-            "--seconds" => seconds = value()?.parse()?,
-            "--policy" => {
-                policy = match value()?.as_str() {
-                    "flush" => ScrapePolicy::Flush,
-                    "bounded" => ScrapePolicy::Bounded,
-                    "cached" => ScrapePolicy::Cached,
-                    p => {
-                        return Err(format!("unknown policy {p:?} (flush, bounded, cached)").into())
-                    }
-                }
+// Each writer owns a shard of the tree.
+const _: () = assert!(options::MAX_THREADS <= hierstat::MAX_SHARDS);
+
+fn main() -> ExitCode {
+    match options::parse(std::env::args().skip(1)) {
+        Ok(Parsed::Help) => {
+            println!("{}", options::USAGE);
+            ExitCode::SUCCESS
+        }
+        Ok(Parsed::Serve(o)) => match serve(&o) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("serve_workload: error: {e}");
+                ExitCode::FAILURE
             }
-            "-h" | "--help" => {
-                println!("usage: serve_workload [--listen ADDR] [--threads N] [--pods N] [--burst N] [--policy flush|bounded|cached] [--flusher-ms N] [--seconds N]");
-                return Ok(());
-            }
-            _ => return Err(format!("unknown argument {a:?} (try --help)").into()),
+        },
+        Err(usage) => {
+            eprintln!("serve_workload: {usage}\n{}", options::USAGE);
+            ExitCode::from(2)
         }
     }
-    let work = workload::Workload::start(threads, pods, burst, 1);
-    let flusher = (flusher_ms > 0)
-        .then(|| work.stats.start_flusher(Duration::from_millis(flusher_ms)))
+}
+
+/// Builds the tree, starts its writers and serves `/metrics` until
+/// `o.seconds` have passed (0: until killed).
+fn serve(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let policy = match o.policy {
+        Policy::Flush => ScrapePolicy::Flush,
+        Policy::Bounded => ScrapePolicy::Bounded,
+        Policy::Cached => ScrapePolicy::Cached,
+    };
+    let seconds = o.seconds;
+    let work = workload::Workload::start(o.threads, o.pods, o.burst, 1);
+    let flusher = (o.flusher_ms > 0)
+        .then(|| {
+            work.stats
+                .start_flusher(Duration::from_millis(o.flusher_ms))
+        })
         .transpose()?;
     let exporter = Exporter::builder(work.stats.clone())
         .prefix("memcg_")
@@ -62,11 +73,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bounds(true)
         .policy(policy)
         .build()?;
-    let server = MetricsServer::bind(listen.as_str(), exporter)?;
+    let server = MetricsServer::bind(o.listen.as_str(), exporter)
+        .map_err(|e| format!("listening on {}: {e}", o.listen))?;
     println!(
-        "serving {} groups on http://{}/metrics ({threads} writers, policy {policy:?})",
+        "serving {} groups on http://{}/metrics ({} writers, policy {policy:?})",
         work.stats.len(),
-        server.local_addr()
+        server.local_addr(),
+        o.threads
     );
     let start = Instant::now();
     loop {

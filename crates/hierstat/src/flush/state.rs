@@ -8,8 +8,8 @@ use crate::policy::{Concurrency, Policy};
 use crate::state::GroupState;
 use crate::sync::CachePadded;
 use crate::sync::{
-    lock, ranked, Arc, AtomicBool, AtomicU64, Condvar, Held, Mutex, MutexGuard, Ordering, Rank,
-    Ranked,
+    lock, ranked, try_lock, Arc, AtomicBool, AtomicU64, Condvar, Held, Mutex, MutexGuard, Ordering,
+    Rank, Ranked,
 };
 use crate::work::{Work, WorkSink};
 
@@ -137,7 +137,7 @@ impl Flushes {
                     return Some((Gate::PerPass, false));
                 }
                 let held = ranked(Rank::Gate);
-                if let Ok(g) = f.lock.try_lock() {
+                if let Some(g) = try_lock(&f.lock) {
                     work.count(Work::LockAcquired, 1);
                     return Some((Gate::Whole(Ranked::with(g, held)), false));
                 }
@@ -147,7 +147,7 @@ impl Flushes {
                     Wait::AtMost(d) => {
                         let deadline = std::time::Instant::now() + d;
                         loop {
-                            if let Ok(g) = f.lock.try_lock() {
+                            if let Some(g) = try_lock(&f.lock) {
                                 break g;
                             }
                             if std::time::Instant::now() >= deadline {
@@ -186,6 +186,9 @@ impl Flushes {
                     active.push(target.clone());
                     waited
                 };
+                // The gate exists from the registration on, so that
+                // whatever follows (a panic included) unregisters it.
+                let gate = Gate::Registered(f, target.clone(), held);
                 // Reported after the registry's lock is released: a work
                 // sink may do anything, updates included (whose first
                 // touch of a shard takes a lock, see `sync::Rank`).
@@ -193,7 +196,7 @@ impl Flushes {
                     work.count(Work::LockWaited, 1);
                 }
                 work.count(Work::LockAcquired, 1);
-                Some((Gate::Registered(f, target.clone(), held), waited))
+                Some((gate, waited))
             }
         }
     }

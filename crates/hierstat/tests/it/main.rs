@@ -3,6 +3,7 @@
 mod basics;
 mod bounds;
 mod contracts;
+mod edges;
 mod invariants;
 mod owner;
 mod selftests;

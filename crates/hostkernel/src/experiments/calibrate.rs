@@ -35,7 +35,8 @@ use serde::{Deserialize, Serialize};
 use crate::cgroup::CgroupTree;
 use crate::detect::{CgroupVersion, Host, RunFacts};
 use crate::error::Error;
-use crate::sys::{self, thread_cpu_ns, Job, Mapping, ACK, CHARGE, FREE};
+use crate::sys::child::{Job, Mapping, ACK, CHARGE, FREE};
+use crate::sys::query::{self, thread_cpu_ns};
 use crate::worker::Worker;
 use simcore::stats::median;
 use simcore::Cancel;
@@ -219,7 +220,7 @@ fn send_cost(sends: usize) -> Result<f64, Error> {
     const FILE: usize = 1 << 20;
     let io =
         |what: &'static str| move |e: std::io::Error| Error::io(what, Path::new("loopback"), e);
-    let file = sys::memfd(FILE).map_err(io("memfd"))?;
+    let file = query::memfd(FILE).map_err(io("memfd"))?;
     let listener = TcpListener::bind("127.0.0.1:0").map_err(io("bind"))?;
     let addr = listener.local_addr().map_err(io("local_addr"))?;
     std::thread::scope(|s| -> Result<f64, Error> {
@@ -239,7 +240,7 @@ fn send_cost(sends: usize) -> Result<f64, Error> {
             }
             let mut left = MSG;
             while left > 0 {
-                let n = sys::sendfile(c.as_raw_fd(), file.as_raw_fd(), &mut off, left)
+                let n = query::sendfile(c.as_raw_fd(), file.as_raw_fd(), &mut off, left)
                     .map_err(io("sendfile"))?;
                 if n == 0 {
                     return Err(Error::Worker("sendfile sent nothing".into()));
@@ -281,7 +282,7 @@ fn flush_visit(
         let w = &mut w;
         simcore::thread::spawn_scoped(s, "calibrate-flush", move || {
             if two {
-                let _ = sys::pin_to_cpu(0, 1);
+                let _ = query::pin_to_cpu(0, 1);
             }
             let mut diffs = Vec::with_capacity(reads);
             let mut ack = [0u8; 1];

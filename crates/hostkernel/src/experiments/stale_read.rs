@@ -65,7 +65,7 @@ use crate::detect::{CgroupVersion, Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
 use crate::stat::{parse_memory_stat, stat_total_bytes, stat_total_keys};
-use crate::sys::{Job, ACK, CHARGE, FREE};
+use crate::sys::child::{Job, ACK, CHARGE, FREE};
 use crate::worker::Worker;
 use simcore::stats::Summary;
 use simcore::Cancel;
@@ -427,7 +427,7 @@ fn concurrent_reader(
 ) {
     if let Some(c) = cpu {
         // Best effort: unpinned, the sequence still happens, less often.
-        let _ = crate::sys::pin_to_cpu(0, c);
+        let _ = crate::sys::query::pin_to_cpu(0, c);
     }
     let mut buf = vec![0u8; 64 * 1024];
     // ORDERING: Relaxed on both flags; they carry no data, only when to

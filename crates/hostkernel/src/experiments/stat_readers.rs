@@ -15,7 +15,7 @@ use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::sys::Job;
+use crate::sys::child::Job;
 use crate::worker::Worker;
 use simcore::clock::thread_cpu_ns;
 use simcore::stats::{Log2Bucket, Log2Histogram, Summary};

@@ -16,7 +16,7 @@ use crate::cgroup::CgroupTree;
 use crate::detect::{Host, RunFacts};
 use crate::error::Error;
 use crate::experiments::{Event, Observer};
-use crate::sys::{Job, Mapping};
+use crate::sys::child::{Job, Mapping};
 use crate::worker::Worker;
 use simcore::stats::{self, slope};
 use simcore::Cancel;

@@ -25,6 +25,12 @@ use std::path::{Path, PathBuf};
 const INTERRUPTED: &[u8] = b"\nmmlab: interrupted: the scenarios that completed are stored \
 (see `mmlab history`); the one under way was not stored\n";
 
+/// What a Ctrl-C prints when it ends a run that stores nothing
+/// (`--no-store`).
+const INTERRUPTED_NO_STORE: &[u8] =
+    b"\nmmlab: interrupted: nothing was stored (--no-store); the results of the run under way \
+are lost\n";
+
 /// Runs the command `cli` asks for, writing its output to `out`.
 ///
 /// # Errors
@@ -32,6 +38,8 @@ const INTERRUPTED: &[u8] = b"\nmmlab: interrupted: the scenarios that completed 
 /// SIGINT/SIGTERM.
 pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<()> {
     let db = cli.global.db.as_path();
+    // Every output of every command, checked once before any work.
+    render::output::check_outputs(&outputs(&cli), db)?;
     match cli.command {
         None => suite::cmd_suite(&cli.suite, db, out),
         Some(Command::Suite(a)) => suite::cmd_suite(&a, db, out),
@@ -50,6 +58,56 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<()> {
     }
 }
 
+/// Every file the command of `cli` writes, with the option that names it
+/// (the suite's default HTML report aside: its path is chosen when the
+/// suite starts, and checked then). [`dispatch`] checks them together
+/// before the command does anything ([`render::output::check_outputs`]):
+/// a command with an output adds it here.
+pub fn outputs(cli: &Cli) -> Vec<(&'static str, &Path)> {
+    let mut v: Vec<(&'static str, Option<&Path>)> = Vec::new();
+    fn run(c: &CommonRunArgs) -> [(&'static str, Option<&Path>); 2] {
+        [("--json", c.json.as_deref()), ("--html", c.html.as_deref())]
+    }
+    match &cli.command {
+        None => v.extend(run(&cli.suite.common)),
+        Some(Command::Suite(a)) => v.extend(run(&a.common)),
+        Some(Command::Run(a)) => {
+            v.extend(run(&a.common));
+            v.push(("--reproducer", a.reproducer.as_deref()));
+        }
+        Some(Command::List(a)) => v.push(("--json", a.json.as_deref())),
+        Some(Command::Bench(a)) => v.push(("--json", a.json.as_deref())),
+        Some(Command::Calibrate(a)) => v.push(("--costs/-o", Some(a.out.as_path()))),
+        Some(Command::History(a)) => v.push(("--json", a.json.as_deref())),
+        Some(Command::Show(a)) => v.push(("--json", a.json.as_deref())),
+        Some(Command::Compare(a)) => v.push(("--html", a.html.as_deref())),
+        Some(Command::Report(a)) => v.push(("--html", a.html.as_deref())),
+        Some(Command::Results(a)) => v.push(("--markdown", a.markdown.as_deref())),
+        Some(Command::Sweep(a)) if !a.plan => v.push(("--html", a.html.as_deref())),
+        Some(Command::Sweep(_) | Command::Tag(_) | Command::Store(_)) => {}
+    }
+    v.into_iter()
+        .filter_map(|(o, p)| p.map(|p| (o, p)))
+        .collect()
+}
+
+/// The error of a command whose finished runs could be stored nowhere
+/// ([`crate::pipeline::Pipeline::unsaved`]; each was reported as it
+/// finished, and its report printed).
+///
+/// # Errors
+/// When there is one.
+pub fn unsaved(pipeline: &crate::pipeline::Pipeline) -> Result<()> {
+    if pipeline.unsaved > 0 {
+        anyhow::bail!(
+            "{} finished run(s) could not be stored (see above); their reports are all that is \
+             left",
+            pipeline.unsaved
+        );
+    }
+    Ok(())
+}
+
 /// Whether `e` is a run stopped by SIGINT/SIGTERM (after its cleanup).
 pub fn is_interrupted(e: &anyhow::Error) -> bool {
     e.chain()
@@ -57,12 +115,18 @@ pub fn is_interrupted(e: &anyhow::Error) -> bool {
 }
 
 /// Installs the process's signal handler (`hostkernel::signals`) with the
-/// message an interrupt prints, and returns its token.
+/// message an interrupt prints (what was kept: the completed runs when
+/// the command `stores` them, else nothing), and returns its token.
 ///
 /// # Errors
 /// `sigaction` failed.
-pub fn interrupts() -> Result<simcore::Cancel> {
-    Ok(hostkernel::signals::install(Some(INTERRUPTED))?)
+pub fn interrupts(stores: bool) -> Result<simcore::Cancel> {
+    let message = if stores {
+        INTERRUPTED
+    } else {
+        INTERRUPTED_NO_STORE
+    };
+    Ok(hostkernel::signals::install(Some(message))?)
 }
 
 /// A command that runs scenarios: its pipeline (costs, limits, store,
@@ -88,7 +152,7 @@ impl Session {
         pipeline.costs_path = common.costs.clone();
         pipeline.limits = common.limits();
         pipeline.force = common.limits.force;
-        pipeline.cancel = interrupts()?;
+        pipeline.cancel = interrupts(!common.no_store)?;
         Ok(Session {
             pipeline,
             html: common.html.clone(),
@@ -120,7 +184,8 @@ impl Session {
     /// they were stored, unless `quiet`.
     ///
     /// # Errors
-    /// Writing the report or the output.
+    /// Writing the report or the output; a finished run that could be
+    /// stored nowhere (after everything else is written).
     pub fn finish(
         &self,
         outcomes: &[Outcome],
@@ -138,7 +203,7 @@ impl Session {
                 out,
             )?;
             if !quiet && !render::output::is_stdout(p) {
-                writeln!(out, "HTML report written to {}", p.display())?;
+                writeln!(out, "HTML report written to {}", render::shown(p))?;
             }
         }
         let ids: Vec<String> = outcomes
@@ -151,21 +216,25 @@ impl Session {
                 out,
                 "stored as run {} in {} (mmlab show / compare / history)",
                 ids.join(", "),
-                store.path().display()
+                render::shown(store.path())
             )?;
         }
-        Ok(())
+        unsaved(&self.pipeline)
     }
 }
 
 /// How a printed command names this program: `mmlab` when that name on
 /// `PATH` is this very binary (after `cargo install --path crates/mmlab`),
 /// else the binary's absolute path (`target/release/mmlab` after `cargo
-/// run`), so the command runs as printed. Shell-quoted.
-pub fn program_name() -> String {
+/// run`), so the command runs as printed. A shell word
+/// ([`render::shell_word`]).
+///
+/// # Errors
+/// The binary's path cannot be printed as it is.
+pub fn program_name() -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let Ok(exe) = std::env::current_exe() else {
-        return "mmlab".into();
+        return Ok("mmlab".into());
     };
     let same = |p: &Path| match (std::fs::metadata(p), std::fs::metadata(&exe)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
@@ -178,25 +247,28 @@ pub fn program_name() -> String {
         .map(|d| d.join("mmlab"))
         .find(|c| c.is_file());
     match on_path {
-        Some(c) if same(&c) => "mmlab".into(),
-        _ => render::shell_quote(&exe.display().to_string()),
+        Some(c) if same(&c) => Ok("mmlab".into()),
+        _ => render::shell_word(exe.as_os_str()),
     }
 }
 
-/// `path` as one word of a printed command: shell-quoted, and starting
-/// with `./` when it would otherwise read as an option.
-pub fn path_word(path: &Path) -> String {
-    let s = path.display().to_string();
-    if s.starts_with('-') {
-        render::shell_quote(&format!("./{s}"))
+/// `path` as one word of a printed command ([`render::shell_word`]),
+/// starting with `./` when it would otherwise read as an option.
+///
+/// # Errors
+/// The path cannot be printed as it is.
+pub fn path_word(path: &Path) -> Result<String> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.as_os_str().as_bytes().starts_with(b"-") {
+        render::shell_word(Path::new(".").join(path).as_os_str())
     } else {
-        render::shell_quote(&s)
+        render::shell_word(path.as_os_str())
     }
 }
 
 /// Checks the `--json` and `--html` outputs of a command that runs
-/// scenarios: writable, distinct, and not the results database `db` (when
-/// runs are stored).
+/// scenarios (the suite's default report included): writable, distinct,
+/// and not the results database `db` ([`render::output::check_outputs`]).
 ///
 /// # Errors
 /// The first output refused.
@@ -208,7 +280,7 @@ pub fn check_run_outputs(common: &CommonRunArgs, db: &Path) -> Result<()> {
     if let Some(p) = &common.html {
         outs.push(("--html", p));
     }
-    render::output::check_outputs(&outs, (!common.no_store).then_some(db))
+    render::output::check_outputs(&outs, db)
 }
 
 /// Whether a command's text output is left out because one of its

@@ -6,8 +6,7 @@ use crate::cli::RunArgs;
 use crate::cmd::Session;
 use crate::pipeline::{input, StoreAs};
 use crate::render::{self, json};
-use anyhow::{bail, Result};
-use kernelmode::KernelScenario;
+use anyhow::{bail, Context, Result};
 use lab::Overrides;
 use std::io::Write;
 use std::path::Path;
@@ -45,17 +44,25 @@ pub fn repeated(names: &[String]) -> Vec<(&str, usize)> {
 pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let mut sc = input::load(&args.scenario)?;
     if let Some(path) = &args.reproducer {
-        let Some(script) = sc
-            .spec_as::<KernelScenario>()
-            .and_then(kernelmode::reproducer::script)
-        else {
+        let Some(script) = sc.reproducer() else {
             bail!(
                 "`{}` has no reproducer (stale-read-kernel has one)",
                 sc.name()
             );
         };
-        render::write_atomic(path, script.as_bytes())?;
-        writeln!(out, "wrote {0}; run it as root: sh {0}", path.display())?;
+        render::output::write_output(path, script.as_bytes(), out)?;
+        if !render::output::is_stdout(path) {
+            // The command as one can paste it; a name that cannot be
+            // printed as it is is only shown, escaped.
+            match crate::cmd::path_word(path) {
+                Ok(word) => writeln!(out, "wrote {word}; run it as root: sh {word}")?,
+                Err(_) => writeln!(
+                    out,
+                    "wrote {}; run it as root with sh",
+                    render::escape_text(&path.display().to_string())
+                )?,
+            }
+        }
         return Ok(());
     }
     let mut o = overrides(args);
@@ -69,7 +76,7 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     sc.apply(&o);
     sc.check_policies()
         .map_err(|m| anyhow::anyhow!("scenario `{}`: {m}", sc.name()))?;
-    if args.compare_sim && sc.spec_as::<KernelScenario>().is_none() {
+    if args.compare_sim && !sc.has_simulated_twin() {
         bail!(
             "--compare-sim compares a kernel scenario (mode = \"kernel\") with its simulation; `{}` is not one",
             sc.name()
@@ -116,18 +123,13 @@ pub fn cmd_run(args: &RunArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
             "{}",
             render::claims::render_run_claims(&outcome.claims)
         )?;
-        if let (true, Some(k)) = (args.compare_sim, sc.spec_as::<KernelScenario>()) {
-            let facts = kernelmode::host()
-                .map_err(|why| anyhow::anyhow!("kernel mode: {why}"))?
-                .facts();
-            let sbs = kernelmode::side_by_side(
-                k,
-                sc.seed(),
-                &outcome.report,
-                facts,
-                &session.run_options(),
-            )
-            .map_err(|e| anyhow::anyhow!("simulating the shapes of `{}`: {e}", sc.name()))?;
+        let twin = if args.compare_sim {
+            sc.compare_with_simulation(&outcome.report, &session.run_options())
+        } else {
+            None
+        };
+        if let Some(sbs) = twin {
+            let sbs = sbs.with_context(|| format!("simulating the shapes of `{}`", sc.name()))?;
             writeln!(out, "{}", render::side_by_side::render_side_by_side(&sbs))?;
         }
     }

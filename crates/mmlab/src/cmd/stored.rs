@@ -21,15 +21,6 @@ fn open(db: &Path) -> Result<Store> {
     Ok(Store::open_existing(db)?)
 }
 
-/// Checks one output option before any work: writable, and not the
-/// results database.
-fn check_output(option: &str, path: Option<&Path>, db: &Path) -> Result<()> {
-    match path {
-        Some(p) => render::output::check_outputs(&[(option, p)], Some(db)),
-        None => Ok(()),
-    }
-}
-
 /// A stored run's facts as JSON (`history --json`, `show --json`).
 fn summary_json(r: &runstore::RunSummary) -> serde_json::Value {
     let secs = |t: SystemTime| {
@@ -60,7 +51,6 @@ fn summary_json(r: &runstore::RunSummary) -> serde_json::Value {
 
 /// `mmlab history`.
 pub fn cmd_history(a: &HistoryArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
-    check_output("--json", a.json.as_deref(), db)?;
     let store = open(db)?;
     let runs = store.history(a.scenario.as_deref())?;
     if let Some(p) = &a.json {
@@ -73,7 +63,6 @@ pub fn cmd_history(a: &HistoryArgs, db: &Path, out: &mut dyn Write) -> Result<()
 
 /// `mmlab show`.
 pub fn cmd_show(a: &ShowArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
-    check_output("--json", a.json.as_deref(), db)?;
     let store = open(db)?;
     let id = store.resolve(&a.run)?;
     let run = store.load(id)?;
@@ -89,7 +78,6 @@ pub fn cmd_show(a: &ShowArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
 
 /// `mmlab compare`.
 pub fn cmd_compare(a: &CompareArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
-    check_output("--html", a.html.as_deref(), db)?;
     let store = open(db)?;
     let specs: Vec<&str> = a.runs.iter().map(String::as_str).collect();
     let c = compare_stored(&store, &specs)?;
@@ -133,7 +121,7 @@ pub fn cmd_compare(a: &CompareArgs, db: &Path, out: &mut dyn Write) -> Result<()
             html::render_compare_html("mmlab compare", &c, &claims).as_bytes(),
             out,
         )?;
-        writeln!(out, "HTML written to {}", p.display())?;
+        writeln!(out, "HTML written to {}", render::shown(p))?;
     }
     Ok(())
 }
@@ -169,7 +157,7 @@ pub fn cmd_report(a: &ReportArgs, db: &Path, out: &mut dyn Write) -> Result<()> 
             p
         }
     };
-    render::output::check_outputs(&[("--html", &path)], Some(db))?;
+    render::output::check_outputs(&[("--html", &path)], db)?;
     write_output(
         &path,
         html::render_stored_html(
@@ -184,7 +172,7 @@ pub fn cmd_report(a: &ReportArgs, db: &Path, out: &mut dyn Write) -> Result<()> 
         out,
         "HTML report of {} run(s) written to {}",
         runs.len(),
-        path.display()
+        render::shown(&path)
     )?;
     Ok(())
 }
@@ -193,7 +181,6 @@ pub fn cmd_report(a: &ReportArgs, db: &Path, out: &mut dyn Write) -> Result<()> 
 /// stored run, its date, commit and host) from the newest stored run of
 /// every suite scenario, as Markdown.
 pub fn cmd_results(a: &ResultsArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
-    check_output("--markdown", a.markdown.as_deref(), db)?;
     let store = open(db)?;
     let mut rows = Vec::new();
     for name in crate::cmd::suite::SUITE {
@@ -219,7 +206,7 @@ pub fn cmd_results(a: &ResultsArgs, db: &Path, out: &mut dyn Write) -> Result<()
                 out,
                 "results of {} scenario(s) written to {}",
                 rows.len(),
-                p.display()
+                render::shown(p)
             )?;
         }
         _ => write!(out, "{md}")?,
@@ -234,7 +221,7 @@ pub fn cmd_store_merge(a: &MergeArgs, out: &mut dyn Write) -> Result<()> {
         out,
         "merged {} database(s) into {}: {} runs copied, {} already present",
         a.sources.len(),
-        a.into.display(),
+        render::shown(&a.into),
         sum.copied,
         sum.present
     )?;

@@ -8,7 +8,6 @@ use crate::cmd::Session;
 use crate::pipeline::{input, Outcome, StoreAs};
 use crate::render::{self, display_name, json, suite};
 use anyhow::Result;
-use kernelmode::KernelScenario;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -156,15 +155,8 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
             writeln!(out, "{}", render::text::render_report(&o.report))?;
             crate::cmd::warn_truncated(&o.report);
             write!(out, "{}", render::claims::render_run_claims(&o.claims))?;
-            if let (Some(k), Ok(host)) = (sc.spec_as::<KernelScenario>(), kernelmode::host()) {
-                let sbs = kernelmode::side_by_side(
-                    k,
-                    sc.seed(),
-                    &o.report,
-                    host.facts(),
-                    &session.run_options(),
-                )?;
-                writeln!(out, "{}", render::side_by_side::render_side_by_side(&sbs))?;
+            if let Some(sbs) = sc.compare_with_simulation(&o.report, &session.run_options()) {
+                writeln!(out, "{}", render::side_by_side::render_side_by_side(&sbs?))?;
             }
             write!(out, "{}", suite::verbose_footer(name, o.took, o.id))?;
         } else {
@@ -199,14 +191,14 @@ pub fn cmd_suite(args: &SuiteArgs, db: &Path, out: &mut dyn Write) -> Result<()>
         .as_ref()
         .filter(|p| show && !render::output::is_stdout(p))
     {
-        writeln!(out, "HTML report written to {}", p.display())?;
+        writeln!(out, "HTML report written to {}", render::shown(p))?;
     }
     let ids: Vec<_> = outcomes.iter().filter_map(|o| o.id).collect();
     if let (true, Some(first), Some(last)) = (show, ids.first(), ids.last()) {
         writeln!(
             out,
             "stored as runs #{first}..#{last} in {} (mmlab history / show / compare)",
-            db.display()
+            render::shown(db)
         )?;
     }
     if failed > 0 {

@@ -268,42 +268,55 @@ pub fn collect_rows(ls: &LoadedSweep, store: &Store) -> Result<Vec<SweepRow>> {
 }
 
 /// The plan of a sweep: one command per job, each running that job alone
-/// into its own database, as printed by `--plan` (see `docs/sweeps.md`):
-/// the program as it can be run ([`crate::cmd::program_name`]), every
-/// path shell-quoted, every option of the sweep carried (`--costs`, the
-/// limits); then how to merge the databases.
-pub fn plan(a: &SweepArgs, ls: &LoadedSweep, db: &Path) -> Vec<String> {
+/// into its own database (`STEM-N.db` beside `db`), as printed by `--plan`
+/// (see `docs/sweeps.md`): the program as it can be run
+/// ([`crate::cmd::program_name`]), every path one shell word
+/// ([`crate::cmd::path_word`]), every option of the sweep carried
+/// (`--costs`, the limits); then the merge of exactly those databases
+/// into `db`, as a comment. Each line is one command that does what it
+/// says and nothing more, in any POSIX shell.
+///
+/// # Errors
+/// A path that cannot be printed as it is (not UTF-8, or holding a
+/// newline or another hidden character): refused rather than printed as
+/// another name.
+pub fn plan(a: &SweepArgs, ls: &LoadedSweep, db: &Path) -> Result<Vec<String>> {
     use crate::cmd::{path_word, program_name};
     let jobs = ls.sweep.jobs();
     let n = jobs.len();
-    let prog = program_name();
-    let stem = db.with_extension("").display().to_string();
-    let mut common = vec![path_word(&a.file)];
+    let prog = program_name()?;
+    let stem = db.with_extension("").into_os_string();
+    let job_db = |i: usize| {
+        let mut p = stem.clone();
+        p.push(format!("-{i}.db"));
+        PathBuf::from(p)
+    };
+    let mut common = vec![path_word(&a.file)?];
     if let Some(c) = &a.costs {
         common.push("--costs".into());
-        common.push(path_word(c));
+        common.push(path_word(c)?);
     }
     common.extend(a.limits.to_args());
-    let mut lines: Vec<String> = jobs
-        .iter()
-        .map(|j| {
-            let p = &ls.sweep.points[j.point];
-            format!(
-                "{prog} sweep {} --shard {}/{n} --db {}  # {} seed {}",
-                common.join(" "),
-                j.index + 1,
-                path_word(Path::new(&format!("{stem}-{}.db", j.index + 1))),
-                p.label,
-                j.seed
-            )
-        })
-        .collect();
+    let into = path_word(db)?;
+    let mut lines = Vec::with_capacity(n + 1);
+    let mut merged = Vec::with_capacity(n);
+    for j in &jobs {
+        let p = &ls.sweep.points[j.point];
+        let jdb = path_word(&job_db(j.index + 1))?;
+        lines.push(format!(
+            "{prog} sweep {} --shard {}/{n} --db {jdb}  # {} seed {}",
+            common.join(" "),
+            j.index + 1,
+            crate::render::escape_text(&p.label),
+            j.seed
+        ));
+        merged.push(jdb);
+    }
     lines.push(format!(
-        "# then: {prog} store merge {} --into {}",
-        path_word(Path::new(&format!("{stem}-*.db"))).replace('*', "'*'"),
-        path_word(db)
+        "# then: {prog} store merge {} --into {into}",
+        merged.join(" ")
     ));
-    lines
+    Ok(lines)
 }
 
 /// Checks that the plot's axes name metrics the sweep's scenario reports,
@@ -378,7 +391,7 @@ pub const AXIS_PROBE_MS: u64 = 5;
 pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let ls = load_sweep(&a.file)?;
     if a.plan {
-        for line in plan(a, &ls, db) {
+        for line in plan(a, &ls, db)? {
             writeln!(out, "{line}")?;
         }
         return Ok(());
@@ -390,14 +403,11 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
         }
         None => ls.sweep.jobs(),
     };
-    if let Some(p) = &a.html {
-        crate::render::output::check_outputs(&[("--html", p)], Some(db))?;
-    }
     let mut pipeline = Pipeline::new(input::load_costs(a.costs.as_deref())?);
     pipeline.costs_path = a.costs.clone();
     pipeline.limits = a.limits.limits();
     pipeline.force = a.limits.force;
-    pipeline.cancel = crate::cmd::interrupts()?;
+    pipeline.cancel = crate::cmd::interrupts(true)?;
     pipeline.show_progress = false;
     check_axes(&ls, &pipeline)?;
     pipeline.store = Some(
@@ -406,6 +416,7 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
     let mut reporter = Reporter::new(&format!("sweep {}", ls.sweep.spec.name));
     let tally = run_jobs(&ls, &jobs, &mut pipeline, Some(&mut reporter))?;
     reporter.finish();
+    crate::cmd::unsaved(&pipeline)?;
     let store = pipeline.store.as_ref().expect("opened above");
     writeln!(
         out,
@@ -413,7 +424,7 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
         ls.sweep.spec.name,
         tally.ran,
         tally.skipped,
-        db.display(),
+        crate::render::shown(db),
         ls.sweep.points.len(),
         ls.sweep.seeds.len()
     )?;
@@ -424,7 +435,7 @@ pub fn cmd_sweep(a: &SweepArgs, db: &Path, out: &mut dyn Write) -> Result<()> {
         let html = render_sweep_html(&ls.sweep.spec, ls.scenario.name(), &rows, ax, ay);
         crate::render::output::write_output(p, html.as_bytes(), out)?;
         if !crate::render::output::is_stdout(p) {
-            writeln!(out, "HTML report written to {}", p.display())?;
+            writeln!(out, "HTML report written to {}", crate::render::shown(p))?;
         }
     }
     Ok(())

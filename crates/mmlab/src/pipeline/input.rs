@@ -115,7 +115,8 @@ pub fn file_kind(text: &str) -> FileKind {
 /// is and the command that takes it (`None` when it is of kind `want` or
 /// unrecognised).
 pub fn wrong_file_kind(path: &Path, text: &str, want: FileKind) -> Option<anyhow::Error> {
-    let shown = crate::render::shell_quote(&path.display().to_string());
+    // A path that cannot be printed in a command is shown as FILE.
+    let shown = crate::cmd::path_word(path).unwrap_or_else(|_| "FILE".into());
     let hint = match file_kind(text) {
         k if k == want => return None,
         FileKind::Policies => format!(

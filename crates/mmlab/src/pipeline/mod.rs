@@ -10,7 +10,9 @@
 //!    a bar on a terminal, plain lines on a pipe) and the cancellation
 //!    token of the process's signal handler;
 //! 4. **store** as it finishes (one transaction per run, so an interrupt
-//!    keeps what completed);
+//!    keeps what completed); a finished run is never lost: when the
+//!    database stays busy (or cannot be written) it is saved in a database
+//!    of its own, and the command says where and how to merge it;
 //! 5. **claims** computed once ([`Outcome::claims`]);
 //! 6. the command **prints** the outcome through [`crate::render`].
 
@@ -36,8 +38,12 @@ pub struct Outcome {
     pub report: RunReport,
     /// The source threads' claims on it.
     pub claims: Vec<Claim>,
-    /// The stored run, unless the store is off.
+    /// The stored run, unless the store is off (or the run went to
+    /// [`Outcome::elsewhere`]).
     pub id: Option<RunId>,
+    /// The database the run was saved in instead of the results database,
+    /// when that one stayed busy or could not be written.
+    pub elsewhere: Option<std::path::PathBuf>,
     /// Wall time of the run.
     pub took: Duration,
 }
@@ -72,6 +78,12 @@ pub struct Pipeline {
     pub store: Option<Store>,
     /// Show each run's progress (the sweep shows its jobs' instead).
     pub show_progress: bool,
+    /// The database runs go to once the results database could not take
+    /// one (see [`Pipeline::run`]).
+    fallback: Option<Store>,
+    /// Finished runs that could be stored nowhere (their reports were
+    /// still printed): the command ends with an error.
+    pub unsaved: usize,
 }
 
 impl Pipeline {
@@ -87,6 +99,8 @@ impl Pipeline {
             cancel: Cancel::new(),
             store: None,
             show_progress: true,
+            fallback: None,
+            unsaved: 0,
         }
     }
 
@@ -172,9 +186,19 @@ impl Pipeline {
     /// Runs `sc` with progress, stores it as it finishes (as `store_as`),
     /// and computes its claims.
     ///
+    /// A finished run is never lost to its database: when the database is
+    /// busy the run waits for it, saying so and how long ([`busy_wait`]);
+    /// when it stays busy, or cannot be written, the run is saved in a
+    /// database of its own (`STEM-unsaved-PID.db` beside it, else in the
+    /// temporary folder), with a warning that names it and the `store
+    /// merge` command that brings it home; later runs of the command go
+    /// there too unless the database is free at once. A run that can be
+    /// stored nowhere is still returned (and counted in
+    /// [`Pipeline::unsaved`]).
+    ///
     /// # Errors
     /// The run fails (a cancelled run: [`lab::RunError::Cancelled`] in the
-    /// chain), or storing it fails.
+    /// chain).
     pub fn run(&mut self, sc: &Scenario, store_as: StoreAs) -> Result<Outcome> {
         let t = Instant::now();
         let started = SystemTime::now();
@@ -194,18 +218,144 @@ impl Pipeline {
             r.finish();
         }
         let report = result.with_context(|| format!("running scenario `{}`", sc.name()))?;
-        let id = match self.store.as_mut() {
-            Some(st) => Some(save(st, &report, started, &store_as)?),
-            None => None,
-        };
+        let (id, elsewhere) = self.store_run(&report, started, &store_as);
         let claims = sc.claims(&report);
         Ok(Outcome {
             report,
             claims,
             id,
+            elsewhere,
             took: t.elapsed(),
         })
     }
+
+    /// Stores a finished run (see [`Pipeline::run`]): its id in the results
+    /// database, or the database it was saved in instead.
+    fn store_run(
+        &mut self,
+        r: &RunReport,
+        started: SystemTime,
+        how: &StoreAs,
+    ) -> (Option<RunId>, Option<std::path::PathBuf>) {
+        let Some(store) = self.store.as_mut() else {
+            return (None, None);
+        };
+        let host = host_facts();
+        let ended = SystemTime::now();
+        let attempt = |store: &mut Store| match how {
+            StoreAs::Run => store.save(r, &host, started, ended),
+            StoreAs::SweepPoint(meta) => store.save_sweep_point(r, &host, started, ended, meta),
+        };
+        let name = crate::render::display_name(&r.scenario, 60);
+        // Once runs go elsewhere, the database gets no second long wait.
+        let wait = self.fallback.is_none().then(busy_wait);
+        let why = match save_waiting(store, &attempt, wait, &name) {
+            Ok(id) => return (Some(id), None),
+            Err(runstore::StoreError::Busy { .. }) => match wait {
+                Some(w) => format!("another process held it for {} s", w.as_secs()),
+                None => "it is busy".to_string(),
+            },
+            Err(e) => crate::render::escape_controls(&e.to_string()),
+        };
+        let db = store.path().to_path_buf();
+        let saved = self
+            .fallback_store(&db)
+            .and_then(|fb| Ok((attempt(fb)?, fb.path().to_path_buf())));
+        match saved {
+            Ok((_, path)) => {
+                let merge = merge_command(&path, &db).map_or_else(
+                    |_| "mmlab store merge (the names cannot be printed as a command)".into(),
+                    |c| format!("merge it with: {c}"),
+                );
+                eprintln!(
+                    "mmlab: warning: the run of {name} could not be stored in {} ({why}); it is \
+                     saved in {} instead; {merge}",
+                    crate::render::shown(&db),
+                    crate::render::shown(&path)
+                );
+                (None, Some(path))
+            }
+            Err(e) => {
+                self.unsaved += 1;
+                eprintln!(
+                    "mmlab: error: the run of {name} could not be stored in {} ({why}) nor in a \
+                     database of its own ({}); only its report is left",
+                    crate::render::shown(&db),
+                    crate::render::escape_controls(&format!("{e:#}"))
+                );
+                (None, None)
+            }
+        }
+    }
+
+    /// The database runs go to when the results database `db` cannot
+    /// take them: opened (created) at the first call, beside `db` or else
+    /// in the temporary folder.
+    fn fallback_store(&mut self, db: &std::path::Path) -> Result<&mut Store> {
+        if self.fallback.is_none() {
+            let mut name = db
+                .file_stem()
+                .map_or_else(|| "mmlab".into(), std::ffi::OsStr::to_os_string);
+            name.push(format!("-unsaved-{}.db", std::process::id()));
+            let beside = db
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            let mut errors = Vec::new();
+            for dir in [beside.to_path_buf(), std::env::temp_dir()] {
+                match Store::open(dir.join(&name)) {
+                    Ok(s) => {
+                        self.fallback = Some(s);
+                        break;
+                    }
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            if self.fallback.is_none() {
+                bail!("{}", errors.join("; "));
+            }
+        }
+        self.fallback
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("no database of its own"))
+    }
+}
+
+/// How long a finished run waits for a busy results database before it is
+/// saved in a database of its own: `MMLAB_BUSY_WAIT_S` seconds when set
+/// (a finite number, 0 or more), else [`runstore::BUSY_TIMEOUT`].
+pub fn busy_wait() -> Duration {
+    std::env::var("MMLAB_BUSY_WAIT_S")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(runstore::BUSY_TIMEOUT)
+}
+
+/// `PROG store merge FROM --into INTO`, every word quoted for the shell.
+///
+/// # Errors
+/// A name that cannot be printed as it is.
+fn merge_command(from: &std::path::Path, into: &std::path::Path) -> Result<String> {
+    use crate::cmd::{path_word, program_name};
+    Ok(format!(
+        "{} store merge {} --into {}",
+        program_name()?,
+        path_word(from)?,
+        path_word(into)?
+    ))
+}
+
+/// The scenario a report was run from, parsed from the text stored with
+/// it through the catalog (`label` names the run in errors): how whatever
+/// holds only a report (a stored run, a finished one) reaches its kind's
+/// [`lab::Spec`] methods, its claims, tables and figures.
+///
+/// # Errors
+/// The stored text no longer parses (a scenario kind or field this build
+/// does not know).
+pub fn stored_scenario(report: &RunReport, label: &str) -> Result<Scenario> {
+    Ok(input::catalog().parse(&format!("<run {label}>"), &report.scenario_toml)?)
 }
 
 /// The source threads' claims on a stored report, from the scenario text
@@ -215,8 +365,7 @@ impl Pipeline {
 /// The stored text no longer parses (a scenario kind or field this build
 /// does not know).
 pub fn stored_claims(report: &RunReport, label: &str) -> Result<Vec<Claim>> {
-    let sc = input::catalog().parse(&format!("<run {label}>"), &report.scenario_toml)?;
-    Ok(sc.claims(report))
+    Ok(stored_scenario(report, label)?.claims(report))
 }
 
 /// [`stored_claims`] of each stored run; a run whose text no longer
@@ -245,27 +394,48 @@ pub fn host_facts() -> HostFacts {
     )
 }
 
-/// Stores one report, waiting (and saying so on stderr) when another
-/// process holds the database's write lock.
-fn save(store: &mut Store, r: &RunReport, started: SystemTime, how: &StoreAs) -> Result<RunId> {
-    let host = host_facts();
-    let ended = SystemTime::now();
-    let attempt = |store: &mut Store| match how {
-        StoreAs::Run => store.save(r, &host, started, ended),
-        StoreAs::SweepPoint(meta) => store.save_sweep_point(r, &host, started, ended, meta),
-    };
+/// Saves with `attempt`, waiting up to `wait` (none: not at all) while
+/// another process holds the database's write lock, saying so on stderr
+/// and, every 5 s, how long it has waited.
+fn save_waiting(
+    store: &mut Store,
+    attempt: &dyn Fn(&mut Store) -> Result<RunId, runstore::StoreError>,
+    wait: Option<Duration>,
+    name: &str,
+) -> Result<RunId, runstore::StoreError> {
     store.set_busy_timeout(Duration::from_millis(200))?;
-    let res = match attempt(store) {
-        Err(runstore::StoreError::Busy { .. }) => {
-            eprintln!(
-                "mmlab: {} is busy (another process is writing); waiting up to {} s to store the run",
-                store.path().display(),
-                runstore::BUSY_TIMEOUT.as_secs()
-            );
-            store.set_busy_timeout(runstore::BUSY_TIMEOUT)?;
-            attempt(store)
+    let mut result = attempt(store);
+    if let (Err(runstore::StoreError::Busy { .. }), Some(wait)) = (&result, wait) {
+        eprintln!(
+            "mmlab: {} is busy (another process is writing); waiting up to {} s to store the run \
+             of {name}",
+            crate::render::shown(store.path()),
+            wait.as_secs()
+        );
+        let t = Instant::now();
+        let mut told = 0;
+        loop {
+            let left = wait.saturating_sub(t.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            // SQLite's busy handler waits (at most a second) for the lock.
+            store.set_busy_timeout(left.min(Duration::from_secs(1)))?;
+            result = attempt(store);
+            if !matches!(result, Err(runstore::StoreError::Busy { .. })) {
+                break;
+            }
+            let waited = t.elapsed().as_secs();
+            if waited / 5 > told {
+                told = waited / 5;
+                eprintln!(
+                    "mmlab: still waiting for {}: {waited} s of {} s",
+                    crate::render::shown(store.path()),
+                    wait.as_secs()
+                );
+            }
         }
-        other => other,
-    };
-    res.with_context(|| format!("storing the run of {}", r.scenario))
+    }
+    let _ = store.set_busy_timeout(runstore::BUSY_TIMEOUT);
+    result
 }

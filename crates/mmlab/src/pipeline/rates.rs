@@ -248,7 +248,7 @@ fn store(path: &Path, fp: &str, rates: &BTreeMap<String, f64>) -> Result<()> {
          # Delete the file to measure again.\n{}",
         toml::to_string(&file)?
     );
-    crate::render::write_atomic(path, text.as_bytes())
+    crate::render::write_file(path, text.as_bytes())
 }
 
 fn lock_file(cache: &Path) -> PathBuf {

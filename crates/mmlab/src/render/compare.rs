@@ -7,7 +7,8 @@ use runstore::format_utc;
 use std::fmt::Write as _;
 
 /// The comparison as text: the runs compared (robot's `commit:` block),
-/// then one robot table per policy, then the notes.
+/// then one robot table per policy, then the notes; every stored name
+/// escaped ([`super::escape_controls`]).
 pub fn render_comparison(c: &Comparison) -> String {
     let mut out = String::new();
     for n in c.notes.iter().filter(|n| n.starts_with(MIXED_SCENARIOS)) {
@@ -51,5 +52,5 @@ pub fn render_comparison(c: &Comparison) -> String {
             let _ = writeln!(out, "note: {n}");
         }
     }
-    out
+    super::escape_controls(&out)
 }

@@ -96,13 +96,14 @@ fn took(r: &RunSummary) -> String {
 }
 
 /// The facts of a stored run (id, tags, times, host, build) followed by
-/// its full text report (see [`text::render_report`]).
+/// its full text report (see [`text::render_report`]), every stored field
+/// escaped ([`crate::render::escape_controls`]).
 pub fn render_show(run: &StoredRun) -> String {
     let s = &run.summary;
     let mut out = String::new();
     let _ = writeln!(out, "run:      {}", s.id);
     if !s.tags.is_empty() {
-        let tags: Vec<String> = s.tags.iter().map(|t| lab::source::escape(t)).collect();
+        let tags: Vec<&str> = s.tags.iter().map(String::as_str).collect();
         let _ = writeln!(out, "tags:     {}", tags.join(", "));
     }
     let _ = writeln!(
@@ -127,5 +128,5 @@ pub fn render_show(run: &StoredRun) -> String {
     );
     out.push('\n');
     out.push_str(&text::render_report(&run.report));
-    out
+    crate::render::escape_controls(&out)
 }

@@ -7,26 +7,22 @@ use lab::Scenario;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
-/// What each flush policy is, in one line (distinct for every preset).
+/// What each flush policy is, in one line (distinct for every built-in:
+/// the presets, the built-in kernel policies, the pre-rstat baseline).
 pub fn policy_description(name: &str) -> &'static str {
-    match name {
-        "linux-5.13" => "rstat for memcg: every memory.stat read flushes its subtree",
-        "linux-5.15" => "global threshold, root flushes, skip if a flush runs, sync refault flush",
-        "linux-5.15-async" => "5.15 with the refault flush queued to the periodic worker",
-        "linux-5.15-ratelimited" => "5.15.y: refault flush at most every 2 s (stats up to 4 s old)",
-        "linux-6.8" => "per-group thresholds, subtree flushes, no skipping, ratelimited refault",
-        "linux-6.17" => "6.8 plus early break, flush lock dropped per CPU, lockless update lists",
-        "hierstat" => "folded O(1) thresholds, parallel disjoint flushes, guarded hot-path flush",
-        "pre-rstat" => "eager shared atomics up every ancestor (before rstat)",
-        _ => "",
-    }
+    lab::policy::describe(name)
 }
 
-fn flush_policies() -> impl Iterator<Item = &'static str> {
-    hierstat::Preset::ALL
+fn flush_policies() -> Vec<String> {
+    lab::FlushPolicy::builtin_names()
+}
+
+/// The built-in machines with their one-line names.
+fn machines() -> Vec<(String, String)> {
+    sim::machines::BUILTIN
         .iter()
-        .map(|p| p.name())
-        .chain(["pre-rstat"])
+        .filter_map(|(n, _)| Some((n.to_string(), sim::machines::Machine::builtin(n)?.name)))
+        .collect()
 }
 
 /// The list as JSON.
@@ -41,7 +37,12 @@ pub fn list_json(scenarios: &[Scenario]) -> Value {
             "description": sc.description(),
         })).collect::<Vec<_>>(),
         "policies": flush_policies()
+            .iter()
             .map(|n| json!({"name": n, "description": policy_description(n)}))
+            .collect::<Vec<_>>(),
+        "machines": machines()
+            .iter()
+            .map(|(n, d)| json!({"name": n, "description": d}))
             .collect::<Vec<_>>(),
         "scanner_versions": numab::ScannerVersion::ALL.iter()
             .map(|v| json!({"description": v.description(), "name": v.to_string()}))
@@ -85,7 +86,25 @@ pub fn render_list(scenarios: &[Scenario]) -> String {
     }
     let _ = writeln!(out, "\nflush policies (stats and refault scenarios):");
     for name in flush_policies() {
-        let _ = writeln!(out, "  {name:<24} {}", policy_description(name));
+        // Wrapped under their column, within 100 columns.
+        for (i, line) in super::wrap(policy_description(&name), 73)
+            .iter()
+            .enumerate()
+        {
+            let first = if i == 0 { name.as_str() } else { "" };
+            let _ = writeln!(out, "  {first:<24} {line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nmachines (will-it-scale and netperf: `machine = \"NAME\"` or a file, docs/machines.md):"
+    );
+    for (name, desc) in machines() {
+        let desc = super::wrap(&desc, 73);
+        for (i, line) in desc.iter().enumerate() {
+            let first = if i == 0 { name.as_str() } else { "" };
+            let _ = writeln!(out, "  {first:<24} {line}");
+        }
     }
     let _ = writeln!(out, "\nNUMA scanner versions (numab scenarios):");
     for v in numab::ScannerVersion::ALL {

@@ -1,14 +1,108 @@
 //! Where a command's outputs go, checked before any work: standard output
 //! (`-`, or `/dev/stdout` and its aliases, so a pipe works), standard
-//! error, or a file written atomically ([`super::write_atomic`]). Two
-//! outputs of one command that land on the same file, an output on the
-//! results database, a directory, a FIFO or a device, and a file that
-//! cannot be created are refused before anything runs.
+//! error, or a file ([`super::write_file`]). Two outputs of one command
+//! that land on the same file, an output on the results database (its
+//! file, its `-wal`, `-shm` or `-journal`, through any link) or on any
+//! other SQLite database, a directory, a FIFO or a device, and a file that
+//! cannot be written are refused before anything runs
+//! ([`check_outputs`]); the results database of the command is registered
+//! once ([`protect_database`]) and every file write refuses it again
+//! ([`refuse_database`]), so no output of any command can replace stored
+//! runs.
 
 use super::output_target;
 use anyhow::{bail, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The identities of the results database of this process and of its
+/// journal files, which no output may replace.
+static PROTECTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The files SQLite keeps beside a database.
+const JOURNALS: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Registers `db`, the results database of this command, and its journal
+/// files: from now on no output of this process is written over them
+/// ([`refuse_database`]).
+pub fn protect_database(db: &Path) {
+    let mut ids = vec![identity(
+        &output_target(db).unwrap_or_else(|_| db.to_path_buf()),
+    )];
+    for j in JOURNALS {
+        let mut p = db.as_os_str().to_owned();
+        p.push(j);
+        ids.push(identity(Path::new(&p)));
+    }
+    let mut protected = PROTECTED.lock().unwrap_or_else(|e| e.into_inner());
+    for id in ids {
+        if !protected.contains(&id) {
+            protected.push(id);
+        }
+    }
+}
+
+/// Refuses to write `target` (where `path` leads): the results database
+/// registered by [`protect_database`] or one of its journal files, or any
+/// existing SQLite database or write-ahead log (by its first bytes), which
+/// an output would destroy.
+///
+/// # Errors
+/// The target is one of them.
+pub fn refuse_database(path: &Path, target: &Path) -> Result<()> {
+    let id = identity(target);
+    let protected = PROTECTED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&id);
+    if protected {
+        bail!(
+            "refusing to write {}: that is the results database (or its journal); its stored \
+             runs would be lost: write the output elsewhere",
+            path.display()
+        );
+    }
+    let what = if is_sqlite(target) {
+        Some("is an SQLite database")
+    } else if is_sqlite_journal(target) {
+        Some("is the journal of an SQLite database")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        bail!(
+            "refusing to write {}: it {what} (a results database?); replacing it would lose \
+             what it holds: write the output elsewhere",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether `file` starts as an SQLite database does.
+fn is_sqlite(file: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(file)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+/// Whether `file` is named as a journal (`-wal`, `-shm`, `-journal`) of
+/// an existing SQLite database, or starts as a write-ahead log does.
+fn is_sqlite_journal(file: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let name = file.as_os_str().as_bytes();
+    let beside = JOURNALS.iter().any(|j| {
+        name.strip_suffix(j.as_bytes())
+            .is_some_and(|base| is_sqlite(Path::new(std::ffi::OsStr::from_bytes(base))))
+    });
+    let mut head = [0u8; 4];
+    let wal = std::fs::File::open(file)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| matches!(head, [0x37, 0x7f, 0x06, 0x82 | 0x83]));
+    beside || wal
+}
 
 /// Where one output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +113,7 @@ pub enum Sink {
     Stdout,
     /// Standard error (`/dev/stderr`, `/dev/fd/2`, `/proc/self/fd/2`).
     Stderr,
-    /// A file, replaced atomically: the path written (a symbolic link
+    /// A file ([`super::write_file`]): the path written (a symbolic link
     /// followed to its target).
     File(PathBuf),
 }
@@ -69,9 +163,16 @@ fn identity(target: &Path) -> PathBuf {
     }
 }
 
-/// Checks that a file can be created beside `target` (where the atomic
-/// write puts its temporary file), by creating and removing one.
+/// Checks that `target` can be written: a file can be created beside it
+/// (where [`super::write_file`] writes its temporary file; this also rules
+/// out `/proc`, `/sys` and cgroupfs, whose files are not outputs), and an
+/// existing one opens for writing (nothing written).
 fn probe(path: &Path, target: &Path) -> Result<()> {
+    if target.exists() {
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(target) {
+            bail!("cannot write {}: {e}", path.display());
+        }
+    }
     let mut tmp = target.as_os_str().to_owned();
     tmp.push(format!(".{}.probe", std::process::id()));
     let tmp = PathBuf::from(tmp);
@@ -96,32 +197,29 @@ fn probe(path: &Path, target: &Path) -> Result<()> {
     }
 }
 
-/// Checks a command's outputs before it does any work: each `(option,
-/// path)` can be written ([`sink_of`], and a file can be created where it
-/// goes), no two land on the same file or both on standard output, and
-/// none is the results database `db` (when the command stores runs).
+/// Checks a command's outputs before it does any work, the one check of
+/// every output of every command: each `(option, path)` can be written
+/// ([`sink_of`], and the file can be written where it goes), none is the
+/// results database `db` (whether or not the command stores runs), its
+/// journal or another SQLite database ([`refuse_database`]), and no two
+/// land on the same file or both on standard output.
 ///
 /// # Errors
 /// The first output refused, naming its option.
-pub fn check_outputs(outputs: &[(&str, &Path)], db: Option<&Path>) -> Result<()> {
+pub fn check_outputs(outputs: &[(&str, &Path)], db: &Path) -> Result<()> {
+    protect_database(db);
     let mut seen: Vec<(&str, Sink, PathBuf)> = Vec::new();
-    let db_id = db.map(identity);
     for &(option, path) in outputs {
         let sink = sink_of(path).map_err(|e| anyhow::anyhow!("{option}: {e:#}"))?;
         let id = match &sink {
             Sink::File(t) => {
+                refuse_database(path, t).map_err(|e| anyhow::anyhow!("{option}: {e:#}"))?;
                 probe(path, t).map_err(|e| anyhow::anyhow!("{option}: {e:#}"))?;
                 identity(t)
             }
             Sink::Stdout => PathBuf::from("<standard output>"),
             Sink::Stderr => PathBuf::from("<standard error>"),
         };
-        if db_id.as_ref() == Some(&id) {
-            bail!(
-                "{option} {}: that is the results database; write the output elsewhere",
-                path.display()
-            );
-        }
         if let Some((other, _, _)) = seen.iter().find(|(_, _, i)| *i == id) {
             let what = match sink {
                 Sink::File(_) => format!("the same file ({})", id.display()),
@@ -138,7 +236,8 @@ pub fn check_outputs(outputs: &[(&str, &Path)], db: Option<&Path>) -> Result<()>
 }
 
 /// Writes `bytes` where `path` says ([`Sink`]): standard output through
-/// `out`, standard error, or a file replaced atomically.
+/// `out`, standard error, or a file ([`super::write_file`]: through links,
+/// never over a database).
 ///
 /// # Errors
 /// The target is refused, or the write fails.
@@ -152,7 +251,7 @@ pub fn write_output(path: &Path, bytes: &[u8], out: &mut dyn Write) -> Result<()
             std::io::stderr().write_all(bytes)?;
             Ok(())
         }
-        Sink::File(_) => super::write_atomic(path, bytes),
+        Sink::File(_) => super::write_file(path, bytes),
     }
 }
 
@@ -166,21 +265,25 @@ mod tests {
         let a = dir.path().join("a.json");
         let a2 = dir.path().join(".").join("a.json");
         let b = dir.path().join("b.html");
-        assert!(check_outputs(&[("--json", &a), ("--html", &b)], None).is_ok());
-        let e = check_outputs(&[("--json", &a), ("--html", &a2)], None).unwrap_err();
+        let db = dir.path().join("t.db");
+        assert!(check_outputs(&[("--json", &a), ("--html", &b)], &db).is_ok());
+        let e = check_outputs(&[("--json", &a), ("--html", &a2)], &db).unwrap_err();
         assert!(e.to_string().contains("--json and --html"), "{e}");
         let e = check_outputs(
             &[
                 ("--json", Path::new("-")),
                 ("--html", Path::new("/dev/stdout")),
             ],
-            None,
+            &db,
         )
         .unwrap_err();
         assert!(e.to_string().contains("standard output"), "{e}");
-        let e = check_outputs(&[("--json", &a)], Some(&a2)).unwrap_err();
+        let e = check_outputs(&[("--json", &a)], &a2).unwrap_err();
+        assert!(e.to_string().contains("results database"), "{e}");
+        let wal = dir.path().join("a.json-wal");
+        let e = check_outputs(&[("--json", &wal)], &a).unwrap_err();
         assert!(e.to_string().contains("results database"), "{e}");
         assert_eq!(sink_of(Path::new("/dev/stdout")).unwrap(), Sink::Stdout);
-        assert!(check_outputs(&[("--json", Path::new("/proc/version"))], None).is_err());
+        assert!(check_outputs(&[("--json", Path::new("/proc/version"))], &db).is_err());
     }
 }

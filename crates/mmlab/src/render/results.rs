@@ -12,7 +12,8 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// The results document of `rows`: each stored run with its claims.
+/// The results document of `rows`: each stored run with its claims, every
+/// stored field escaped ([`super::escape_controls`]).
 pub fn render_results(rows: &[(RunSummary, Vec<Claim>)]) -> String {
     let mut out = String::from(
         "# Results\n\n\
@@ -73,5 +74,5 @@ pub fn render_results(rows: &[(RunSummary, Vec<Claim>)]) -> String {
             }
         }
     }
-    out
+    super::escape_controls(&out)
 }

@@ -1,7 +1,8 @@
-//! Kernel mode's side-by-side view as text: each figure on the host's
-//! kernel, under the simulated preset, and their ratio.
+//! A run beside its kind's simulation ([`lab::Spec::compare_with_simulation`],
+//! `--compare-sim`) as text: each figure measured, simulated, and their
+//! ratio, under the headings the kind gives.
 
-use kernelmode::SideBySide;
+use lab::report::SideBySide;
 
 /// A figure for the table: µs for ns values, 3 significant places otherwise.
 fn fmt_value(v: f64, unit: &str) -> String {
@@ -17,13 +18,14 @@ fn fmt_value(v: f64, unit: &str) -> String {
     }
 }
 
-/// The side-by-side table: figure, host, simulated preset, host ÷ sim.
+/// The side-by-side table: its title, then figure, measured, simulated,
+/// measured ÷ simulated, then the notes.
 pub fn render_side_by_side(s: &SideBySide) -> String {
     let header = vec![
         "figure".to_string(),
-        format!("host {}", s.host_kernel),
-        format!("sim {} ({} CPUs)", s.preset, s.cpus),
-        "host / sim".to_string(),
+        s.measured.clone(),
+        s.simulated.clone(),
+        s.ratio.clone(),
     ];
     let rows: Vec<Vec<String>> = s
         .rows
@@ -31,13 +33,13 @@ pub fn render_side_by_side(s: &SideBySide) -> String {
         .map(|r| {
             vec![
                 r.figure.clone(),
-                fmt_value(r.host, &r.unit),
-                fmt_value(r.sim, &r.unit),
+                fmt_value(r.measured, &r.unit),
+                fmt_value(r.simulated, &r.unit),
                 r.ratio().map_or("-".into(), |k| format!("{k:.2}x")),
             ]
         })
         .collect();
-    let mut text = format!("host kernel vs simulated {}:\n", s.preset);
+    let mut text = format!("{}:\n", s.title);
     text.push_str(&super::aligned(&header, &rows));
     for n in &s.notes {
         text.push_str(&format!("\n  note: {n}"));
@@ -49,37 +51,48 @@ pub fn render_side_by_side(s: &SideBySide) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kernelmode::SideRow;
+    use lab::report::SideRow;
 
     #[test]
     fn side_by_side_shows_both_values_and_the_ratio() {
         let s = SideBySide {
-            preset: "linux-6.17".into(),
-            host_kernel: "6.18.0".into(),
-            cpus: 2,
+            title: "host kernel vs simulated linux-6.17".into(),
+            measured: "host 6.18.0".into(),
+            simulated: "sim linux-6.17 (2 CPUs)".into(),
+            ratio: "host / sim".into(),
             rows: vec![
                 SideRow {
                     figure: "read p50".into(),
                     unit: "ns".into(),
-                    host: 30_000.0,
-                    sim: 1_500.0,
+                    measured: 30_000.0,
+                    simulated: 1_500.0,
                 },
                 SideRow {
                     figure: "slope".into(),
                     unit: "%".into(),
-                    host: 1.0,
-                    sim: f64::NAN,
+                    measured: 1.0,
+                    simulated: f64::NAN,
                 },
             ],
             notes: vec!["n".into()],
         };
         let t = render_side_by_side(&s);
         assert!(
+            t.starts_with("host kernel vs simulated linux-6.17:\n"),
+            "{t}"
+        );
+        assert!(
             t.contains("30.00 µs") && t.contains("1.50 µs") && t.contains("20.00x"),
             "{t}"
         );
         assert!(
             t.contains("host 6.18.0") && t.contains("sim linux-6.17 (2 CPUs)"),
+            "{t}"
+        );
+        assert!(
+            t.lines()
+                .nth(1)
+                .is_some_and(|l| l.trim_end().ends_with("host / sim")),
             "{t}"
         );
         assert!(

@@ -5,6 +5,8 @@
 //!   `    low -> high       : count    |*****     |` line per bucket, 40
 //!   stars wide, exactly as bcc's `print_log2_hist` prints them;
 //! * percentile lines ([`render_percentiles`]);
+//! * a scenario kind's own tables ([`render_tables`], kernel mode's pivots):
+//!   each titled, aligned, shown instead of the robot's table;
 //! * the kernel test robot's comparison table ([`render_table`]): per
 //!   metric, each column's mean and `± N%` stddev, the %change against the
 //!   first column, and the metric name on the right, with the robot's
@@ -19,7 +21,7 @@
 
 use crate::analysis::stats::{self, Significance};
 use crate::analysis::table::{self, Cell, ComparisonTable};
-use lab::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport};
+use lab::report::{Log2Histogram, MetricSamples, PolicyResult, RunReport, Table};
 use std::fmt::Write as _;
 
 /// Width of the star bar in histograms, as in bcc.
@@ -356,7 +358,7 @@ pub fn render_report_header(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "  {}/{mode}/{}/{}\n",
-        lab::source::escape(&report.scenario),
+        super::escape_text(&report.scenario),
         report.runs,
         report.seed
     );
@@ -375,14 +377,34 @@ pub fn render_report_header(report: &RunReport) -> String {
     out
 }
 
+/// A kind's own tables ([`lab::Spec::tables`]) as text: each one's title,
+/// then its cells aligned ([`super::aligned`]), a blank line after.
+pub fn render_tables(tables: &[Table]) -> String {
+    let mut out = String::new();
+    for t in tables {
+        out.push_str(&t.title);
+        out.push_str(":\n");
+        out.push_str(&super::aligned(&t.header, &t.rows));
+        out.push('\n');
+    }
+    out
+}
+
 /// Everything a run prints: the header, the comparison table across
-/// policies and each policy's latency histograms and percentiles.
+/// policies (or the kind's own tables instead, when it makes some of the
+/// run: [`lab::Spec::tables`] of the scenario stored with it,
+/// [`crate::pipeline::stored_scenario`]) and each policy's latency
+/// histograms and percentiles; every name from the run (policies,
+/// metrics, units, facts) escaped ([`super::escape_controls`]).
 pub fn render_report(report: &RunReport) -> String {
     let mut out = render_report_header(report);
-    // Kernel mode: pivoted tables instead of one row per metric.
-    match super::kernel::render_pivots(report) {
-        t if t.is_empty() => out.push_str(&report_table(report)),
-        t => out.push_str(&t),
+    let tables = crate::pipeline::stored_scenario(report, &report.scenario)
+        .map(|sc| sc.tables(report))
+        .unwrap_or_default();
+    if tables.is_empty() {
+        out.push_str(&report_table(report));
+    } else {
+        out.push_str(&render_tables(&tables));
     }
     for (p, r) in table::report_columns(report) {
         let h = render_policy_histograms(p, r);
@@ -391,5 +413,5 @@ pub fn render_report(report: &RunReport) -> String {
             out.push_str(&h);
         }
     }
-    out
+    super::escape_controls(&out)
 }

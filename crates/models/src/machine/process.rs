@@ -87,17 +87,24 @@ enum Work {
         end: u32,
         one_entry: bool,
     },
-    Read {
-        file: FileId,
+    /// `left` more kernel entries each doing `unit` once, with a return to
+    /// user space after each.
+    Repeat {
+        unit: Unit,
         left: u64,
     },
     Lookups {
         left: u64,
     },
-    Threads {
-        left: u32,
-        body: ThreadBody,
-    },
+}
+
+/// What one entry of a [`Work::Repeat`] does.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    /// A one-page `read` of the file.
+    ReadPage(FileId),
+    /// A `pthread_create` of a thread doing the body.
+    NewThread(ThreadBody),
 }
 
 /// One process.
@@ -379,7 +386,8 @@ impl Machine {
         let r = (|| {
             let m = self.memcg_of(pid)?;
             let size = self.extend_file(file, bytes.div_ceil(PAGE_SIZE), m)?;
-            self.queue(pid, Work::Read { file, left: size })
+            let unit = Unit::ReadPage(file);
+            self.queue(pid, Work::Repeat { unit, left: size })
         })();
         match r {
             Ok(()) => self.finish(pid),
@@ -399,7 +407,11 @@ impl Machine {
 
     /// Creates `n` threads doing `body`. Runs to completion.
     pub fn spawn_threads(&mut self, pid: Pid, n: u32, body: ThreadBody) -> Outcome {
-        match self.queue(pid, Work::Threads { left: n, body }) {
+        let work = Work::Repeat {
+            unit: Unit::NewThread(body),
+            left: n.into(),
+        };
+        match self.queue(pid, work) {
             Ok(()) => self.finish(pid),
             Err(e) => Outcome::Failed(e),
         }
@@ -498,15 +510,19 @@ impl Machine {
                 }
                 Ok(Step::Continue)
             }
-            Work::Read { file, left } => {
+            Work::Repeat { unit, left } => {
                 if left == 0 {
                     return Ok(Step::Finished);
                 }
-                if let Some(stop) = self.read_file_page(pid, cpu, file)? {
+                let stop = match unit {
+                    Unit::ReadPage(file) => self.read_file_page(pid, cpu, file)?,
+                    Unit::NewThread(body) => self.create_thread(pid, cpu, body)?,
+                };
+                if let Some(stop) = stop {
                     return Ok(Step::Stop(stop));
                 }
-                self.procs.get_mut(pid)?.work = Some(Work::Read {
-                    file,
+                self.procs.get_mut(pid)?.work = Some(Work::Repeat {
+                    unit,
                     left: left - 1,
                 });
                 self.return_to_user(pid, cpu)?;
@@ -521,20 +537,6 @@ impl Machine {
                     return Ok(Step::Stop(stop));
                 }
                 self.procs.get_mut(pid)?.work = Some(Work::Lookups { left: left - done });
-                Ok(Step::Continue)
-            }
-            Work::Threads { left, body } => {
-                if left == 0 {
-                    return Ok(Step::Finished);
-                }
-                if let Some(stop) = self.create_thread(pid, cpu, body)? {
-                    return Ok(Step::Stop(stop));
-                }
-                self.procs.get_mut(pid)?.work = Some(Work::Threads {
-                    left: left - 1,
-                    body,
-                });
-                self.return_to_user(pid, cpu)?;
                 Ok(Step::Continue)
             }
         }

@@ -30,6 +30,10 @@ pub const fn mb(x: i64) -> i64 {
 /// `PAGE_SIZE`.
 pub const PAGE_SIZE: i64 = 4096;
 
+/// `DEFAULT_WAIT_INTERVAL_US` of `cgroup_util.h`: the interval of the
+/// polling reads.
+pub const DEFAULT_WAIT_INTERVAL_US: u64 = 100 * 1000;
+
 /// `values_close()` of `cgroup_util.h`: `|a − b| ≤ (a + b) / 100 × err`,
 /// integer arithmetic, relative to the sum.
 pub fn values_close(a: i64, b: i64, err: i64) -> bool {
@@ -61,6 +65,25 @@ pub fn cg_destroy(m: &mut Machine, cg: &str) {
     if m.cgroup(cg).is_ok() {
         m.destroy(cg).expect("cg_destroy");
     }
+}
+
+/// Runs `test` on a new cgroup `cg_name(root, name)` and destroys the
+/// cgroup whatever `test` returns: a C test's `cg_create(cg)` … `cleanup:
+/// cg_destroy(cg)`. A failed `cg_create` fails with "create".
+pub fn with_cgroup(
+    m: &mut Machine,
+    root: &str,
+    name: &str,
+    test: impl FnOnce(&mut Machine, &str) -> TestResult,
+) -> TestResult {
+    let cg = cg_name(root, name);
+    let ret = if cg_create(m, &cg) == 0 {
+        test(m, &cg)
+    } else {
+        Err("create".into())
+    };
+    cg_destroy(m, &cg);
+    ret
 }
 
 /// `cg_read`.
@@ -231,4 +254,22 @@ pub fn run_matrix(name: &str, test: fn(&mut Machine, &str) -> TestResult) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The `#[test]`s of a ported selftest file, in a module named after the C
+/// file: `selftests! { test_kmem: test_kmem_basic, ... }` makes
+/// `test_kmem::test_kmem_basic`, which runs the file's `test_kmem_basic`
+/// on the matrix ([`run_matrix`]).
+#[macro_export]
+macro_rules! selftests {
+    ($file:ident: $($test:ident),+ $(,)?) => {
+        mod $file {
+            $(
+                #[test]
+                fn $test() {
+                    $crate::common::run_matrix(stringify!($test), super::$test);
+                }
+            )+
+        }
+    };
 }

@@ -8,7 +8,7 @@
 //! | knob (hierstat `Policy`) | update | flush visit of (group, CPU) |
 //! |---|---|---|
 //! | `threshold = none` (5.13) | nothing counted | — |
-//! | `global` (5.16–6.7) | a per-CPU residue; at `batch` it is folded into the one global count (skipped while the count is above `T`) | a root flush zeroes the global count |
+//! | `global` (5.16–6.7) | a per-CPU residue; at `batch` it is folded into the one global count (with a guarded fold, `873f64b791a2`, skipped while the count is above `T`; 5.16's fold is always made) | a root flush zeroes the global count |
 //! | `per-group`, `per-ancestor` (6.8) | each level from the group up: its per-CPU residue, at `batch` folded into the level's count unless that count is above `T` | zeroes the (group, CPU) residue, and the group's count if non-zero |
 //! | + early break (6.17, 2025) | as 6.8, but the walk stops at the first level whose count is above `T` | as 6.8 |
 //! | `per-group`, `folded` (hierstat) | a residue at the updated group; at `batch` folded into the group and every ancestor not above `T` | the count is reduced by what the flush saw (not zeroed) |
@@ -29,7 +29,8 @@
 //! by snapshot and cannot show it.
 
 use crate::workload::{GroupIdx, TreeShape};
-use hierstat::{EarlyBreak, Policy, Preset, ThresholdRule, ThresholdScheme};
+use hierstat::{EarlyBreak, Policy, ThresholdRule, ThresholdScheme};
+use lab::kernel::Fold;
 use lab::policy::FlushPolicy;
 
 /// How a flush clears a count.
@@ -44,12 +45,14 @@ pub enum Reset {
 }
 
 impl Reset {
-    /// How `choice` resets: the kernel presets zero, hierstat and user
-    /// policies (which run on the engine) subtract their snapshot.
+    /// How `choice` resets: the kernels (era presets, built-in kernel
+    /// policies) zero, hierstat and user policies (which run on the
+    /// engine) subtract their snapshot.
     pub fn of(choice: FlushPolicy) -> Reset {
-        match choice {
-            FlushPolicy::Preset(Preset::Hierstat) | FlushPolicy::User(_) => Reset::Snapshot,
-            _ => Reset::Zero,
+        if choice.is_kernel() {
+            Reset::Zero
+        } else {
+            Reset::Snapshot
         }
     }
 }
@@ -98,6 +101,7 @@ pub struct ThresholdCounts {
     per_ancestor: bool,
     break_above: u64,
     reset: Reset,
+    fold_always: bool,
     batch: u64,
     threshold: u64,
     cpus: usize,
@@ -110,8 +114,21 @@ pub struct ThresholdCounts {
 
 impl ThresholdCounts {
     /// The counts of `policy` (reset per `reset`) over `shape` on `cpus`
-    /// CPUs, all zero.
+    /// CPUs, all zero; a global count's folds are guarded (skipped while
+    /// the count is above `T`).
     pub fn new(policy: &Policy, reset: Reset, shape: &TreeShape, cpus: usize) -> Self {
+        Self::with_fold(policy, reset, Fold::Guarded, shape, cpus)
+    }
+
+    /// As [`ThresholdCounts::new`], a global count's folds made as `fold`
+    /// says ([`Fold::Always`]: 5.16's unconditional `atomic_add`, no read).
+    pub fn with_fold(
+        policy: &Policy,
+        reset: Reset,
+        fold: Fold,
+        shape: &TreeShape,
+        cpus: usize,
+    ) -> Self {
         let cpus = cpus.max(1);
         let n = shape.len();
         let threshold = policy.threshold_pages(cpus);
@@ -129,6 +146,7 @@ impl ThresholdCounts {
                 policy.break_above(cpus)
             },
             reset,
+            fold_always: fold == Fold::Always,
             batch: u64::from(policy.batch).max(1),
             threshold,
             cpus,
@@ -140,15 +158,33 @@ impl ThresholdCounts {
         }
     }
 
-    /// The counts of a stats policy choice; `None` for the pre-rstat
-    /// baseline, which counts nothing.
+    /// The counts of a stats policy choice (its knobs, its kernel path's
+    /// global fold); `None` for the pre-rstat baseline, which counts
+    /// nothing.
     pub fn of_choice(choice: FlushPolicy, shape: &TreeShape, cpus: usize) -> Option<Self> {
-        let policy = match choice {
-            FlushPolicy::Preset(p) => p.policy(),
-            FlushPolicy::User(p) => p,
-            FlushPolicy::PreRstat => return None,
-        };
-        Some(Self::new(&policy, Reset::of(choice), shape, cpus))
+        let policy = choice.knobs()?;
+        Some(Self::with_fold(
+            &policy,
+            Reset::of(choice),
+            choice.path.update.global_fold,
+            shape,
+            cpus,
+        ))
+    }
+
+    /// Spreads the per-CPU residues evenly over `0..batch` (CPU `c` starts
+    /// at `c × batch / cpus`, at every level), as in a steady state where
+    /// the CPUs' folds are not in phase; a run that starts every residue
+    /// at zero makes every CPU fold in the same instant, a convoy the
+    /// kernel does not see.
+    pub fn stagger_residues(&mut self) {
+        let n = self.parent.len();
+        for cpu in 0..self.cpus {
+            let r = cpu as u64 * self.batch / self.cpus as u64;
+            for g in 0..n {
+                self.residue[g * self.cpus + cpu] = r;
+            }
+        }
     }
 
     /// The flush threshold `T` in pages.
@@ -208,10 +244,15 @@ impl ThresholdCounts {
                 *r += magnitude;
                 if *r >= self.batch {
                     let x = std::mem::take(r);
-                    walk.reads.push(0);
-                    if !self.above(0) {
+                    if self.fold_always {
                         self.count[0] += x;
                         walk.folds.push(0);
+                    } else {
+                        walk.reads.push(0);
+                        if !self.above(0) {
+                            self.count[0] += x;
+                            walk.folds.push(0);
+                        }
                     }
                 }
             }
@@ -350,9 +391,10 @@ impl ThresholdCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hierstat::Preset;
 
     fn counts(p: Preset, depth: u32, cpus: usize) -> ThresholdCounts {
-        ThresholdCounts::of_choice(FlushPolicy::Preset(p), &TreeShape::chain(depth), cpus).unwrap()
+        ThresholdCounts::of_choice(FlushPolicy::preset(p), &TreeShape::chain(depth), cpus).unwrap()
     }
 
     #[test]
@@ -454,5 +496,33 @@ mod tests {
         c.flush(0);
         assert_eq!(c.count(0), 0);
         assert!(counts(Preset::Linux5_13, 1, 1).needs_flush(1));
+    }
+
+    /// 5.16's fold is an unconditional atomic add; `873f64b791a2` (6.0)
+    /// reads the count first and skips the add once it is above `T`.
+    #[test]
+    fn an_unconditional_fold_keeps_adding_above_t() {
+        let p = Preset::Linux5_15.policy();
+        let shape = TreeShape::chain(1);
+        let mut w = Walk::default();
+        for (fold, folds_above_t) in [(Fold::Always, true), (Fold::Guarded, false)] {
+            let mut c = ThresholdCounts::with_fold(&p, Reset::Zero, fold, &shape, 2);
+            for _ in 0..(3 * 64) {
+                c.update(0, 1, 1, &mut w);
+            }
+            assert!(c.needs_flush(1), "{fold:?}: above T = 64");
+            for _ in 0..31 {
+                c.update(0, 1, 1, &mut w);
+            }
+            c.update(0, 1, 1, &mut w);
+            assert_eq!(!w.folds.is_empty(), folds_above_t, "{fold:?}: {w:?}");
+            assert_eq!(w.reads.is_empty(), fold == Fold::Always, "{fold:?}: {w:?}");
+        }
+        let five = ThresholdCounts::of_choice(FlushPolicy::preset(Preset::Linux5_15), &shape, 2);
+        let mut five = five.unwrap();
+        for _ in 0..32 {
+            five.update(0, 1, 1, &mut w);
+        }
+        assert!(w.reads.is_empty(), "5.15 is priced with its era's fold");
     }
 }

@@ -317,7 +317,7 @@ mod tests {
     fn setup(p: Preset, reader: bool) -> SpikeSetup {
         SpikeSetup {
             cpus: 2,
-            policy: FlushPolicy::Preset(p),
+            policy: FlushPolicy::preset(p),
             pages: 4096,
             repetitions: 3,
             concurrent_reader: reader,
@@ -360,7 +360,7 @@ mod tests {
         let a = run(&setup(Preset::Linux6_17, true));
         assert_eq!(a, run(&setup(Preset::Linux6_17, true)));
         assert!(run(&SpikeSetup {
-            policy: FlushPolicy::PreRstat,
+            policy: FlushPolicy::pre_rstat(),
             ..setup(Preset::Linux6_17, true)
         })
         .is_none());

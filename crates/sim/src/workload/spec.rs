@@ -219,6 +219,14 @@ pub struct NetperfSpec {
     /// Virtual time run before measuring, ms.
     #[serde(default = "default_warmup_ms")]
     pub warmup_ms: f64,
+    /// Levels below the root with `memory.min` and `memory.low` set (the
+    /// top ones; 0: none, as in source 000's runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub protected_levels: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 fn both_modes() -> Vec<TaskMode> {

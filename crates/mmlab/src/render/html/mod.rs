@@ -3,18 +3,21 @@
 //! phone and on a desktop (fluid grid, `viewBox` SVGs, scrollable tables).
 //!
 //! Per report: the scenario's facts, the comparison table across policies
-//! (as in the text output) and the plots of [`plots`]; plots whose data is
-//! absent are left out. Every plot is an `<svg class="plot"
-//! data-plot="KIND">`. Output is deterministic: same input, same bytes.
+//! (as in the text output; or the kind's own tables instead,
+//! [`tables_html`]) and the plots of [`plots`], then the kind's own
+//! figures ([`plots::figure_plot`]); plots whose data is absent are left
+//! out. The kind's tables and figures come from the scenario stored with
+//! the report ([`crate::pipeline::stored_scenario`]). Every plot is an
+//! `<svg class="plot" data-plot="KIND">`. Output is deterministic: same
+//! input, same bytes.
 
-pub mod kernel;
 pub mod plots;
 pub mod sweep;
 
 use crate::analysis::compare::{compare_runs, ComparedRun, Comparison};
 use crate::analysis::stats::Significance;
 use crate::analysis::table::{robot_numbers, ComparisonTable};
-use lab::report::{Claim, Mode, RunReport};
+use lab::report::{Claim, Mode, RunReport, Table};
 use runstore::HostFacts;
 use runstore::{format_utc, StoredRun};
 use std::fmt::Write as _;
@@ -361,15 +364,17 @@ fn report_section(id: &str, sec: &Section<'_>, claims: &[&Claim]) -> String {
         s.push_str(&claims_html(claims));
     }
     let table = ComparisonTable::for_report(r);
-    let pivots = kernel::tables_html(r);
-    if !pivots.is_empty() {
-        s.push_str(&pivots);
+    let kind = crate::pipeline::stored_scenario(r, &r.scenario).ok();
+    let tables = kind.as_ref().map(|sc| sc.tables(r)).unwrap_or_default();
+    if !tables.is_empty() {
+        s.push_str(&tables_html(&tables));
     } else if !table.rows.is_empty() {
         s.push_str("<h3>Comparison across policies</h3>");
         s.push_str(&table_html(&table));
     }
     let mut plots = plots::plots(r);
-    plots.extend(kernel::plots(r));
+    let figures = kind.as_ref().map(|sc| sc.figures(r)).unwrap_or_default();
+    plots.extend(figures.iter().filter_map(plots::figure_plot));
     if !plots.is_empty() {
         s.push_str(r#"<h3>Plots</h3><div class="plots">"#);
         for p in plots {
@@ -439,6 +444,28 @@ pub fn render_compare_html(title: &str, c: &Comparison, claims: &[Vec<Claim>]) -
         0,
         1,
     )
+}
+
+/// A kind's own tables ([`lab::Spec::tables`]) as HTML: each one's title
+/// as a heading, then its cells.
+pub fn tables_html(tables: &[Table]) -> String {
+    let mut s = String::new();
+    for t in tables {
+        let _ = write!(s, "<h3>{}</h3><table><thead><tr>", esc(&t.title));
+        for h in &t.header {
+            let _ = write!(s, "<th>{}</th>", esc(h));
+        }
+        s.push_str("</tr></thead><tbody>");
+        for row in &t.rows {
+            s.push_str("<tr>");
+            for c in row {
+                let _ = write!(s, "<td>{}</td>", esc(c));
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</tbody></table>");
+    }
+    s
 }
 
 /// A comparison table as HTML: metric, then per column the mean with its

@@ -10,11 +10,11 @@
 //! | `layout-throughput`   | metric `ops_per_sec` (false-sharing), one bar per layout |
 //! | `local-fraction`      | series `local_fraction`                                 |
 //! | `vma-coverage`        | series `vma_coverage` (or `scan_coverage`, the sim's name), as heat strips |
-//! | `kernel-*`            | kernel-mode runs: the host beside its twin (see [`super::kernel`]) |
+//! | a kind's own          | [`lab::Spec::figures`] (kernel mode: `kernel-*`, the host beside its twin), drawn by [`figure_plot`] |
 
 use crate::analysis::stats;
 use crate::analysis::table::report_columns;
-use lab::report::{Log2Histogram, RunReport};
+use lab::report::{Figure, Log2Histogram, RunReport, Scale};
 use svgplot::{Axis, Chart, Line, ScaleKind, TickFormat};
 
 /// Deepest percentile a CDF shows: 99.9999% (six nines).
@@ -33,8 +33,8 @@ pub struct Plot {
     pub svg: String,
 }
 
-/// Every plot of a report, in a fixed order (a kernel run's are
-/// [`super::kernel::plots`], added after these).
+/// Every plot of a report, in a fixed order (a kind's own figures,
+/// [`figure_plot`], come after these).
 pub fn plots(report: &RunReport) -> Vec<Plot> {
     let mut out = Vec::new();
     out.extend(latency_histograms(report));
@@ -52,6 +52,46 @@ pub fn plots(report: &RunReport) -> Vec<Plot> {
     ));
     out.extend(coverage_strips(report));
     out
+}
+
+/// A kind's figure ([`lab::Spec::figures`]) as a line chart with markers:
+/// lines without points left out (and the figure, when none has any), the
+/// x axis over the figure's cases and points, the y axis linear from zero.
+pub fn figure_plot(f: &Figure) -> Option<Plot> {
+    let lines: Vec<Line> = f
+        .lines
+        .iter()
+        .filter(|l| !l.points.is_empty())
+        .map(|l| Line {
+            name: l.name.clone(),
+            color: l.color,
+            points: l.points.clone(),
+        })
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let scale = match f.x.scale {
+        Scale::Linear => ScaleKind::Linear,
+        Scale::Log2 => ScaleKind::Log2,
+        Scale::Log10 => ScaleKind::Log10,
+    };
+    let xs = f.x.values.iter().copied();
+    let xs = xs.chain(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)));
+    let mut x = Axis::fit(scale, &f.x.label, TickFormat::Number, xs, false);
+    if f.x.whole_numbers {
+        x = x.integers();
+    }
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let y = Axis::fit(ScaleKind::Linear, &f.y_label, TickFormat::Number, ys, true);
+    let mut chart = Chart::new(f.kind, &f.title, x, y);
+    chart.lines(&lines, true);
+    Some(Plot {
+        kind: f.kind,
+        title: f.title.clone(),
+        legend: lines.iter().map(|l| (l.name.clone(), l.color)).collect(),
+        svg: chart.finish(None),
+    })
 }
 
 /// The palette slot of a policy known by name, the same in every report:

@@ -62,26 +62,16 @@ pub fn estimate(n: &NumabScenario, header: &Header) -> Estimate {
 fn work(w: &::numab::WorkloadSpec, cpus: f64) -> (f64, f64) {
     use ::numab::WorkloadSpec as W;
     match w {
-        W::Numa01 {
-            buffer_mib,
-            passes,
-            threads,
-            ..
-        } => {
-            let t = threads.map_or(cpus / 2.0, f64::from);
-            let mib = 2.0 * *buffer_mib as f64;
-            (mib, mib * 256.0 * t * (f64::from(*passes) + 1.0))
+        W::Numa01(p) => {
+            let t = p.threads.map_or(cpus / 2.0, f64::from);
+            let mib = 2.0 * p.buffer_mib as f64;
+            (mib, mib * 256.0 * t * (f64::from(p.passes) + 1.0))
         }
-        W::Numa01ThreadAlloc {
-            buffer_mib,
-            passes,
-            threads,
-            ..
-        } => {
-            let t = threads.map_or(cpus / 2.0, f64::from).max(1.0);
-            let mib = 2.0 * *buffer_mib as f64;
+        W::Numa01ThreadAlloc(p) => {
+            let t = p.threads.map_or(cpus / 2.0, f64::from).max(1.0);
+            let mib = 2.0 * p.buffer_mib as f64;
             // One whole-buffer sweep per thread, then `passes` over its slice.
-            (mib, mib * 256.0 * (t + f64::from(*passes)))
+            (mib, mib * 256.0 * (t + f64::from(p.passes)))
         }
         W::Numa02 {
             buffer_mib, passes, ..

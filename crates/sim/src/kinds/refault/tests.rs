@@ -258,7 +258,7 @@ fn report_has_the_metric_names() {
 /// The full scenario side by side (release build, ~20 s): the suite's
 /// claims on `refault-storm`, with the figures printed.
 #[test]
-#[ignore = "release build, ~20 s; the ours-within-2x check fails today (2.01x)"]
+#[ignore = "release build, ~20 s"]
 fn full_scenario_report() {
     let text = include_str!("../../../../../scenarios/refault-storm.toml");
     let t = std::time::Instant::now();

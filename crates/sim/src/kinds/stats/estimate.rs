@@ -696,7 +696,7 @@ impl Priced {
             task_seconds: cases * tasks * seconds,
             tasks,
             shards: cpus,
-            op_ns: op.base_ns(k).max(100.0),
+            op_ns: op.base_ns(k, &s.priced_machine()).max(100.0),
             charges,
             updates,
             depth,

@@ -150,8 +150,8 @@ impl Spec for StatsScenario {
             Workload::StatReaders(_) => stat_readers::claims(report),
             Workload::StaleRead(_) => stale_read::claims(report),
             Workload::FalseSharing => false_sharing::claims(report),
-            Workload::WillItScale(w) => will_it_scale::claims(report, w),
-            Workload::Netperf(n) => netperf::claims(report, n),
+            Workload::WillItScale(w) => will_it_scale::claims(report, w, &self.machine_label()),
+            Workload::Netperf(n) => netperf::claims(report, n, &self.machine_label()),
         }
     }
 

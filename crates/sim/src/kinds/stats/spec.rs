@@ -13,6 +13,8 @@
 //! duration_ms = 1000
 //! cpus = 384                     # sim: logical CPUs (1..=1024)
 //! threads = 2                    # real: threads
+//! machine = "amd-384"            # will-it-scale, netperf: a built-in machine or a file
+//!                                # (see sim::machines; the host's topology when absent)
 //!
 //! [tree]                         # the group hierarchy below the root
 //! fanout = [10, 500]             # 10 first-level groups with 500 children each
@@ -33,6 +35,7 @@
 //! | `netperf` | `[netperf]` (sim) |
 
 use crate::cpu::MAX_CPUS;
+use crate::machines::{Machine, MachineChoice};
 use crate::workload::{
     FlusherSpec, NetperfSpec, ReadersSpec, SpikeSpec, TreeSpec, UpdateSpec, WillItScaleSpec,
     WritersSpec,
@@ -77,6 +80,7 @@ pub const RANGES: &[Range] = &[
     Range::int("netperf.clients", 1, 512),
     Range::int("netperf.depths", 0, 64),
     Range::real("netperf.warmup_ms", 0.0, 1000.0),
+    Range::int("netperf.protected_levels", 0, 64),
 ];
 
 /// The names of the stats workloads (the file's `workload` key).
@@ -156,6 +160,20 @@ pub struct StatsScenario {
     pub cpus: Option<u32>,
     /// Threads (real mode; default 2).
     pub threads: Option<u32>,
+    /// The machine the priced workloads run on (will-it-scale, netperf);
+    /// `None`: the host's costs on `cpus` CPUs of one socket.
+    pub machine: Option<MachineChoice>,
+}
+
+/// A file's `machine` key: a built-in's name or a path, or (in the text
+/// stored with a run) the description inline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum MachineField {
+    /// A built-in machine's name, or a path to a machine file.
+    Name(String),
+    /// A machine description inline.
+    Inline(Box<Machine>),
 }
 
 /// The file as written: the header keys and every table, each optional.
@@ -183,6 +201,8 @@ pub(crate) struct StatsFile {
     cpus: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     threads: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    machine: Option<MachineField>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tree: Option<TreeSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,6 +305,40 @@ impl StatsScenario {
                 ),
             ));
         }
+        let machine = match &f.machine {
+            None => None,
+            Some(_) if !matches!(name, WorkloadName::WillItScale | WorkloadName::Netperf) => {
+                return err(
+                    "machine",
+                    "only the priced workloads (will-it-scale, netperf) run on a machine",
+                )
+            }
+            Some(MachineField::Name(n)) => {
+                Some(MachineChoice::resolve(n, src.file).map_err(|m| src.error("machine", m))?)
+            }
+            Some(MachineField::Inline(m)) => {
+                let text = m.to_toml();
+                let machine = Machine::parse(src.file, &text)
+                    .map_err(|e| src.error(&format!("machine.{}", e.field), e.message.clone()))?;
+                Some(MachineChoice {
+                    label: machine.name.clone(),
+                    builtin: false,
+                    machine,
+                })
+            }
+        };
+        if let (Some(m), Some(c)) = (&machine, f.cpus) {
+            if c > m.machine.cpus() {
+                return err(
+                    "cpus",
+                    &format!(
+                        "{c} is more than machine `{}`'s {} CPUs",
+                        m.label,
+                        m.machine.cpus()
+                    ),
+                );
+            }
+        }
         let workload = match name {
             WorkloadName::UpdatePath => {
                 let Some(u) = f.update.clone() else {
@@ -376,6 +430,7 @@ impl StatsScenario {
                 duration_ms: f.duration_ms,
                 cpus: f.cpus,
                 threads: f.threads,
+                machine,
             },
         ))
     }
@@ -395,6 +450,13 @@ impl StatsScenario {
             duration_ms: self.duration_ms,
             cpus: self.cpus,
             threads: self.threads,
+            machine: self.machine.as_ref().map(|m| {
+                if m.builtin {
+                    MachineField::Name(m.label.clone())
+                } else {
+                    MachineField::Inline(Box::new(m.machine.clone()))
+                }
+            }),
             tree: None,
             writers: None,
             readers: None,
@@ -447,6 +509,23 @@ impl StatsScenario {
         match mode {
             Mode::Sim => self.cpus.unwrap_or(1),
             Mode::Real | Mode::Kernel => self.threads(),
+        }
+    }
+
+    /// The machine the priced workloads run on: the file's, else the
+    /// host's on `cpus` CPUs of one socket.
+    pub fn priced_machine(&self) -> Machine {
+        match &self.machine {
+            Some(m) => m.machine.clone(),
+            None => Machine::host().with_cpus(self.cpus.unwrap_or(1)),
+        }
+    }
+
+    /// The machine's label as reports show it (`host` when none is named).
+    pub fn machine_label(&self) -> String {
+        match &self.machine {
+            Some(m) => m.label.clone(),
+            None => "host".into(),
         }
     }
 
@@ -641,6 +720,76 @@ period_ms = 10.0
         let e = parse(&bad).unwrap_err();
         assert_eq!(e.line, Some(4));
         assert_eq!(e.field, "workload");
+    }
+
+    const PRICED: &str = r#"
+kind = "stats"
+name = "t"
+workload = "netperf"
+mode = "sim"
+policies = ["next-20231009"]
+duration_ms = 1
+cpus = 4
+machine = "MACHINE"
+
+[netperf]
+clients = 2
+depths = [2]
+"#;
+
+    #[test]
+    fn a_machine_is_a_builtin_or_a_file_and_travels_inline() {
+        let s = parse(&PRICED.replace("MACHINE", "ixion-44")).unwrap();
+        let st = s.spec_as::<super::StatsScenario>().unwrap();
+        assert_eq!(st.machine_label(), "ixion-44");
+        assert!(s.source().contains("machine = \"ixion-44\""), "by name");
+        let e = parse(&PRICED.replace("MACHINE", "ixion-9000")).unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("machine", Some(9)));
+        assert!(e.message.contains("amd-384"), "{e}");
+        let e = parse(
+            &PRICED
+                .replace("cpus = 4", "cpus = 400")
+                .replace("MACHINE", "ixion-44"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "cpus");
+        // A file, relative to the scenario's folder.
+        let dir = std::env::temp_dir().join(format!("mmlab-machine-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mine = crate::machines::Machine::builtin("ixion-44")
+            .unwrap()
+            .to_toml()
+            .replace(
+                "line_transfer_intra_socket_ns = 49.3",
+                "line_transfer_intra_socket_ns = 60.0",
+            );
+        std::fs::write(dir.join("mine.toml"), &mine).unwrap();
+        let scenario = dir.join("sc.toml");
+        let text = PRICED.replace("MACHINE", "mine.toml");
+        let s = crate::catalog()
+            .parse(scenario.to_str().unwrap(), &text)
+            .unwrap();
+        let st = s.spec_as::<super::StatsScenario>().unwrap();
+        assert!(!st.machine.as_ref().unwrap().builtin);
+        let stored = s.source();
+        assert!(stored.contains("[machine]"), "inline: {stored}");
+        let again = crate::catalog().parse("stored", &stored).unwrap();
+        let m = again
+            .spec_as::<super::StatsScenario>()
+            .unwrap()
+            .priced_machine();
+        assert_eq!(m, st.priced_machine());
+        assert_eq!(
+            m.line_transfer_intra_socket_ns,
+            Some(60.0),
+            "the file's, not the built-in's"
+        );
+        // A number without its source is refused, named inside the table.
+        let bad = stored.replace("l2_latency_ns_source", "l2_latency_ns_sauce");
+        assert!(crate::catalog().parse("stored", &bad).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+        let e = parse(&GOOD.replace("cpus = 8", "cpus = 8\nmachine = \"ixion-44\"")).unwrap_err();
+        assert_eq!(e.field, "machine", "{e}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The crate's only `unsafe` code: forking worker processes, the workers'
-//! bodies (mmap, touch, munmap), signals, waits and a few libc queries.
+//! Forked worker processes: the parent's side ([`Child`]: spawn, the
+//! command bytes, results, kill and wait), and the child's body
+//! ([`child_main`]: mmap, touch, munmap on raw system calls).
 //!
 //! # Why fork without exec
 //!
@@ -21,8 +22,9 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use super::query::{cvt, kill_pid, now_ns, page_size, thread_cpu_ns};
 
 /// The byte that starts a worker's job.
 pub(crate) const GO: u8 = b'g';
@@ -76,14 +78,6 @@ pub(crate) struct Child {
     reaped: bool,
 }
 
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
 fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
@@ -92,224 +86,6 @@ fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     // nobody else; each is wrapped exactly once.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
-
-/// Page size in bytes.
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as usize
-    } else {
-        4096
-    }
-}
-
-/// Online CPUs (`_SC_NPROCESSORS_ONLN`), the kernel's `num_online_cpus()`.
-pub(crate) fn online_cpus() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if v > 0 {
-        v as usize
-    } else {
-        1
-    }
-}
-
-/// Pins `pid` (0: the calling thread) to CPU `cpu`.
-pub(crate) fn pin_to_cpu(pid: i32, cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize || pid < 0 {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET stays inside
-    // `set`.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid >= 0 names
-    // the calling thread (0) or one process, and only its affinity changes.
-    cvt(unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
-    Ok(())
-}
-
-/// A tmpfs file of `len` bytes (a memfd), zero-filled.
-pub(crate) fn memfd(len: usize) -> io::Result<OwnedFd> {
-    // SAFETY: memfd_create takes a NUL-terminated name (a static literal)
-    // and flags; it only creates a descriptor.
-    let fd = cvt(unsafe { libc::memfd_create(c"mmlab-send".as_ptr(), libc::MFD_CLOEXEC) })?;
-    // SAFETY: `fd` was just returned by memfd_create and is owned by no one
-    // else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let buf = [b'x'; 4096];
-    let mut done = 0;
-    while done < len {
-        let n = buf.len().min(len - done);
-        // SAFETY: writes `n` bytes of `buf` (n <= buf.len()) to the owned fd.
-        let w = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), n) };
-        if w <= 0 {
-            return Err(io::Error::last_os_error());
-        }
-        done += w as usize;
-    }
-    Ok(fd)
-}
-
-/// `sendfile(out, in, &offset, count)`: bytes sent.
-pub(crate) fn sendfile(
-    out: RawFd,
-    input: RawFd,
-    offset: &mut i64,
-    count: usize,
-) -> io::Result<usize> {
-    let mut off: libc::off_t = *offset as libc::off_t;
-    // SAFETY: `off` is a valid, writable off_t; the descriptors are owned by
-    // the caller for the duration of the call.
-    let n = unsafe { libc::sendfile(out, input, &mut off, count) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    *offset = off as i64;
-    Ok(n as usize)
-}
-
-/// Effective user id.
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    unsafe { libc::geteuid() }
-}
-
-/// `uname()`: (release, version, machine).
-pub(crate) fn uname() -> io::Result<(String, String, String)> {
-    // SAFETY: utsname is plain old data; all-zero is a valid value.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    cvt(unsafe { libc::uname(&mut u) })?;
-    fn field(f: &[libc::c_char]) -> String {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-    Ok((field(&u.release), field(&u.version), field(&u.machine)))
-}
-
-/// Sends `SIGKILL` to `pid` (which must be positive); ESRCH is not an error.
-pub(crate) fn kill_pid(pid: i32) -> io::Result<()> {
-    if pid <= 0 {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    // SAFETY: kill has no memory-safety preconditions; pid > 0 so it
-    // targets exactly one process, never a process group.
-    let r = unsafe { libc::kill(pid, libc::SIGKILL) };
-    if r == -1 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::ESRCH) {
-            return Err(e);
-        }
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------- signals
-
-/// The process-wide "SIGINT/SIGTERM received" flag, set by [`on_signal`].
-/// With the two values below it is the crate's only global state: a signal
-/// handler can reach nothing else.
-pub(crate) static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-/// How many [`crate::signals::DeferExit`] guards live: while any does, a
-/// first signal only sets [`SIGNALLED`] (cleanup runs in normal code).
-pub(crate) static DEFERRING: AtomicUsize = AtomicUsize::new(0);
-
-/// Held by the unit tests that create [`DeferExit`](crate::signals::DeferExit)
-/// guards (a tree's creation takes one) while one of them counts
-/// [`DEFERRING`]: tests run on parallel threads of one process.
-#[cfg(test)]
-pub(crate) static DEFERRING_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The message written to stderr before an immediate exit (set once, before
-/// the handler is installed; null: none).
-static EXIT_MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
-static EXIT_MESSAGE_LEN: AtomicUsize = AtomicUsize::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    // Only async-signal-safe work: atomics, write(2), _exit(2), signal(2),
-    // raise(3).
-    // ORDERING: SeqCst on every access of the three statics: they are
-    // touched rarely (a signal, a guard), and a total order makes "the
-    // guard was taken before the cgroup existed" hold without a proof.
-    if SIGNALLED.swap(true, Ordering::SeqCst) {
-        // A second signal: restore the default action and re-raise, so a
-        // process that does not come back can still be stopped (the next
-        // run's stale sweep removes what it left).
-        // SAFETY: signal() and raise() are async-signal-safe.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
-        return;
-    }
-    if DEFERRING.load(Ordering::SeqCst) > 0 {
-        // Cleanup pending: the code that owns it polls the flag.
-        return;
-    }
-    let msg = EXIT_MESSAGE.load(Ordering::SeqCst);
-    let len = EXIT_MESSAGE_LEN.load(Ordering::SeqCst);
-    if !msg.is_null() {
-        // SAFETY: `msg` points to `len` bytes of a `&'static [u8]` (stored
-        // by `install_signal_handler` before the handler existed); write(2)
-        // is async-signal-safe. A short or failed write changes nothing.
-        unsafe { libc::write(2, msg.cast_const().cast(), len) };
-    }
-    // SAFETY: _exit is async-signal-safe; it skips destructors on purpose
-    // (an SQLite transaction in progress is rolled back by its journal on
-    // the next open, as after `kill -9`).
-    unsafe { libc::_exit(128 + sig) }
-}
-
-/// The signals the handler takes.
-const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
-
-/// Installs the process's SIGINT/SIGTERM handler ([`on_signal`]) for the
-/// rest of the process, with `message` as what an immediate exit writes.
-/// Called once (see `crate::signals::install`).
-pub(crate) fn install_signal_handler(message: Option<&'static [u8]>) -> io::Result<()> {
-    if let Some(m) = message {
-        EXIT_MESSAGE_LEN.store(m.len(), Ordering::SeqCst);
-        EXIT_MESSAGE.store(m.as_ptr().cast_mut(), Ordering::SeqCst);
-    }
-    // SAFETY: sigaction is plain old data; all-zero is a valid value.
-    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    sa.sa_flags = libc::SA_RESTART;
-    // SAFETY: sa_mask is a valid sigset_t inside `sa`.
-    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    for sig in SIGNALS {
-        // SAFETY: `sa` is fully initialised; the handler only uses atomics
-        // and async-signal-safe functions; the old action is not wanted.
-        cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
-    }
-    Ok(())
-}
-
-/// The handler currently installed for `sig` (tests).
-#[cfg(test)]
-pub(crate) fn current_handler(sig: libc::c_int) -> libc::sighandler_t {
-    // SAFETY: a query (null new action) into a zeroed, writable struct.
-    let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::sigaction(sig, std::ptr::null(), &mut cur) };
-    cur.sa_sigaction
-}
-
-/// The address of the crate's handler (tests).
-#[cfg(test)]
-pub(crate) fn our_handler() -> libc::sighandler_t {
-    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t
-}
-
-// ---------------------------------------------------------------- workers
 
 impl Child {
     /// Forks a worker for `job`. It waits for [`Child::go`] before doing
@@ -527,27 +303,6 @@ fn child_write_all(fd: RawFd, buf: *const u8, len: usize) -> bool {
         return false;
     }
     true
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec; clock_gettime is async-signal-safe.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
-}
-
-fn now_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-/// CPU time consumed by the calling thread, ns.
-pub(crate) fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Maps `pages` anonymous pages (THP disabled for the range, so every page
@@ -799,13 +554,36 @@ mod tests {
         assert_eq!(describe_status(c.wait().unwrap()), "exited with status 0");
     }
 
+    /// Minor faults of `pid` so far (`/proc/<pid>/stat` field 10), or
+    /// `None` once it is gone.
+    fn minor_faults(pid: i32) -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the command's closing parenthesis: state (field 3) first.
+        s.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(7)?
+            .parse()
+            .ok()
+    }
+
     #[test]
     fn dropping_a_churning_worker_kills_and_reaps_it() {
         let c = Child::spawn(Job::Churn { pages: 16 }).unwrap();
         let pid = c.pid();
+        let before = minor_faults(pid).expect("the worker runs");
         c.go().unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(!gone(pid));
+        // Churning: 64 rounds of 16 faults, far more than the forked
+        // child's own start-up faults (it only runs a few raw syscalls).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(!gone(pid), "the worker died while churning");
+            if minor_faults(pid).is_some_and(|n| n >= before + 64 * 16) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the worker never churned");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         drop(c);
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || gone(pid));
     }
@@ -829,20 +607,5 @@ mod tests {
         let mut c = Child::spawn(Job::Spike { pages: 1 }).unwrap();
         c.close_commands();
         assert_eq!(describe_status(c.wait().unwrap()), "exited with status 4");
-    }
-
-    #[test]
-    fn host_queries() {
-        assert!(page_size() >= 4096);
-        assert!(online_cpus() >= 1);
-        let (release, _, machine) = uname().unwrap();
-        assert!(!release.is_empty() && !machine.is_empty());
-        let a = thread_cpu_ns();
-        let mut x = 0u64;
-        for i in 0..200_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
-        }
-        std::hint::black_box(x);
-        assert!(thread_cpu_ns() > a);
     }
 }

@@ -1,7 +1,9 @@
-//! The exporter's costs, side by side in one run.
+//! The exporter's costs, side by side in one run, as harness cases
+//! ([`hierstat_bench::Case`]) under criterion: every time is the thread CPU
+//! clock's, through `iter_custom`.
 //!
-//! `cargo bench -p hierstat-exporter --bench exporter` (criterion; quote
-//! the medians, `target/criterion/<group>/<name>/new/estimates.json`).
+//! `cargo bench -p hierstat-bench --features criterion --bench exporter`
+//! (quote the medians, `target/criterion/<group>/<name>/new/estimates.json`).
 //!
 //! * `increment/{1,2}-threads/*`: one counter increment through a bound
 //!   handle, every thread on the same series:
@@ -13,50 +15,39 @@
 //!   - `prometheus`: `prometheus::IntCounter::inc_by`;
 //!   - `prometheus-client`: `prometheus_client::metrics::counter::Counter::inc_by`.
 //!
-//!   At 2 threads both threads increment the same handle; the time is per
-//!   increment per thread (wall time of the slower thread / iterations).
+//!   At 2 threads both threads increment the same handle, timed while they
+//!   ran side by side ([`hierstat_bench::threads::on_threads`]); the time
+//!   is per increment per thread (left out, with a line on stderr, when the
+//!   threads never meet on this host now; they run last).
 //! * `render/*`: one render ([`ScrapePolicy::Cached`]: no flush) of 1k,
 //!   10k and 100k groups × 16 items (8 states, 8 events), OpenMetrics and
-//!   Prometheus text in wall time, and OpenMetrics in the thread's on-CPU
-//!   time (`openmetrics-oncpu`: what the render costs when a shared host
-//!   preempts it).
+//!   Prometheus text.
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, Unit};
+use criterion::{criterion_group, criterion_main, Criterion};
+use hierstat::{Config, HierStats, ItemId, Preset, Schema, Unit};
+use hierstat_bench::cases::timed;
+use hierstat_bench::threads::on_threads;
+use hierstat_bench::Case;
 use hierstat_exporter::{Exporter, Format, HierRecorder, ScrapePolicy};
 use metrics::{Key, Label, Level, Metadata, Recorder};
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::hint::black_box;
+use std::time::Duration;
 
 /// One increment of one contender.
 type Increment<'a> = Box<dyn Fn() + Sync + 'a>;
 
-/// Runs `f` `iters` times on each of `threads` threads started together;
-/// returns the slowest thread's time.
-fn on_threads(threads: usize, iters: u64, f: &(dyn Fn() + Sync)) -> Duration {
-    if threads == 1 {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        return t.elapsed();
-    }
-    let barrier = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    barrier.wait();
-                    let t = Instant::now();
-                    for _ in 0..iters {
-                        f();
-                    }
-                    t.elapsed()
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap()
-    })
+/// Times `c` under criterion as `id` of `grp`.
+fn bench(
+    grp: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: impl Into<String>,
+    c: &mut Case<'_>,
+) {
+    grp.bench_function(id.into(), |b| {
+        b.iter_custom(|iters| {
+            let ns = c.run_finite(iters, 20).expect("the case runs");
+            Duration::from_nanos(ns as u64)
+        })
+    });
 }
 
 fn increment(c: &mut Criterion) {
@@ -82,9 +73,11 @@ fn increment(c: &mut Criterion) {
     let prom = prometheus::IntCounter::new("requests", "requests").unwrap();
     let pc: prometheus_client::metrics::counter::Counter = Default::default();
 
-    let add = |g: &Group, item: ItemId| stats.add(g, item, black_box(1)).unwrap();
-    let cases: Vec<(&str, Increment)> = vec![
-        ("hierstat-add", Box::new(|| add(&web, requests))),
+    let increments: Vec<(&str, Increment)> = vec![
+        (
+            "hierstat-add",
+            Box::new(|| stats.add(&web, requests, black_box(1)).unwrap()),
+        ),
         (
             "hierstat-recorder",
             Box::new(|| hier_counter.increment(black_box(1))),
@@ -105,10 +98,19 @@ fn increment(c: &mut Criterion) {
         let mut grp = c.benchmark_group(format!("increment/{threads}-threads"));
         grp.warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
-        for (name, f) in &cases {
-            grp.bench_function(*name, |b| {
-                b.iter_custom(|iters| on_threads(threads, iters, f.as_ref()))
-            });
+        for (name, f) in &increments {
+            let mut case = if threads == 1 {
+                Case::new(*name, 1, |n| Ok(timed(n, |_| f())))
+            } else {
+                Case::new(*name, 1, |n| on_threads(2, n, |_, _| f()))
+            };
+            if threads > 1 && case.run_finite(1 << 20, 3).is_err() {
+                eprintln!(
+                    "increment/2-threads/{name}: left out, its threads never ran side by side here"
+                );
+                continue;
+            }
+            bench(&mut grp, *name, &mut case);
         }
         grp.finish();
     }
@@ -158,18 +160,6 @@ fn tree(fanout: &[usize]) -> HierStats {
     stats
 }
 
-/// This thread's time on a CPU so far (Linux), or wall time elsewhere.
-fn on_cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .map(Duration::from_nanos)
-        .unwrap_or_else(|| {
-            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-            START.get_or_init(Instant::now).elapsed()
-        })
-}
-
 fn render(c: &mut Criterion) {
     let mut grp = c.benchmark_group("render");
     grp.sample_size(10)
@@ -194,38 +184,24 @@ fn render(c: &mut Criterion) {
             r.samples,
             buf.len()
         );
-        // The same render timed in this thread's on-CPU time
-        // (`/proc/thread-self/schedstat`): on a shared host, wall time
-        // also counts the time other processes held the CPU.
-        grp.bench_with_input(
-            BenchmarkId::new("openmetrics-oncpu", label),
-            &exporter,
-            |b, e| {
-                b.iter_custom(|iters| {
-                    let start = on_cpu();
-                    for _ in 0..iters {
-                        buf.clear();
-                        black_box(e.render(Format::OpenMetrics, &mut buf).unwrap());
-                    }
-                    on_cpu() - start
-                })
-            },
-        );
         for format in [Format::OpenMetrics, Format::Prometheus] {
             let name = match format {
                 Format::OpenMetrics => "openmetrics",
                 Format::Prometheus => "prometheus-text",
             };
-            grp.bench_with_input(BenchmarkId::new(name, label), &exporter, |b, e| {
-                b.iter(|| {
+            let mut case = Case::new(name, 1, |n| {
+                Ok(timed(n, |_| {
                     buf.clear();
-                    e.render(format, &mut buf).unwrap()
-                })
+                    black_box(exporter.render(format, &mut buf).unwrap());
+                }))
             });
+            bench(&mut grp, format!("{name}/{label}"), &mut case);
         }
     }
     grp.finish();
 }
 
-criterion_group!(benches, increment, render);
+// The two-thread increments last: a case whose threads stop meeting
+// halfway (a busy host) ends the run after every other figure is in.
+criterion_group!(benches, render, increment);
 criterion_main!(benches);
