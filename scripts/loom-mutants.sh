@@ -147,4 +147,41 @@ mutant "saturation: read's aggregate load Acquire -> Relaxed" src/read.rs "let s
 # published by the entry's Release store and read after its Acquire load.
 mutant "row table: entry load Acquire -> Relaxed" src/table.rs "NonNull::new(e.load(Ordering::Acquire)).map(|p| unsafe { RowAddr::from_ptr(p) })" "NonNull::new(e.load(Ordering::Relaxed)).map(|p| unsafe { RowAddr::from_ptr(p) })"
 mutant "row table: entry store Release -> Relaxed" src/table.rs "slot.row.store(a.as_ptr(), Ordering::Release);" "slot.row.store(a.as_ptr(), Ordering::Relaxed);"
+# The per-CPU mode (issue #36; tests/loom.rs, `percpu`): its claim check,
+# its claims' reservation order and fences, the flushers' rseq membarrier,
+# and the modelled sections' own rule (a store only if nothing committed on
+# the CPU since the section armed; arming after a commit reads its writes).
+mutant "percpu: claim check Acquire -> Relaxed" src/header.rs "self.0.load(Ordering::Acquire) & OWNER_RES != 0" "self.0.load(Ordering::Relaxed) & OWNER_RES != 0"
+mutant "percpu: flushers' rseq membarrier removed" src/update/writers.rs "                Some(r) => r.membarrier()," "                Some(_) => {}"
+mutant "percpu: claim reserves after its bit (the owner's order)" src/update.rs "        if folded && w == Writer::PerCpu {
+            self.reserve(g, work);
+        }
+        if folded && w == Writer::Shared {
+            self.reserve(g, work);
+        }
+        let c = hdr.claim(w);
+        work.count(Work::Atomic, 3);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
+        }
+        if folded && c.reserve && w == Writer::Owner {" "        if folded && w == Writer::Shared {
+            self.reserve(g, work);
+        }
+        let c = hdr.claim(w);
+        work.count(Work::Atomic, 3);
+        if c.push {
+            list.push(g.hot.id, hdr, work);
+        }
+        if folded && c.reserve && w != Writer::Shared {"
+mutant "percpu: claim's fence after announcing the CPU removed" src/update.rs "        self.writers.announce_owner(cpu);
+        crate::sync::fence_seqcst();" "        self.writers.announce_owner(cpu);"
+mutant "percpu: claim's fence after the push removed" src/update.rs "        self.claim(cpu, g, hdr, Writer::PerCpu, work);
+        // As the owner's: before this update's fold reads the flush count.
+        crate::sync::fence_seqcst();" "        self.claim(cpu, g, hdr, Writer::PerCpu, work);"
+mutant "percpu model: a section's store without the restart check" src/rseq.rs "            if c.gen.load(Ordering::Relaxed) != gen {
+                return false;
+            }" ""
+mutant "percpu model: arming load Acquire -> Relaxed" src/rseq.rs "                let gen = self.cpus[cpu].gen.load(Ordering::Acquire);
+                if cpu >= table.len {" "                let gen = self.cpus[cpu].gen.load(Ordering::Relaxed);
+                if cpu >= table.len {"
 [ "$caught_all" = 1 ] && echo "every mutant caught" || { echo "some mutants survived"; exit 1; }

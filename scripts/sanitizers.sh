@@ -9,8 +9,14 @@
 #   API, checking every access for undefined behaviour and data races;
 # * ThreadSanitizer runs the owner-path real-thread tests (owners and
 #   sharers on one tree with racing flushes, seat hand-overs, thread churn
-#   reusing seats) with the
+#   reusing seats), and the per-CPU mode's tests on the per-thread mode a
+#   per-CPU tree falls back to under TSan, with the
 #   standard library rebuilt instrumented.
+#
+# Neither sees the per-CPU mode's restartable sequences: Miri builds
+# (cfg(miri)) and TSan processes choose the per-thread fallback
+# (`HierStats::mode()` says so); loom models the sections instead, and
+# tests/percpu.rs checks the real ones on real threads.
 #
 # Both need the nightly toolchain with the `miri` and `rust-src` components;
 # the script adds the components if the toolchain lacks them, and says so
@@ -67,5 +73,15 @@ if [ -z "$only" ] || [ "$only" = tsan ]; then
         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test churn
+    # The per-CPU mode's real-thread tests: a ThreadSanitizer process gets
+    # no per-CPU mode (TSan cannot see the sections' stores: the engine
+    # finds its runtime's __tsan_init and falls back), so they run on the
+    # per-thread mode a per-CPU tree falls back to, migrations and signals
+    # included, and print the mode they got.
+    HIERSTAT_PERCPU_UPDATES=20000 HIERSTAT_PERCPU_SEEDS=2 \
+        RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
+        TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+        CARGO_TARGET_DIR=target/tsan \
+        cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test percpu -- --nocapture
 fi
 echo "== sanitizers: clean"

@@ -33,7 +33,8 @@
 //!   the same way ([`Samples::ratio`]).
 //!
 //! Modules: [`harness`] (the loop, figures), [`cases`] (one thread),
-//! [`threads`] (two threads), [`flush`] (flushes and the heavy barrier),
+//! [`threads`] (two threads), [`percpu`] (the per-CPU mode, 1 to 64
+//! threads), [`flush`] (flushes and the heavy barrier),
 //! [`baselines`] (the eager-atomic tree, a sharded counter), [`suite`]
 //! (what `mmlab bench` runs).
 
@@ -43,6 +44,7 @@ pub mod baselines;
 pub mod cases;
 pub mod flush;
 pub mod harness;
+pub mod percpu;
 pub mod suite;
 pub mod threads;
 

@@ -3,7 +3,7 @@
 
 use crate::flush::Evictor;
 use crate::harness::{run_rounds, Case, Figure, Samples};
-use crate::{cases, flush, threads, BenchError};
+use crate::{cases, flush, percpu, threads, BenchError};
 use hierstat::Preset;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -203,6 +203,72 @@ pub const RATIOS: &[RatioDef] = &[
         Target::Shows("the per-group threshold cost"),
     ),
     ratio(
+        "percpu_1threads_vs_shared_fetch_add",
+        "percpu_update_1threads",
+        "shared_fetch_add_1threads",
+        Target::AtMost(0.35),
+    ),
+    ratio(
+        "percpu_1threads_vs_plain",
+        "percpu_update_1threads",
+        "plain_add_1threads",
+        Target::AtMost(4.0),
+    ),
+    ratio(
+        "percpu_2threads_vs_shared_fetch_add",
+        "percpu_update_2threads",
+        "shared_fetch_add_2threads",
+        Target::AtMost(0.35),
+    ),
+    ratio(
+        "percpu_2threads_vs_plain",
+        "percpu_update_2threads",
+        "plain_add_2threads",
+        Target::AtMost(4.0),
+    ),
+    ratio(
+        "percpu_8threads_vs_shared_fetch_add",
+        "percpu_update_8threads",
+        "shared_fetch_add_8threads",
+        Target::AtMost(0.35),
+    ),
+    ratio(
+        "percpu_8threads_vs_plain",
+        "percpu_update_8threads",
+        "plain_add_8threads",
+        Target::AtMost(4.0),
+    ),
+    ratio(
+        "percpu_64threads_vs_shared_fetch_add",
+        "percpu_update_64threads",
+        "shared_fetch_add_64threads",
+        Target::AtMost(0.35),
+    ),
+    ratio(
+        "percpu_64threads_vs_plain",
+        "percpu_update_64threads",
+        "plain_add_64threads",
+        Target::AtMost(4.0),
+    ),
+    ratio(
+        "percpu_1thread_vs_atomic",
+        "percpu_update_1threads",
+        "atomic_fetch_add",
+        Target::Shows("against one uncontended fetch_add"),
+    ),
+    ratio(
+        "percpu_2threads_side_by_side_vs_shared_atomic",
+        "percpu_update_2threads_side_by_side",
+        "shared_atomic_2threads",
+        Target::AtMost(0.35),
+    ),
+    ratio(
+        "percpu_counter_vs_plain",
+        "percpu_counter_add_1threads",
+        "plain_add_1threads",
+        Target::Shows("the bound handle in the per-CPU mode"),
+    ),
+    ratio(
         "flush_100k_vs_10k",
         "hierstat_flush_100_dirty_100k",
         "hierstat_flush_100_dirty_10k",
@@ -248,6 +314,17 @@ pub fn cases(o: &Options) -> Result<Vec<Case<'static>>, BenchError> {
     }
     v.push(cases::read_clean(sh, n)?);
     v.push(cases::read_bounded(sh, n)?);
+    // The per-CPU mode, where the host has it (its ratios are NaN where
+    // not).
+    if percpu::available() {
+        for t in percpu::THREADS {
+            v.push(percpu::percpu_update(t, n)?);
+            v.push(percpu::shared_fetch_add(t, n));
+            v.push(percpu::plain_add(t, n));
+        }
+        v.push(percpu::percpu_counter(1, n)?);
+        v.push(percpu::percpu_update_side_by_side(o.thread_ops)?);
+    }
     v.push(threads::hierstat_update_2threads(sh, o.thread_ops)?);
     v.push(threads::shared_atomic_2threads(o.thread_ops));
     v.push(threads::sharded_counter_2threads(o.thread_ops));
@@ -362,6 +439,9 @@ mod tests {
             .map(|c| c.name().to_string())
             .collect();
         for r in RATIOS {
+            if r.num.starts_with("percpu") && !percpu::available() {
+                continue;
+            }
             assert!(names.iter().any(|n| n == r.num), "{}: {}", r.name, r.num);
             assert!(names.iter().any(|n| n == r.den), "{}: {}", r.name, r.den);
         }

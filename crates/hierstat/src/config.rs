@@ -18,6 +18,7 @@ pub struct Config {
     pub(crate) policy: Policy,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) membarrier: bool,
+    pub(crate) per_cpu: bool,
 }
 
 impl Default for Config {
@@ -41,6 +42,7 @@ impl Config {
             policy,
             clock: Arc::new(MonotonicClock::new()),
             membarrier: true,
+            per_cpu: false,
         }
     }
 
@@ -102,6 +104,25 @@ impl Config {
     /// then costs one fence (an `mfence`-class instruction) more.
     pub fn membarrier(mut self, allow: bool) -> Self {
         self.membarrier = allow;
+        self
+    }
+
+    /// Whether implicit updates write per CPU, in restartable sequences
+    /// (default: `false`, per-thread shards).
+    ///
+    /// With `true`, where the process can (Linux with glibc 2.35 or later,
+    /// which registers every thread's `rseq(2)` area, on x86-64 or aarch64,
+    /// a kernel with `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` (5.10), and
+    /// membarrier allowed, see [`membarrier`](Self::membarrier)), the tree
+    /// has one shard per possible CPU, whatever [`shards`](Self::shards)
+    /// says: any number of threads update with plain loads and stores in a
+    /// critical section the kernel restarts if the thread is preempted,
+    /// migrated or signalled in it, no thread needs a seat, and a group has
+    /// a row per CPU that wrote it. Elsewhere the tree runs in today's
+    /// per-thread mode with the shards asked for;
+    /// [`HierStats::mode`](crate::HierStats::mode) says which, and why.
+    pub fn per_cpu(mut self, on: bool) -> Self {
+        self.per_cpu = on;
         self
     }
 

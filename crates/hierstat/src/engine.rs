@@ -47,11 +47,9 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// A tree of `params` holding only its root; `membarrier`: whether
-    /// flushers may use membarrier (see `Config::membarrier`).
-    pub(crate) fn new(params: Params, membarrier: bool) -> Self {
-        let writers = Writers::new(params.shards, membarrier);
-        let groups = Groups::new(&params, writers.ownable());
+    /// A tree of `params` holding only its root, written by `writers`.
+    pub(crate) fn new(params: Params, writers: Writers) -> Self {
+        let groups = Groups::new(&params, writers.ownable(), writers.rseq().is_some());
         let now = params.clock.now_ns();
         Core {
             dirty: Dirty::new(params.shards),

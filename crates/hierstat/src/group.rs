@@ -19,7 +19,7 @@ use crate::rows::OwnerRow;
 use crate::schema::Slot;
 use crate::state::GroupState;
 use crate::sync::{Arc, AtomicI64, Ordering};
-use crate::table::{load_entry, Entry};
+use crate::table::{load_entry, CpuTable, Entry};
 use std::ptr::NonNull;
 
 /// A handle to a group of a [`HierStats`](crate::HierStats) tree. Cheap to
@@ -36,6 +36,9 @@ pub struct Group {
     near: NonNull<Entry>,
     /// Entries of `near` an owner may use (see `RowTable::near`).
     owned_near: u32,
+    /// In the per-CPU mode, the entries of `near` (one per CPU); 0
+    /// otherwise (see `RowTable::near`).
+    cpus: u32,
     /// `state.agg`'s first word; the array never moves or shrinks (a
     /// state's fields are never reassigned: it lives in an `Arc`).
     agg: NonNull<AtomicI64>,
@@ -57,11 +60,12 @@ impl std::fmt::Debug for Group {
 impl Group {
     /// The handle of the group whose state is `state`.
     pub(crate) fn new(state: Arc<GroupState>) -> Group {
-        let (near, owned_near) = state.hot.rows.near();
+        let (near, owned_near, cpus) = state.hot.rows.near();
         Group {
             tree: state.hot.tree.id(),
             near,
             owned_near,
+            cpus,
             agg: NonNull::from(&*state.agg).cast(),
             state,
         }
@@ -84,6 +88,20 @@ impl Group {
         let row = unsafe { load_entry(entry) }?;
         // SAFETY: as above.
         Some(unsafe { OwnerRow::new(row) })
+    }
+
+    /// In the per-CPU mode, the group's row table (one entry per CPU) and
+    /// its length, for the update's section (see `rseq.rs`); `None`
+    /// otherwise: one compare.
+    #[inline(always)]
+    pub(crate) fn per_cpu_table(&self) -> Option<CpuTable<'_>> {
+        if self.cpus == 0 {
+            return None;
+        }
+        // SAFETY: `near` is the first of the table's `cpus` near entries
+        // (set by `new`, never reassigned), kept alive and in place by
+        // `self.state`.
+        Some(unsafe { CpuTable::new(self.near, self.cpus as usize) })
     }
 
     /// The group's hierarchical aggregate of `slot` (`state.agg[slot]`),

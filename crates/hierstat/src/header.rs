@@ -72,12 +72,17 @@ pub(crate) enum Writer {
     Owner,
     /// Any other writer of the shard (atomic adds).
     Shared,
+    /// A thread on the row's CPU (the per-CPU mode: plain stores in
+    /// restartable sequences, any number of threads): it keeps the owner's
+    /// residue and bit, but reserves as a shared writer does, before its
+    /// claim RMW (see `Core::claim`).
+    PerCpu,
 }
 
 impl Writer {
     fn bit(self) -> u64 {
         match self {
-            Writer::Owner => OWNER_RES,
+            Writer::Owner | Writer::PerCpu => OWNER_RES,
             Writer::Shared => SHARED_RES,
         }
     }
@@ -129,6 +134,22 @@ impl<'a> Header<'a> {
     #[inline(always)]
     pub(crate) fn owner_claimed(self) -> bool {
         self.0.load(Ordering::Relaxed) & OWNER_RES != 0
+    }
+
+    /// The per-CPU mode's check, after an update's commit: whether a
+    /// thread on the row's CPU claimed the pair since its last drain.
+    ///
+    /// ORDERING: Acquire. Unlike the owner's bit, this one may have been
+    /// set by *another* thread (any thread on the CPU), whose claim may
+    /// still be pushing the row: this thread then trusts it, so that
+    /// claim's `begin_claim` (published by its Release claim RMW) must be
+    /// visible to any flush this thread starts afterwards (whose drain must
+    /// wait for that claim), and its reservation (made before its claim
+    /// RMW, see `Core::claim`) to any read this thread makes. loom:
+    /// Relaxed fails `percpu_update_seen_claimed_is_flushed_by_a_later_flush`.
+    #[inline(always)]
+    pub(crate) fn percpu_claimed(self) -> bool {
+        self.0.load(Ordering::Acquire) & OWNER_RES != 0
     }
 
     /// A claim by writer kind `w`: sets `QUEUED` and `w`'s reservation bit.
@@ -349,6 +370,21 @@ impl<'a> OwnerResidue<'a> {
     pub(crate) fn empty(self, left: u64, batch: u64) -> u64 {
         self.set_empty(batch);
         (batch - 1).wrapping_sub(left)
+    }
+
+    /// The residue word itself (the per-CPU mode's fold section writes it).
+    #[inline(always)]
+    pub(crate) fn word(self) -> &'a AtomicU64 {
+        self.0
+    }
+
+    /// The per-CPU mode's look at a residue that threads on the row's CPU
+    /// write (in sections), for a fold. ORDERING: Relaxed; any value it
+    /// reads is one of the residue's, and the fold only ever over-counts
+    /// from a stale one (see `Core::fold_percpu`).
+    #[inline]
+    pub(crate) fn peek(self) -> u64 {
+        self.0.load(Ordering::Relaxed)
     }
 
     /// Sets the residue empty (`batch − 1`). ORDERING: Relaxed; the owner's

@@ -38,6 +38,7 @@
 //! | `rows`, `table` | counter rows, allocated on first touch from per-shard arenas; a group's table of its rows |
 //! | `header` | the row header word and the owner's residue: every bit and transition of the update/flush handshake |
 //! | `seat` | which shard a thread writes (the process-wide seat pool) |
+//! | `mode`, `rseq` | per-CPU or per-thread ([`Mode`]); the per-CPU mode's restartable sequences (assembly; modelled under loom) |
 //! | `update`, `counter` | the update paths (`update::writers`: who writes each shard); a pre-resolved [`Counter`] |
 //! | `dirty` | lock-free update lists, persistent dirty trees |
 //! | `count` | the threshold count word |
@@ -85,10 +86,13 @@ mod flusher;
 #[allow(unsafe_code)] // the handle's cached pointers (see the module docs)
 mod group;
 mod header;
+mod mode;
 mod policy;
 mod read;
 #[allow(unsafe_code)] // the row addresses of the update path (see the module docs)
 mod rows;
+#[allow(unsafe_code)] // the restartable sequences' assembly (see the module docs)
+mod rseq;
 mod saturation;
 mod schema;
 mod seat;
@@ -112,6 +116,7 @@ pub use flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 #[cfg(not(loom))]
 pub use flusher::{BackgroundFlusher, FlusherStats};
 pub use group::Group;
+pub use mode::{Fallback, Mode};
 pub use policy::{
     BadThresholdSize, Concurrency, EarlyBreak, FlushScope, HotPathFlush, Policy, Preset,
     ThresholdRule, ThresholdScheme, ThresholdSize, UnknownPreset,
@@ -119,6 +124,13 @@ pub use policy::{
 pub use read::Bounded;
 pub use schema::{ItemId, ItemInfo, ItemKind, NodeItemId, Schema, SchemaBuilder, Unit, PAGE_SIZE};
 pub use stats::HierStats;
+
+/// Restartable sequences the calling thread has restarted so far (aborted
+/// by preemption, migration, a signal or a flusher's barrier, and run
+/// again) in trees of the per-CPU mode ([`Mode::PerCpu`]): a diagnostic.
+pub fn thread_restarts() -> u64 {
+    rseq::restarts()
+}
 
 // The simulator's types under their names before `hierstat::sim` existed,
 // so that code written against them keeps compiling; new code names them

@@ -431,6 +431,30 @@ impl RowAddr {
     }
 }
 
+/// Byte offset of cell `slot` in a row (the per-CPU mode's sections
+/// address it from the row's address, see `rseq.rs`).
+#[inline(always)]
+pub(crate) fn cell_offset(slot: Slot) -> usize {
+    (CELLS + slot.get()) * 8
+}
+
+/// Byte offset of the owner's residue in a row (loom's modelled sections).
+#[cfg(loom)]
+pub(crate) const RESIDUE_OFFSET: usize = OWNER_RESIDUE * 8;
+
+/// A row address from the per-CPU mode's section, which loaded it from a
+/// row table entry (see `rseq.rs`).
+///
+/// # Safety
+/// `p` was loaded from an entry of a [`RowTable`](crate::table::RowTable)
+/// whose store lives for `'a`.
+#[inline(always)]
+pub(crate) unsafe fn owner_row_at<'a>(p: NonNull<AtomicU64>) -> OwnerRow<'a> {
+    // SAFETY: the caller's guarantee: an entry holds a row address made by
+    // `ArenaGuard::alloc` (see `RowAddr::from_ptr`, `OwnerRow::new`).
+    unsafe { OwnerRow::new(RowAddr(p)) }
+}
+
 /// One group's row on one shard, for the owner path: its header, the
 /// owner's residue and the owner cells, reached from the row's address
 /// with no bounds check (a [`Slot`] is below every row's cell count).

@@ -187,6 +187,13 @@ pub trait Simulator: sealed::Sealed {
     /// [`Config::shards`](crate::Config::shards)) has `shared == 0`.
     fn shards_written(&self) -> ShardsWritten;
 
+    /// The rows `group` has: one per shard (per CPU, in the per-CPU mode)
+    /// that ever wrote it, until it is reaped.
+    ///
+    /// # Errors
+    /// [`Error::ForeignGroup`].
+    fn rows_of(&self, group: &Group) -> Result<usize, Error>;
+
     /// loom only: [`HierStats::add`] through the owner path of `shard`, as
     /// the thread that owns it. (Model threads share the OS thread whose
     /// seat `add` would look up.) The caller must be the only thread that
@@ -198,6 +205,23 @@ pub trait Simulator: sealed::Sealed {
     fn add_owned_with(
         &self,
         shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error>;
+
+    /// loom only: [`HierStats::add`] of a per-CPU tree
+    /// ([`Mode::PerCpu`](crate::Mode::PerCpu)) by a thread running on
+    /// modelled CPU `cpu` (see `rseq.rs`): any number of model threads may
+    /// use one CPU, as real threads do. On a tree of the other modes, the
+    /// owner path (as [`add_owned_with`](Self::add_owned_with)).
+    ///
+    /// # Errors
+    /// As [`add_with`](Self::add_with).
+    #[cfg(loom)]
+    fn add_on_cpu_with(
+        &self,
+        cpu: Shard,
         group: &Group,
         item: ItemId,
         delta: i64,
@@ -283,6 +307,10 @@ impl Simulator for HierStats {
         ShardsWritten { by_owners, shared }
     }
 
+    fn rows_of(&self, group: &Group) -> Result<usize, Error> {
+        Ok(self.core.own(group)?.hot.rows.rows().count())
+    }
+
     #[cfg(loom)]
     fn add_owned_with(
         &self,
@@ -295,6 +323,28 @@ impl Simulator for HierStats {
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
         let s = shard.index(self)?;
         self.core.update_owned(s, g, slot, delta, mag, &mut ());
+        Ok(())
+    }
+
+    #[cfg(loom)]
+    fn add_on_cpu_with(
+        &self,
+        cpu: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+    ) -> Result<(), Error> {
+        self.core.check(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        let c = cpu.index(self)?;
+        match group.per_cpu_table() {
+            Some(table) => self
+                .core
+                .update_percpu(c, table, &group.state, slot, delta, mag),
+            None => self
+                .core
+                .update_owned(c, &group.state, slot, delta, mag, &mut ()),
+        }
         Ok(())
     }
 }

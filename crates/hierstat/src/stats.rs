@@ -12,10 +12,12 @@ use crate::engine::Core;
 use crate::error::{ConfigError, Error};
 use crate::flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 use crate::group::Group;
+use crate::mode::Mode;
 use crate::policy::Policy;
 use crate::read::Bounded;
 use crate::schema::{ItemId, NodeItemId, Schema};
 use crate::sync::Arc;
+use crate::update::writers::Writers;
 
 /// Hierarchical per-shard statistics for a tree of groups.
 ///
@@ -58,12 +60,16 @@ impl HierStats {
             policy,
             clock,
             membarrier,
+            per_cpu,
         } = config;
         if shards == 0 || shards > MAX_SHARDS {
             return Err(ConfigError::Shards(shards).into());
         }
+        // The per-CPU mode's shards are the possible CPUs.
+        let (rseq, shards, fallback) = crate::update::writers::choose(per_cpu, membarrier, shards);
         policy.check(shards)?;
-        let core = Core::new(Params::new(schema, policy, shards, clock), membarrier);
+        let writers = Writers::new(shards, membarrier, rseq, fallback);
+        let core = Core::new(Params::new(schema, policy, shards, clock), writers);
         Ok(HierStats {
             core: Arc::new(core),
         })
@@ -95,6 +101,29 @@ impl HierStats {
     /// update takes the shared (atomic) path.
     pub fn owner_path(&self) -> bool {
         self.core.writers.ownable() > 0
+    }
+
+    /// How implicit updates write, chosen at construction: per CPU in
+    /// restartable sequences ([`Config::per_cpu`]), or per thread (the
+    /// owner and shared paths), with the reason the per-CPU mode was not
+    /// given if it was asked for.
+    ///
+    /// ```
+    /// use hierstat::{Config, HierStats, Mode, Preset, Schema, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let x = b.state("x", Unit::Pages);
+    /// let stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).per_cpu(true))?;
+    /// match stats.mode() {
+    ///     // Linux with glibc 2.35+ on x86-64 or aarch64: one shard per possible CPU.
+    ///     Mode::PerCpu => assert!(stats.shards() >= 1),
+    ///     // Elsewhere: today's paths, and why.
+    ///     other => println!("{other}"),
+    /// }
+    /// # Ok::<(), hierstat::Error>(())
+    /// ```
+    pub fn mode(&self) -> Mode {
+        self.core.writers.mode()
     }
 
     /// The clock's current time in ns.

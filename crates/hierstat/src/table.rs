@@ -93,6 +93,33 @@ pub(crate) unsafe fn load_entry(e: &Entry) -> Option<RowAddr> {
     NonNull::new(e.load(Ordering::Acquire)).map(|p| unsafe { RowAddr::from_ptr(p) })
 }
 
+/// The per-CPU mode's view of a row table: its entries, one per CPU, for
+/// the update's section (`rseq.rs`), valid as long as the table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CpuTable<'a> {
+    /// The first entry.
+    pub(crate) entries: NonNull<Entry>,
+    /// Entries (CPUs).
+    pub(crate) len: usize,
+    _table: std::marker::PhantomData<&'a RowTable>,
+}
+
+impl CpuTable<'_> {
+    /// The table of `len` entries from `entries`.
+    ///
+    /// # Safety
+    /// `entries` is the first of `len` entries of a [`RowTable`] that
+    /// lives, in place, for the returned lifetime.
+    #[inline(always)]
+    pub(crate) unsafe fn new(entries: NonNull<Entry>, len: usize) -> Self {
+        CpuTable {
+            entries,
+            len,
+            _table: std::marker::PhantomData,
+        }
+    }
+}
+
 /// A group's row table (see the module docs).
 #[derive(Debug)]
 pub(crate) struct RowTable {
@@ -100,6 +127,8 @@ pub(crate) struct RowTable {
     /// Near entries an owner's plain path may use: all of them where the
     /// tree's owners take it, none where they cannot (`Writers::ownable`).
     owned_near: u32,
+    /// The per-CPU mode's table: the near part covers every shard.
+    dense: bool,
     far: OnceLock<Box<[OnceLock<Entries>]>>,
     shards: usize,
     /// Cells per row (the store's).
@@ -119,12 +148,15 @@ struct Place<'a> {
 impl RowTable {
     /// An empty table for a tree of `shards` shards, of which the first
     /// `ownable` (all or none) may be written by their owners, whose rows
-    /// live in `store`.
-    pub(crate) fn new(shards: usize, ownable: usize, store: Arc<RowStore>) -> Self {
-        let near = shards.min(NEAR);
+    /// live in `store`; `dense`: the near part covers every shard (the
+    /// per-CPU mode, whose section looks its CPU's row up in one array:
+    /// `9 B` per possible CPU).
+    pub(crate) fn new(shards: usize, ownable: usize, dense: bool, store: Arc<RowStore>) -> Self {
+        let near = if dense { shards } else { shards.min(NEAR) };
         let t = RowTable {
             near: Entries::new(near),
             owned_near: near.min(ownable) as u32,
+            dense,
             far: OnceLock::new(),
             shards,
             slots: store.slots(),
@@ -138,23 +170,49 @@ impl RowTable {
         #[cfg(loom)]
         {
             let _ = t.addr_or_alloc(0);
-            for s in NEAR..shards {
+            for s in near..shards {
                 let _ = t.slot_or_make(s);
             }
         }
         t
     }
 
-    /// The near part's first entry and how many entries of it an owner's
-    /// plain path may use, for the group handle.
-    pub(crate) fn near(&self) -> (NonNull<Entry>, u32) {
-        (NonNull::from(&*self.near.rows).cast(), self.owned_near)
+    /// The near part's first entry, how many entries of it an owner's
+    /// plain path may use, and, in the per-CPU mode, how many it has (0
+    /// otherwise), for the group handle.
+    pub(crate) fn near(&self) -> (NonNull<Entry>, u32, u32) {
+        (
+            NonNull::from(&*self.near.rows).cast(),
+            self.owned_near,
+            if self.dense {
+                self.near_len() as u32
+            } else {
+                0
+            },
+        )
+    }
+
+    /// The per-CPU mode's view of the table (a dense one), for an
+    /// ancestor's update (the group itself is reached through its handle's
+    /// copy, see `Group::per_cpu_table`).
+    pub(crate) fn per_cpu(&self) -> CpuTable<'_> {
+        // SAFETY: the near part's entries, alive and in place as long as
+        // `self`.
+        unsafe { CpuTable::new(NonNull::from(&*self.near.rows).cast(), self.near_len()) }
+    }
+
+    /// Entries in the near part.
+    #[inline(always)]
+    fn near_len(&self) -> usize {
+        self.near.rows.len()
     }
 
     /// Shard `s`'s entry, if its block exists.
     #[inline]
     fn slot(&self, s: usize) -> Option<Place<'_>> {
-        let (e, i) = if s < NEAR {
+        // `s < NEAR` first: a constant compare decides the common case (a
+        // dense table is near beyond it too).
+        let (e, i) = if s < NEAR || s < self.near_len() {
             (&self.near, s)
         } else {
             let far = self.far.get()?;
@@ -168,7 +226,7 @@ impl RowTable {
 
     /// Shard `s`'s entry, making its block if needed.
     fn slot_or_make(&self, s: usize) -> Place<'_> {
-        let (e, i) = if s < NEAR {
+        let (e, i) = if s < NEAR || s < self.near_len() {
             (&self.near, s)
         } else {
             let blocks = (self.shards - NEAR).div_ceil(FAR_BLOCK);
@@ -232,6 +290,24 @@ impl RowTable {
         }
         let (slot, a) = self.alloc(s);
         self.row_at(slot, a)
+    }
+
+    /// The group's row on near shard `s` if it exists (`None` for a far
+    /// shard too): one load from the near part, for the owner's ancestor
+    /// walk (see `Core::walk_ancestors_owned`).
+    #[inline(always)]
+    pub(crate) fn near_row(&self, s: usize) -> Option<OwnerRow<'_>> {
+        let a = Self::load(self.near.rows.get(s)?)?;
+        // SAFETY: `self.store` keeps the row's chunk alive for `&self`.
+        Some(unsafe { OwnerRow::new(a) })
+    }
+
+    /// [`owned_row_or_alloc`](Self::owned_row_or_alloc) out of line, for
+    /// a caller whose common case is [`near_row`](Self::near_row).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn owned_row_or_alloc_cold(&self, s: usize) -> OwnerRow<'_> {
+        self.owned_row_or_alloc(s)
     }
 
     /// [`row_or_alloc`](Self::row_or_alloc) for the shard's owner.

@@ -58,6 +58,7 @@ impl Core {
         let rows = RowTable::new(
             self.groups.shards,
             self.groups.ownable,
+            self.groups.dense,
             self.groups.store.clone(),
         );
         let g = Arc::new(GroupState::new(

@@ -89,6 +89,70 @@
 //! `fetch_add` (Release) on the shared path: a flush takes an ancestor's
 //! shared residue before its drain and must then find the rows whose
 //! pages it took (see `flush.rs`, "What a flush hands over").
+//!
+//! # The per-CPU mode
+//!
+//! In the per-CPU mode ([`Config::per_cpu`](crate::Config::per_cpu)) the
+//! shards are the CPUs and a group's row on CPU `c` is written, with plain
+//! loads and stores, by whichever thread runs on `c`: any number of
+//! threads, no seat, no shared path. An update is:
+//!
+//! 1. one restartable sequence (`rseq.rs`) on the current CPU `c`: the
+//!    group's row on `c` from its row table, `residue −= magnitude` (not
+//!    the commit: a restart subtracts again, an over-count), then `cell +=
+//!    delta`, whose store commits. The kernel restarts the section if the
+//!    thread is preempted, migrated or signalled inside it, so no two
+//!    threads' load-add-store of a row interleave: every commit is made
+//!    on the CPU whose row it writes, with no other section run there
+//!    since it began;
+//! 2. the claim check, after the commit (the section is an asm block that
+//!    clobbers memory, so the compiler keeps the check after it: the light
+//!    half of the barrier), an Acquire load (`Header::percpu_claimed`):
+//!    another thread on `c` may have set the bit with its claim still in
+//!    progress, and this thread then trusts it (see there). A claim
+//!    (`claim_percpu`) reserves *before* it sets the bit, as a shared
+//!    writer does (a thread that finds the bit set returns at once, its
+//!    pages covered by that reservation only);
+//! 3. kernel-exact accounting: each ancestor's residue on the current CPU,
+//!    one section each (`walk_ancestors_percpu`);
+//! 4. if the section left the residue below empty: the fold
+//!    (`fold_percpu`), which *counts first*: it reads the residue, adds
+//!    the pages it holds to the threshold counts, then gives them back to
+//!    the residue in a section on `c` whose commit is the residue's store,
+//!    at most up to empty. Pages two threads fold at once, or that a
+//!    restarted section subtracted twice, are counted twice (until a flush
+//!    resets the counts), never missed; a thread that has left `c` gives
+//!    nothing back (the next update there folds again). So at every
+//!    instant a residue holds at most `batch − 1` pages of updates that
+//!    returned: the lane the bound counts per CPU, as per owner. The fold
+//!    comes after this update's claim check, so the pages it may skip (an
+//!    owner's skip of counts above `T`, see `add_up`) belong to a pair
+//!    claimed since its last drain, committed on `c` before the fold read
+//!    them: the owner path's argument (`FlushingGuard`).
+//!
+//! **The flushers' side.** A flusher never writes a per-CPU row: it reads
+//! `cur` and keeps its own snapshot (`delta = cur − prev`), as for an
+//! owner. The race to close is the owner path's store buffering — a commit
+//! then the claim check, against the drain (clearing the claim) then the
+//! read — now with any thread on `c` as the writer. The flusher's barrier
+//! after its drain and before its read is
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)`: on return every
+//! CPU running a thread of the process has executed a full barrier at some
+//! point, with the critical section in progress there, if any, restarted.
+//! A commit on `c` before that point is visible to the read after the
+//! barrier; one after it is followed (program order, and the interrupt is
+//! a full barrier) by a claim check that sees the drain, and queues the
+//! row again; a section in progress at that point restarts and so commits
+//! after it. A thread not running at the barrier was switched out, a full
+//! barrier too, and its next commit comes after. The proof only needs the
+//! barrier half of the command (the restart is what the plain
+//! `PRIVATE_EXPEDITED` does not give: it makes every section either wholly
+//! before the barrier point or wholly after, which the loom model states
+//! and no step of the protocol contradicts). loom checks the protocol with
+//! the sections modelled (`rseq.rs`, `model`): each store of a section is
+//! made under its CPU's lock only if no commit or barrier happened there
+//! since it armed, and the barrier visits every CPU under its lock
+//! (`tests/loom.rs`, `percpu`).
 
 pub(crate) mod writers;
 
@@ -97,11 +161,13 @@ use crate::engine::Core;
 use crate::group::Group;
 use crate::header::{Header, OwnerResidue, Writer};
 use crate::policy::{ThresholdRule, ThresholdScheme};
-use crate::rows::OwnerRow;
+use crate::rows::{cell_offset, OwnerRow};
+use crate::rseq::{Rseq, Status};
 use crate::schema::Slot;
 use crate::seat;
 use crate::state::GroupState;
 use crate::sync::Ordering;
+use crate::table::CpuTable;
 use crate::work::{Work, WorkSink};
 
 impl Core {
@@ -113,18 +179,25 @@ impl Core {
         // One thread-local load and one compare decide both that the thread
         // owns its shard and that the row exists there; a thread without a
         // seat yet (`NO_SEAT`) or past its exit (`GONE`) fails the compare
-        // and takes the general lane lookup.
+        // and takes the general lane lookup, and so does every thread of a
+        // per-CPU tree (no shard is ownable there): the owner's inlined
+        // path has nothing of the per-CPU mode in it (a test of the mode
+        // here, and the section's registers, cost it 5–15%).
         let here = seat::current_seat_raw() as usize;
         match group.owner_row(here) {
             Some(row) => self.update_owned_row(row, here, &group.state, slot, delta, mag, &mut ()),
-            None => self.update_here_other(&group.state, slot, delta, mag),
+            None => self.update_here_other(group, slot, delta, mag),
         }
     }
 
-    /// [`update_here`](Self::update_here) for a thread that does not own a
-    /// shard (or has no seat yet).
+    /// [`update_here`](Self::update_here) in the per-CPU mode, or for a
+    /// thread that does not own a shard (or has no seat yet).
     #[inline(never)]
-    fn update_here_other(&self, g: &GroupState, slot: Slot, delta: i64, mag: u64) {
+    fn update_here_other(&self, group: &Group, slot: Slot, delta: i64, mag: u64) {
+        if let Some(table) = group.per_cpu_table() {
+            return self.update_percpu(0, table, &group.state, slot, delta, mag);
+        }
+        let g = &group.state;
         let lane = seat::current(self.params.shards, self.writers.ownable());
         if lane.owner {
             self.update_owned(lane.shard, g, slot, delta, mag, &mut ());
@@ -136,6 +209,10 @@ impl Core {
     /// A per-node update on the current thread's lane: the per-node slot's
     /// cell, then the total's update (which carries the magnitude).
     pub(crate) fn update_node_here(&self, g: &GroupState, total: Slot, per_node: Slot, delta: i64) {
+        if self.writers.rseq().is_some() {
+            let mag = self.params.schema.slot_unit(total).pages(delta);
+            return self.update_node_percpu(0, g, total, per_node, delta, mag);
+        }
         let lane = seat::current(self.params.shards, self.writers.ownable());
         if lane.owner {
             let row = g.hot.rows.owned_row_or_alloc(lane.shard);
@@ -293,6 +370,232 @@ impl Core {
         crate::sync::fence_seqcst();
     }
 
+    /// The per-CPU mode's update (see the module docs, "The per-CPU
+    /// mode"): the section on the current CPU's row of `table` (`g`'s),
+    /// then the claim check, the ancestors' residues (kernel-exact) and
+    /// the fold. `model_cpu`: the CPU a loom model runs the thread on
+    /// (ignored by real sections).
+    #[inline(always)]
+    pub(crate) fn update_percpu(
+        &self,
+        model_cpu: usize,
+        table: CpuTable<'_>,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        let Some(rseq) = self.writers.rseq() else {
+            // A per-CPU table exists only in a per-CPU tree.
+            return;
+        };
+        let out = rseq.add(model_cpu, table, cell_offset(slot), delta, mag);
+        let (cpu, row, left) = match (out.status, out.row) {
+            (Status::Committed, Some(row)) => (out.cpu, row, out.left),
+            _ => return self.update_percpu_other(model_cpu, table, g, slot, delta, mag),
+        };
+        self.after_percpu_commit(model_cpu, rseq, cpu, row, g, slot, mag, left);
+    }
+
+    /// What follows a per-CPU update's commit on `cpu`'s `row`, which left
+    /// its residue at `left` (see the module docs, "The per-CPU mode").
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn after_percpu_commit(
+        &self,
+        model_cpu: usize,
+        rseq: &Rseq,
+        cpu: usize,
+        row: OwnerRow<'_>,
+        g: &GroupState,
+        slot: Slot,
+        mag: u64,
+        left: u64,
+    ) {
+        // The section's commit is an asm block that clobbers memory: the
+        // compiler keeps this load after it (the light half of the
+        // barrier; the flushers' rseq membarrier is the heavy half).
+        let hdr = row.header();
+        if !hdr.percpu_claimed() {
+            self.claim_percpu(cpu, g, hdr, &mut ());
+        }
+        if self.params.walks_ancestors
+            // ORDERING: Relaxed; flush trigger only.
+            && g.updates.pages() <= self.params.break_above
+        {
+            self.walk_ancestors_percpu(model_cpu, rseq, g, slot, mag);
+        }
+        if (left as i64) < 0 {
+            self.fold_percpu(model_cpu, rseq, cpu, row, g, false);
+        }
+    }
+
+    /// A per-CPU update whose section did not commit: the group has no
+    /// row on the CPU yet (allocate it and try again), the CPU is beyond
+    /// the table (the shared path on a shard of its number), or the cell's
+    /// sum would leave `i64` (saturate the item, and check the claim).
+    #[cold]
+    #[inline(never)]
+    fn update_percpu_other(
+        &self,
+        model_cpu: usize,
+        table: CpuTable<'_>,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        let Some(rseq) = self.writers.rseq() else {
+            return;
+        };
+        loop {
+            let out = rseq.add(model_cpu, table, cell_offset(slot), delta, mag);
+            match (out.status, out.row) {
+                (Status::Committed, Some(row)) => {
+                    return self
+                        .after_percpu_commit(model_cpu, rseq, out.cpu, row, g, slot, mag, out.left)
+                }
+                (Status::NoRow, _) => {
+                    let _ = g.hot.rows.owned_row_or_alloc(out.cpu);
+                }
+                (Status::Overflow, Some(row)) => {
+                    self.saturation.saturate(g, slot.get(), delta);
+                    return self.after_percpu_commit(model_cpu, rseq, out.cpu, row, g, slot, 0, 0);
+                }
+                _ => {
+                    let s = out.cpu % self.params.shards;
+                    return self.update_shared(s, g, slot, delta, mag, &mut ());
+                }
+            }
+        }
+    }
+
+    /// The per-CPU mode's per-node update: the per-node cell in a section
+    /// of its own (no magnitude), with its claim check, then the total's
+    /// update, which carries the magnitude.
+    pub(crate) fn update_node_percpu(
+        &self,
+        model_cpu: usize,
+        g: &GroupState,
+        total: Slot,
+        per_node: Slot,
+        delta: i64,
+        mag: u64,
+    ) {
+        let table = g.hot.rows.per_cpu();
+        self.update_percpu(model_cpu, table, g, per_node, delta, 0);
+        self.update_percpu(model_cpu, table, g, total, delta, mag);
+    }
+
+    /// The per-CPU mode's claim: the first write of the pair by any thread
+    /// on CPU `cpu` since its last drain, as the owner's (`claim_owned`),
+    /// with the reservation made before the claim RMW (another thread on
+    /// the CPU may find the bit set and return at once, see `Core::claim`).
+    #[cold]
+    #[inline(never)]
+    fn claim_percpu<W: WorkSink>(&self, cpu: usize, g: &GroupState, hdr: Header<'_>, work: &mut W) {
+        self.writers.announce_owner(cpu);
+        crate::sync::fence_seqcst();
+        self.claim(cpu, g, hdr, Writer::PerCpu, work);
+        // As the owner's: before this update's fold reads the flush count.
+        crate::sync::fence_seqcst();
+    }
+
+    /// Folds the residue of `row` (on CPU `cpu`), which an update took
+    /// below empty, into the threshold counts (see the module docs, "The
+    /// per-CPU mode"): *first* count the pages the residue holds, then
+    /// give them back to the residue in a section on `cpu` (at most up to
+    /// empty). Counting first only ever over-counts: pages another thread
+    /// folded meanwhile, or that a restarted section subtracted twice,
+    /// are counted twice until a flush resets the counts, never missed.
+    /// If the thread no longer runs on `cpu`, nothing is given back (the
+    /// next update there folds again): an over-count too. `ancestor`: a
+    /// kernel-exact ancestor's residue (its own count only).
+    #[cold]
+    #[inline(never)]
+    fn fold_percpu(
+        &self,
+        model_cpu: usize,
+        rseq: &Rseq,
+        cpu: usize,
+        row: OwnerRow<'_>,
+        g: &GroupState,
+        ancestor: bool,
+    ) {
+        let batch = self.params.batch;
+        let res = row.residue();
+        let held = (batch - 1).wrapping_sub(res.peek()) as i64;
+        if held <= 0 {
+            // Another thread folded it meanwhile.
+            return;
+        }
+        let held = held as u64;
+        if ancestor {
+            self.add_own(g, held, &mut ());
+        } else {
+            // After this update's claim check: an owner's fold, which may
+            // skip counts above the threshold (see `add_up`): the residue
+            // holds pages of sections committed on `cpu` before its read,
+            // of a pair claimed since its last drain, as the owner's does.
+            self.account(g, held, true, &mut ());
+        }
+        let _ = rseq.credit(model_cpu, cpu, res.word(), held, batch - 1);
+    }
+
+    /// Kernel-exact accounting, per-CPU mode: each ancestor's residue on
+    /// the current CPU, in a section (the update's slot of the ancestor's
+    /// row gets a zero delta: the section's commit), folded as the group's
+    /// is.
+    fn walk_ancestors_percpu(
+        &self,
+        model_cpu: usize,
+        rseq: &Rseq,
+        g: &GroupState,
+        slot: Slot,
+        mag: u64,
+    ) {
+        let first = cell_offset(slot);
+        let mut a = g.hot.parent.as_deref();
+        while let Some(n) = a {
+            if n.updates.pages() > self.params.break_above {
+                break;
+            }
+            let table = n.hot.rows.per_cpu();
+            let out = loop {
+                let out = rseq.add(model_cpu, table, first, 0, mag);
+                match out.status {
+                    Status::NoRow => {
+                        let _ = n.hot.rows.owned_row_or_alloc(out.cpu);
+                    }
+                    _ => break out,
+                }
+            };
+            match (out.status, out.row) {
+                (Status::Committed, Some(row)) if (out.left as i64) < 0 => {
+                    self.fold_percpu(model_cpu, rseq, out.cpu, row, n, true);
+                }
+                (Status::Committed, _) => {}
+                // A CPU beyond the table: its shard's shared residue.
+                _ => self.walk_ancestor_shared(out.cpu % self.params.shards, n, mag),
+            }
+            a = n.hot.parent.as_deref();
+        }
+    }
+
+    /// One ancestor's step of [`walk_ancestors`](Self::walk_ancestors) on
+    /// shard `s` (the per-CPU mode, for a CPU beyond its table).
+    #[cold]
+    fn walk_ancestor_shared(&self, s: usize, n: &GroupState, mag: u64) {
+        let batch = self.params.batch;
+        let small = if mag < batch { mag } else { 0 };
+        let hdr = n.hot.rows.row_or_alloc(s).header();
+        let residue = hdr.add_ancestor_residue(small);
+        if residue + small >= batch || small != mag {
+            let m = self.take_residue(hdr, &mut ()) + (mag - small);
+            self.add_own(n, m, &mut ());
+        }
+    }
+
     /// The shared (atomic) path on shard `s` (see the module docs).
     #[inline(always)]
     pub(crate) fn update_shared<W: WorkSink>(
@@ -366,7 +669,12 @@ impl Core {
         // another writer set the bit first, this reservation is one pair's
         // worth too many until the next flush that resets the group. The
         // owner's bit covers only the owner's own updates, which wait for
-        // their claim: it reserves after its push, as below.
+        // their claim: it reserves after its push, as below. A per-CPU
+        // claimer is a shared writer in this respect: other threads on its
+        // CPU may find its bit set (see `claim_percpu`).
+        if folded && w == Writer::PerCpu {
+            self.reserve(g, work);
+        }
         if folded && w == Writer::Shared {
             self.reserve(g, work);
         }
@@ -485,20 +793,46 @@ impl Core {
     /// Kernel-exact accounting, owner path: the same walk on the ancestors'
     /// owner residues, with plain loads and stores (the owner of shard `s`
     /// is their only writer).
+    ///
+    /// Inlined into the update, and each step is what the group's own
+    /// update does: a check of the count, one load from the ancestor's row
+    /// table (an owner's shard is a near one), the countdown; the first
+    /// touch of an ancestor's row and its folds are out of line. (As a
+    /// call through the general row lookup, with its far-table arithmetic,
+    /// it cost linux-6.8's depth-1 `add` about half again its time.)
+    #[inline(never)]
     fn walk_ancestors_owned<W: WorkSink>(&self, s: usize, g: &GroupState, mag: u64, work: &mut W) {
+        let break_above = self.params.break_above;
         let mut a = g.hot.parent.as_deref();
         while let Some(n) = a {
-            if n.updates.pages() > self.params.break_above {
+            if n.updates.pages() > break_above {
                 break;
             }
-            let res = n.hot.rows.owned_row_or_alloc(s).residue();
+            let res = match n.hot.rows.near_row(s) {
+                Some(row) => row.residue(),
+                None => n.hot.rows.owned_row_or_alloc_cold(s).residue(),
+            };
             let left = res.count_down(mag);
             if (left as i64) < 0 {
-                let m = res.empty(left, self.params.batch);
-                self.add_own(n, m, work);
+                self.fold_ancestor_owned(res, left, n, work);
             }
             a = n.hot.parent.as_deref();
         }
+    }
+
+    /// An ancestor's owner residue that went negative (see
+    /// `walk_ancestors_owned`): emptied into its own count.
+    #[cold]
+    #[inline(never)]
+    fn fold_ancestor_owned<W: WorkSink>(
+        &self,
+        res: OwnerResidue<'_>,
+        left: u64,
+        n: &GroupState,
+        work: &mut W,
+    ) {
+        let m = res.empty(left, self.params.batch);
+        self.add_own(n, m, work);
     }
 
     /// Kernel-style fold into one group's own counter.

@@ -20,6 +20,10 @@
 //! some take the shared path, membarrier on and off (seeds 0, 1 on, 2, 3
 //! off, and so on), big updates (over the thresholds) on even seeds only.
 //!
+//! `bounds_hold_while_updaters_run_per_cpu` runs the same in the per-CPU
+//! mode (`Config::per_cpu`, restartable sequences on per-CPU rows), where
+//! the host has it.
+//!
 //! A binary of its own: the updaters' seats (which decide the owner and
 //! shared paths) must not be taken by other tests' threads.
 //!
@@ -194,6 +198,26 @@ fn policies() -> Vec<(String, Policy)> {
 
 #[test]
 fn bounds_hold_while_updaters_run() {
+    bounds_hold(false);
+}
+
+/// The same in the per-CPU mode (`Config::per_cpu`): the updaters' `add`s
+/// run in restartable sequences on per-CPU rows (the explicit-shard ones
+/// still take the shared path). Skipped, saying why, where the mode is not
+/// available.
+#[test]
+fn bounds_hold_while_updaters_run_per_cpu() {
+    let mut b = Schema::builder();
+    b.event("x", Unit::Count);
+    let t = HierStats::new(b.build().unwrap(), Config::default().per_cpu(true)).unwrap();
+    if t.mode() != hierstat::Mode::PerCpu {
+        eprintln!("per-CPU mode unavailable here ({}): skipped", t.mode());
+        return;
+    }
+    bounds_hold(true);
+}
+
+fn bounds_hold(per_cpu: bool) {
     let size = Size::from_env();
     let mut failed = Vec::new();
     let only = std::env::var("HIERSTAT_LIVE_POLICY").ok();
@@ -203,8 +227,13 @@ fn bounds_hold_while_updaters_run() {
         }
         let mut c = Counts::default();
         for seed in 0..size.seeds {
-            run_seed(policy, seed, size, &mut c);
+            run_seed(policy, seed, size, per_cpu, &mut c);
         }
+        let name = if per_cpu {
+            format!("{name} (per-CPU)")
+        } else {
+            name
+        };
         eprintln!(
             "{name}: {} groups x {} seeds x {} ms: {} updates, {} groups churned, \
              {} reads, {} bounded ({} of them Some(0), {} racing updates), {} violations",
@@ -241,7 +270,7 @@ fn bounds_hold_while_updaters_run() {
 /// One seed of one policy: updaters, flushers, churn and the checking
 /// reader (this thread) for `size.per_seed`; then a quiescent check that
 /// everything adds up exactly.
-fn run_seed(mut policy: Policy, seed: u64, size: Size, c: &mut Counts) {
+fn run_seed(mut policy: Policy, seed: u64, size: Size, per_cpu: bool, c: &mut Counts) {
     if let Some(b) = size.batch {
         policy.batch = b;
     }
@@ -254,8 +283,10 @@ fn run_seed(mut policy: Policy, seed: u64, size: Size, c: &mut Counts) {
     ];
     let cfg = Config::with_policy(policy)
         .shards(2)
-        .membarrier(size.membarrier.unwrap_or(seed / 2 % 2 == 0));
+        .membarrier(per_cpu || size.membarrier.unwrap_or(seed / 2 % 2 == 0))
+        .per_cpu(per_cpu);
     let t = HierStats::new(b.build().unwrap(), cfg).unwrap();
+    let shards = t.shards() as u64;
     let shape = Shape::new(size.groups, &mut rng);
     let n = shape.parent.len();
     let mut handles: Vec<Group> = vec![t.root()];
@@ -317,7 +348,7 @@ fn run_seed(mut policy: Policy, seed: u64, size: Size, c: &mut Counts) {
                         sums[a][k].begun_mag.fetch_add(m, SeqCst);
                     }
                     if r.below(4) == 0 {
-                        let s = Shard(r.below(2) as usize);
+                        let s = Shard(r.below(shards) as usize);
                         t.add_with(s, g, items[k], d, &mut ()).unwrap();
                     } else {
                         t.add(g, items[k], d).unwrap();

@@ -1003,3 +1003,198 @@ mod engine {
         });
     }
 }
+
+/// The per-CPU mode ([`hierstat::Mode::PerCpu`]) on the engine's real code,
+/// its restartable sequences modelled (see `rseq.rs`'s `model`): a model
+/// thread runs on the CPU it names, a section restarts when another
+/// section committed on its CPU or a flusher's membarrier passed since it
+/// armed, and the membarrier is an operation of the flusher that visits
+/// every CPU (restarting the section in progress there).
+mod percpu {
+    use super::model;
+    use hierstat::sim::{Shard, Simulator};
+    use hierstat::{
+        Config, Group, HierStats, ItemId, Mode, Policy, Preset, Schema, ThresholdSize, Unit,
+    };
+    use loom::thread;
+
+    /// A per-CPU tree of `cpus` modelled CPUs under `p`, with two event
+    /// items and a group `/g`.
+    fn tree(p: Policy, cpus: usize) -> (HierStats, ItemId, ItemId, Group) {
+        let mut b = Schema::builder();
+        let x = b.event("x", Unit::Count);
+        let y = b.event("y", Unit::Count);
+        let cfg = Config::with_policy(p).shards(cpus).per_cpu(true);
+        let t = HierStats::new(b.build().unwrap(), cfg).unwrap();
+        assert_eq!(t.mode(), Mode::PerCpu);
+        let g = t.create(&t.root(), "g").unwrap();
+        (t, x, y, g)
+    }
+
+    fn assert_bounded_within(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
+        let b = t.read_bounded(g, x).unwrap();
+        if let Some(bound) = b.bound {
+            let slack = (hi - lo) as u64;
+            let off = (lo - b.signed)
+                .unsigned_abs()
+                .min((hi - b.signed).unsigned_abs());
+            assert!(
+                off <= bound + slack,
+                "bound {bound} (+{slack}) misses: read {} of {lo}..={hi}",
+                b.signed
+            );
+        }
+    }
+
+    /// Updates on CPU 0 (two slots, the second after the first's claim)
+    /// against a flush: every commit is either read by the flush or
+    /// followed by a claim the next flush drains. Without the flushers'
+    /// membarrier between their drain and their read, the commit and the
+    /// claim check race the drain and the read (store buffering), and an
+    /// update is lost.
+    #[test]
+    fn percpu_updates_vs_flush() {
+        model(|| {
+            let (t, x, y, g) = tree(Preset::Hierstat.policy(), 1);
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap();
+                t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 1);
+            assert_eq!(t.read(&g, y).unwrap(), 1);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// Two threads on one CPU add to the same cell: each section either
+    /// commits with no other commit on the CPU since it armed, or restarts,
+    /// so neither add is lost (a plain load-add-store without the restart
+    /// loses one).
+    #[test]
+    fn percpu_two_threads_on_one_cpu_lose_nothing() {
+        model(|| {
+            let (t, x, _, g) = tree(Preset::Hierstat.policy(), 1);
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap());
+            t.add_on_cpu_with(Shard(0), &g, x, 2).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 3);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// A thread migrates (CPU 0, then CPU 1) while a flush runs: both rows
+    /// are claimed and carried.
+    #[test]
+    fn percpu_migration_vs_flush() {
+        model(|| {
+            let (t, x, _, g) = tree(Preset::Hierstat.policy(), 2);
+            let (t2, g2) = (t.clone(), g.clone());
+            let u = thread::spawn(move || {
+                t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap();
+                t2.add_on_cpu_with(Shard(1), &g2, x, 1).unwrap();
+            });
+            t.flush_forced(&t.root()).unwrap();
+            u.join().unwrap();
+            t.flush_forced(&t.root()).unwrap();
+            assert_eq!(t.read(&g, x).unwrap(), 2);
+            t.verify_clean().unwrap();
+        });
+    }
+
+    /// Another thread on the CPU claims the pair and may be preempted
+    /// before it pushes the row; this thread's update finds the pair
+    /// claimed and returns, and its own flush must still carry it: its
+    /// check must acquire the claim (whose `begin_claim` the flush's drain
+    /// then waits for). Under a global threshold no snapshot fence hides a
+    /// Relaxed check.
+    #[test]
+    fn percpu_update_seen_claimed_is_flushed_by_a_later_flush() {
+        for preset in [Preset::Hierstat, Preset::Linux5_15] {
+            model(move || {
+                let (t, x, _, g) = tree(preset.policy(), 1);
+                let (t2, g2) = (t.clone(), g.clone());
+                let claimer =
+                    thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap());
+                t.add_on_cpu_with(Shard(0), &g, x, 10).unwrap();
+                t.flush_forced(&g).unwrap();
+                let seen = t.read(&g, x).unwrap();
+                assert!(seen >= 10, "our own update is missing: {seen}");
+                claimer.join().unwrap();
+            });
+        }
+    }
+
+    /// Folded thresholds: this thread's 20 pages land while another thread
+    /// on the CPU is claiming the pair (it set the bit first): the
+    /// reservation that covers them must be in the count before the bit,
+    /// as a shared writer's is (the owner's order, reserving after the
+    /// push, leaves a read here with a bound of 0 for 20 unflushed).
+    #[test]
+    fn percpu_writer_finding_the_pair_claimed_is_covered() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.threshold_size = ThresholdSize::Fixed(1000);
+            let (t, x, y, g) = tree(p, 1);
+            let (t2, g2) = (t.clone(), g.clone());
+            let claimer = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap());
+            t.add_on_cpu_with(Shard(0), &g, x, 20).unwrap();
+            assert_bounded_within(&t, &g, x, 20, 20);
+            assert_bounded_within(&t, &t.root(), x, 20, 20);
+            claimer.join().unwrap();
+        });
+    }
+
+    /// A fold of pages another thread on the CPU added (batch 4: the
+    /// second 3-page add takes the residue below empty, whichever thread
+    /// makes it): this thread's 3 pages, returned, stay bounded while the
+    /// other thread's fold counts them and gives them back to the residue,
+    /// for the folded and the kernel-exact schemes.
+    #[test]
+    fn percpu_a_fold_of_another_threads_pages() {
+        for preset in [Preset::Hierstat, Preset::Linux6_8] {
+            model(move || {
+                let mut p = preset.policy();
+                p.batch = 4;
+                p.threshold_size = ThresholdSize::Fixed(1000);
+                let (t, x, _, g) = tree(p, 1);
+                let (t2, g2) = (t.clone(), g.clone());
+                let u = thread::spawn(move || t2.add_on_cpu_with(Shard(0), &g2, x, 3).unwrap());
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                assert_bounded_within(&t, &g, x, 3, 6);
+                assert_bounded_within(&t, &t.root(), x, 3, 6);
+                u.join().unwrap();
+                t.flush_forced(&t.root()).unwrap();
+                assert_eq!(t.read(&g, x).unwrap(), 6);
+            });
+        }
+    }
+
+    /// A fold (the second of two 3-page adds, batch 4) races a root flush:
+    /// the bound holds after both, for both schemes.
+    #[test]
+    fn percpu_a_fold_racing_a_root_flush() {
+        for preset in [Preset::Hierstat, Preset::Linux6_8] {
+            model(move || {
+                let mut p = preset.policy();
+                p.batch = 4;
+                p.threshold_size = ThresholdSize::Fixed(1000);
+                let (t, x, _, g) = tree(p, 1);
+                let t2 = t.clone();
+                let f = thread::spawn(move || {
+                    t2.flush_forced(&t2.root()).unwrap();
+                });
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
+                f.join().unwrap();
+                assert_bounded_within(&t, &g, x, 6, 6);
+                assert_bounded_within(&t, &t.root(), x, 6, 6);
+            });
+        }
+    }
+}

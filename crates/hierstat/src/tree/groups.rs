@@ -25,6 +25,9 @@ pub(crate) struct Groups {
     pub(super) shards: usize,
     /// Shards `0..ownable` may be written by their owners' plain path.
     pub(super) ownable: usize,
+    /// Per-CPU mode: the row tables are dense over every shard (see
+    /// `RowTable::new`).
+    pub(super) dense: bool,
     pub(super) structure: RwLock<Structure>,
     /// Removed groups whose rows are not recycled yet: their residues count
     /// in the global error bound like live groups'. ORDERING: Relaxed; a
@@ -95,14 +98,15 @@ impl Structure {
 
 impl Groups {
     /// A tree holding only its root, for `params`, whose first `ownable`
-    /// shards may be written by their owners.
-    pub(crate) fn new(params: &Params, ownable: usize) -> Self {
+    /// shards may be written by their owners; `dense`: per-CPU rows (see
+    /// `RowTable::new`).
+    pub(crate) fn new(params: &Params, ownable: usize, dense: bool) -> Self {
         let slots = params.schema.slots();
         let store = Arc::new(RowStore::new(params.shards, slots, params.batch));
         let tag = TreeTag::new();
         let root = Arc::new(GroupState::new(
             0,
-            RowTable::new(params.shards, ownable, store.clone()),
+            RowTable::new(params.shards, ownable, dense, store.clone()),
             None,
             slots,
             String::new(),
@@ -122,6 +126,7 @@ impl Groups {
             store,
             shards: params.shards,
             ownable,
+            dense,
             structure: RwLock::new(structure),
             zombie_rows: AtomicU64::new(0),
         }

@@ -2,6 +2,8 @@
 //! other ([`Writers`]): the owner path's half of the tree's state. The
 //! update paths themselves are in `update.rs`.
 
+use crate::mode::{Fallback, Mode};
+use crate::rseq::Rseq;
 use crate::sync::{AtomicBool, AtomicU64, Barriers, Ordering};
 use crate::work::{Work, WorkSink};
 
@@ -11,6 +13,12 @@ use crate::work::{Work, WorkSink};
 pub(crate) struct Writers {
     /// How owners and flushers fence each other.
     barriers: Barriers,
+    /// The per-CPU mode's sections, if the tree runs in it (the shards are
+    /// then the CPUs, see `rseq.rs`): its flushers' barrier is the rseq
+    /// membarrier, and no shard is ownable.
+    rseq: Option<Rseq>,
+    /// Why the per-CPU mode was asked for and not given, if it was.
+    fallback: Option<Fallback>,
     /// Shards whose owner may take the plain path: all of them where the
     /// flushers have membarrier, none where they have only fences (an
     /// owner would then pay a `SeqCst` fence per update, no cheaper than
@@ -31,20 +39,37 @@ pub(crate) struct Writers {
 
 impl Writers {
     /// The writers of a tree of `shards` shards; `membarrier`: whether
-    /// flushers may use membarrier (see `Config::membarrier`).
-    pub(crate) fn new(shards: usize, membarrier: bool) -> Self {
-        let barriers = Barriers::detect(membarrier);
+    /// flushers may use membarrier (see `Config::membarrier`); `rseq`: the
+    /// per-CPU mode's sections if the tree runs in it (see [`choose`]),
+    /// `fallback` why not if it was asked for.
+    pub(crate) fn new(
+        shards: usize,
+        membarrier: bool,
+        rseq: Option<Rseq>,
+        fallback: Option<Fallback>,
+    ) -> Self {
+        let barriers = if rseq.is_some() {
+            // The rseq membarrier (see `choose`), not this one.
+            Barriers::Fences
+        } else {
+            Barriers::detect(membarrier)
+        };
         // Owners write with plain stores only where flushers can issue the
         // heavy barrier. Under Miri (which cannot run membarrier) owners
         // keep the plain path and fence after their writes, so that Miri
-        // checks its unsafe row pointers and its races.
-        let ownable = if barriers == Barriers::Membarrier || cfg!(miri) {
+        // checks its unsafe row pointers and its races. In the per-CPU mode
+        // no thread owns a shard.
+        let ownable = if rseq.is_some() {
+            0
+        } else if barriers == Barriers::Membarrier || cfg!(miri) {
             shards
         } else {
             0
         };
         Writers {
             barriers,
+            rseq,
+            fallback,
             ownable,
             owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             shared_used: (0..shards).map(|_| AtomicBool::new(false)).collect(),
@@ -56,6 +81,24 @@ impl Writers {
     #[inline(always)]
     pub(crate) fn ownable(&self) -> usize {
         self.ownable
+    }
+
+    /// The per-CPU mode's sections, if the tree runs in it.
+    #[inline(always)]
+    pub(crate) fn rseq(&self) -> Option<&Rseq> {
+        self.rseq.as_ref()
+    }
+
+    /// How the tree's implicit updates write (see [`Mode`]).
+    pub(crate) fn mode(&self) -> Mode {
+        let fallback = self.fallback;
+        if self.rseq.is_some() {
+            Mode::PerCpu
+        } else if self.ownable > 0 {
+            Mode::Owner { fallback }
+        } else {
+            Mode::Shared { fallback }
+        }
     }
 
     /// The residues per (group, shard) a bound must cover: one per shard,
@@ -106,8 +149,68 @@ impl Writers {
         crate::sync::fence_seqcst();
         // ORDERING: Relaxed, after the `SeqCst` fence: see `Core::claim_owned`.
         if self.owned[s].load(Ordering::Relaxed) {
-            self.barriers.heavy();
+            match &self.rseq {
+                // Per-CPU rows: see `Core::update_percpu` (`update.rs`).
+                Some(r) => r.membarrier(),
+                None => self.barriers.heavy(),
+            }
             work.count(Work::Barrier, 1);
         }
     }
+}
+
+/// The per-CPU mode asked for (`per_cpu`) on a tree of `shards` shards,
+/// membarrier allowed or not: its sections and its shard count (the
+/// possible CPUs), or why it runs without them (and `shards` unchanged).
+///
+/// Besides the sections (see `rseq.rs`), the mode needs the flushers'
+/// barrier, `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`, for which the process
+/// registers here (once per process is enough; registering again is
+/// harmless).
+pub(crate) fn choose(
+    per_cpu: bool,
+    membarrier: bool,
+    shards: usize,
+) -> (Option<Rseq>, usize, Option<Fallback>) {
+    if !per_cpu {
+        return (None, shards, None);
+    }
+    #[cfg(loom)]
+    {
+        // Modelled on the configured shards (see `rseq::model`).
+        let _ = membarrier;
+        return (Rseq::detect_on(shards).ok(), shards, None);
+    }
+    #[cfg(not(loom))]
+    {
+        let fail = |why| (None, shards, Some(why));
+        let rseq = match Rseq::detect() {
+            Ok(r) => r,
+            Err(why) => return fail(why),
+        };
+        let cpus = match crate::rseq::possible_cpus() {
+            Some(n) if n <= crate::config::MAX_SHARDS => n,
+            _ => return fail(Fallback::Cpus),
+        };
+        if !membarrier || !register_rseq_membarrier() {
+            return fail(Fallback::NoMembarrier);
+        }
+        (Some(rseq), cpus, None)
+    }
+}
+
+/// Registers the process for `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`;
+/// whether the kernel offers and accepted it.
+#[cfg(not(loom))]
+fn register_rseq_membarrier() -> bool {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        use rustix::thread::{membarrier, membarrier_query, MembarrierCommand as Cmd};
+        let q = membarrier_query();
+        q.contains_command(Cmd::PrivateExpeditedRseq)
+            && q.contains_command(Cmd::RegisterPrivateExpeditedRseq)
+            && membarrier(Cmd::RegisterPrivateExpeditedRseq).is_ok()
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    false
 }

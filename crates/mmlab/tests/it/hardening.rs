@@ -2,8 +2,7 @@
 //! output paths end in a clear error (exit 1), never a panic (exit 101), a
 //! hang, an exhausted memory or a clobbered file.
 
-mod common;
-use common::{builtin_text, mmlab_in, short_run, stderr, stdout};
+use crate::common::{builtin_text, mmlab_in, short_run, stderr, stdout};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,8 +6,7 @@
 //! written through links. Every wait is on a condition (a line on stderr,
 //! a process's exit), never a sleep.
 
-mod common;
-use common::{mmlab, mmlab_in, stderr, stdout, TINY_READERS};
+use crate::common::{mmlab, mmlab_in, stderr, stdout, TINY_READERS};
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStringExt;

@@ -1,8 +1,7 @@
 //! End-to-end tests of the `mmlab` binary: exit codes, error messages, the
 //! JSON shape, and that nothing is written when a run fails.
 
-mod common;
-use common::short_run;
+use crate::common::short_run;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 

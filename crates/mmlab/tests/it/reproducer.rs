@@ -7,8 +7,6 @@
 //! <reason>` and returns. Every wait is on a condition (a line of the
 //! script's output, its exit), never a sleep.
 
-#[path = "../../hostkernel/tests/support/mod.rs"]
-mod support;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -157,7 +155,7 @@ fn stopped_by(script: &Path, dir: &Path, sig: i32) -> Option<(ExitStatus, Made, 
 #[test]
 fn the_reproducer_cleans_up_on_every_signal_a_shell_can_trap() {
     let Some((_host, _serial)) =
-        support::host_or_skip("the_reproducer_cleans_up_on_every_signal_a_shell_can_trap")
+        crate::support::host_or_skip("the_reproducer_cleans_up_on_every_signal_a_shell_can_trap")
     else {
         return;
     };

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../../hostkernel/tests/support/mod.rs"]
-mod support;
-use support::{alive, host_or_skip, subtrees_of};
+use crate::support::{alive, host_or_skip, subtrees_of};
 
 fn mmlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mmlab"))

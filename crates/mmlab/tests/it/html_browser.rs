@@ -10,8 +10,7 @@
 
 use mmlab::analysis::compare::{compare_runs, ComparedRun};
 use mmlab::render::html::{plots, render_html_with};
-mod common;
-use common::sample;
+use crate::common::sample;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

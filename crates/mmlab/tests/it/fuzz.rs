@@ -37,7 +37,6 @@
 //! * `MMLAB_FUZZ_KEEP=N` copies case N's input to `/tmp/mmlab-fuzz-kept.*`;
 //!   `MMLAB_FUZZ_VERBOSE=1` prints every case's outcome.
 
-mod common;
 use simcore::Rng;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -520,10 +519,10 @@ fn mutated(rng: &mut Rng, text: &str) -> Vec<u8> {
     bytes
 }
 
-/// [`common::TINY_READERS`] with a periodic flusher: the base of the
+/// [`crate::common::TINY_READERS`] with a periodic flusher: the base of the
 /// policy and sweep cases.
 fn tiny() -> String {
-    format!("{}\n[flusher]\nperiod_ms = 20\n", common::TINY_READERS)
+    format!("{}\n[flusher]\nperiod_ms = 20\n", crate::common::TINY_READERS)
 }
 
 /// Every knob set, the base of most policy cases.

@@ -2,8 +2,7 @@
 //! user hit (crashes and hangs, wrong or surprising output, what was
 //! missing), each through the binary as a user runs it.
 
-mod common;
-use common::{builtin_text, mmlab, mmlab_in, short_run, stderr, stdout, TINY_READERS as TINY};
+use crate::common::{builtin_text, mmlab, mmlab_in, short_run, stderr, stdout, TINY_READERS as TINY};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -3,8 +3,7 @@
 
 use mmlab::render::html::plots::{bucket_label, cdf_points, figure_plot, plots};
 use mmlab::render::html::{render_html, table_html};
-mod common;
-use common::sample;
+use crate::common::sample;
 use lab::report::{
     Figure, FigureAxis, FigureLine, Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport,
     Scale,
