@@ -522,7 +522,10 @@ fn mutated(rng: &mut Rng, text: &str) -> Vec<u8> {
 /// [`crate::common::TINY_READERS`] with a periodic flusher: the base of the
 /// policy and sweep cases.
 fn tiny() -> String {
-    format!("{}\n[flusher]\nperiod_ms = 20\n", crate::common::TINY_READERS)
+    format!(
+        "{}\n[flusher]\nperiod_ms = 20\n",
+        crate::common::TINY_READERS
+    )
 }
 
 /// Every knob set, the base of most policy cases.

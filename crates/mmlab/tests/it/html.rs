@@ -1,14 +1,14 @@
 //! HTML report structure: plots present exactly when their data is,
 //! self-contained output, escaping, determinism.
 
-use mmlab::render::html::plots::{bucket_label, cdf_points, figure_plot, plots};
-use mmlab::render::html::{render_html, table_html};
 use crate::common::sample;
 use lab::report::{
     Figure, FigureAxis, FigureLine, Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport,
     Scale,
 };
 use mmlab::analysis::table::ComparisonTable;
+use mmlab::render::html::plots::{bucket_label, cdf_points, figure_plot, plots};
+use mmlab::render::html::{render_html, table_html};
 use std::collections::BTreeMap;
 
 fn kinds(r: &RunReport) -> Vec<&'static str> {

@@ -8,9 +8,9 @@
 //! how `docs/report-sample.png` is made; `MMLAB_REPORT_SCREENSHOT_PHONE` keeps the
 //! 400 px one) and `MMLAB_REPORT_HTML=PATH` to keep the page.
 
+use crate::common::sample;
 use mmlab::analysis::compare::{compare_runs, ComparedRun};
 use mmlab::render::html::{plots, render_html_with};
-use crate::common::sample;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,9 @@
 //! user hit (crashes and hangs, wrong or surprising output, what was
 //! missing), each through the binary as a user runs it.
 
-use crate::common::{builtin_text, mmlab, mmlab_in, short_run, stderr, stdout, TINY_READERS as TINY};
+use crate::common::{
+    builtin_text, mmlab, mmlab_in, short_run, stderr, stdout, TINY_READERS as TINY,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

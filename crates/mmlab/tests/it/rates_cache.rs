@@ -9,8 +9,7 @@
 //! (`XDG_CACHE_HOME`), under `ulimit -v` (a read without end fails instead
 //! of exhausting the host), with a deadline past which it counts as a hang.
 
-mod common;
-use common::TINY_READERS;
+use crate::common::TINY_READERS;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
