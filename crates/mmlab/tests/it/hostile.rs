@@ -6,9 +6,9 @@
 //! written through links. Every wait is on a condition (a line on stderr,
 //! a process's exit), never a sleep.
 
-use crate::common::{mmlab, mmlab_in, stderr, stdout, TINY_READERS};
+use crate::common::{mmlab, mmlab_in, stderr, stderr_until, stdout, TINY_READERS};
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -66,21 +66,6 @@ fn hold_write_lock(db: &Path) -> rusqlite::Connection {
     )
     .unwrap();
     c
-}
-
-/// Reads `child`'s stderr line by line until a line contains `want`;
-/// returns what it read. Panics if stderr ends first.
-fn stderr_until(err: &mut BufReader<std::process::ChildStderr>, want: &str) -> String {
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        let n = err.read_line(&mut line).unwrap();
-        assert!(n > 0, "stderr ended before {want:?}:\n{seen}");
-        seen.push_str(&line);
-        if line.contains(want) {
-            return seen;
-        }
-    }
 }
 
 fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
