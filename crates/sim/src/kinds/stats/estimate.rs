@@ -500,11 +500,16 @@ impl TreeWork {
         let mut events = self.updates / self.burst + 2.0 * self.reads + 3.0 * self.spikes;
         let steps = self.updates / self.burst + self.reads + self.spikes;
         let Some(p) = knobs else {
-            // Eager atomics up every ancestor; a read loads its values.
+            // Eager atomics up every ancestor; a read loads its values
+            // into its reader's snapshot, which misses the caches as an
+            // engine read's does once the eager sums and the snapshots
+            // outgrow them (the baseline allocates no rows).
             t[Term::EagerLevel as usize] = self.updates * self.depth;
             let reads = self.reads + 2.0 * self.spikes;
+            let baseline_bytes = (self.groups + self.readers) * self.slots * 8.0;
             t[Term::Read as usize] = reads;
             t[Term::BaselineItem as usize] = reads * self.read_items;
+            t[Term::ReadItemMiss as usize] = reads * self.read_items * miss_share(baseline_bytes);
             t[Term::EventLevel as usize] = events * heap_levels;
             t[Term::EventMiss as usize] = events * heap_levels * heap_miss;
             return (steps, t);
