@@ -33,6 +33,12 @@ fi
 echo "== cargo test --workspace"
 cargo test --workspace
 
+# The estimates' table against measured CPU time, its CI part (a minute):
+# the weights are a release build's, so it runs optimized
+# (crates/sim/tests/it/estimate_table.rs; MMLAB_ESTIMATE_FULL=1 for all of it).
+echo "== estimate table, CI part (release)"
+cargo test --release -p sim --test it estimate
+
 echo "== loom model checks (hierstat)"
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

@@ -1,17 +1,24 @@
-//! The pre-run estimate against the CPU time of the run it estimates.
+//! The pre-run estimate against the CPU time of the run it estimates:
+//! every built-in simulated scenario under every policy it accepts (the
+//! built-in presets and kernel policies, the user policies of
+//! `scenarios/policies/` and of `extreme-policies.toml`), and
+//! `stat-readers` with 1,000,000 readers, each within 3x of its measured
+//! CPU time at the rates the probes measure on this host.
 //!
-//! * `the_estimate_holds_on_a_sample` (CI): a few short scenarios whose
-//!   flush work the policy decides, each estimated and run under the
-//!   policies at both ends of the knobs, within 3x of its CPU time at the
-//!   rates the probes measure here.
-//! * `estimate_table` (ignored; the table in `docs/estimates.md`): every
-//!   built-in simulated scenario under every policy it accepts, the user
-//!   policies of `scenarios/policies/` and of `extreme-policies.toml` on
-//!   the scenarios that run flush policies, and `stat-readers` with
-//!   1,000,000 readers. Regenerate with
+//! * `the_estimate_holds_on_a_sample` (CI): two short workloads whose flush
+//!   work the policy decides, under policies at both ends of the knobs; the
+//!   sample is large enough that its policies' measured costs differ by
+//!   more than 3x, so an estimate that ignored the policy would fail it.
+//! * `estimate_table` (in an optimized build: `scripts/test.sh` runs it
+//!   with `--release`): by default a bounded, representative part of
+//!   the table: each scenario under the policies it estimates cheapest and
+//!   costliest, and one more that changes every day (each row shortened to
+//!   at most [`CI_ROW_S`] estimated CPU seconds where the kind has a
+//!   duration, left out where it has none and is larger). With
+//!   `MMLAB_ESTIMATE_FULL=1` every row, as in `docs/estimates.md`:
 //!
 //!   ```sh
-//!   cargo test --release -p sim --test it estimate_table -- --ignored --nocapture
+//!   MMLAB_ESTIMATE_FULL=1 cargo test --release -p sim --test it estimate_table -- --nocapture
 //!   ```
 //!
 //!   which prints the table (and writes it to `target/estimate-table.md`);
@@ -138,7 +145,7 @@ mode = "sim"
 policies = ["hierstat"]
 runs = 1
 seed = 3
-duration_ms = 40
+duration_ms = 60
 cpus = 64
 
 [tree]
@@ -153,7 +160,7 @@ items = 8
 burst = 4
 
 [readers]
-count = 400
+count = 1000
 period_ms = 10.0
 targets = "all"
 items = 8
@@ -168,14 +175,14 @@ seed = 3
 policies = ["hierstat"]
 
 [refault]
-cpus = 48
+cpus = 32
 nodes = 2
-duration_ms = 150
-warmup_ms = 50
-services = 60
+duration_ms = 600
+warmup_ms = 200
+services = 120
 
 [refault.background]
-updates_per_sec_per_cpu = 12000.0
+updates_per_sec_per_cpu = 3000.0
 burst = 8
 "#;
 
@@ -193,12 +200,30 @@ fn the_estimate_holds_on_a_sample() {
             "linux-6.8",
             "root-every-page",
             "huge-threshold",
+            "no-threshold-subtree",
         ] {
             if sc.known_policies().iter().any(|k| k == p) {
                 rows.push(row(&host, sc.name(), &sc, p, f64::INFINITY));
             }
         }
     }
+    // The sample can fail: the readers' policies cost more than 3x apart
+    // (measured: 4.3x in a release build), so an estimate that gave every
+    // policy the figure of the cheapest or of the costliest would be off
+    // by more than 3x on a row. (The short storm's policies differ by
+    // about 3x, too little to assert.)
+    let m: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.0 == "sample-readers")
+        .filter_map(|r| r.3)
+        .collect();
+    let (lo, hi) = m
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+    assert!(
+        hi > lo * WITHIN,
+        "sample-readers: the policies' costs {m:?} are too close to tell a policy-blind estimate"
+    );
     let off: Vec<String> = rows
         .iter()
         .filter(|r| ratio(r).is_some_and(|q| !(1.0 / WITHIN..=WITHIN).contains(&q)))
@@ -211,20 +236,13 @@ fn the_estimate_holds_on_a_sample() {
     );
 }
 
-/// The table of `docs/estimates.md` (see the module documentation).
-#[test]
-#[ignore = "runs every built-in simulated scenario under every policy (minutes); see the module docs"]
-fn estimate_table() {
-    let only: Option<Vec<String>> = std::env::var("MMLAB_TABLE_ONLY")
-        .ok()
-        .map(|v| v.split(',').map(str::to_string).collect());
-    let max_s: f64 = std::env::var("MMLAB_TABLE_MAX_S")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300.0);
-    let wanted = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name));
-    let host = Host::measure();
-    let catalog = sim::catalog();
+/// The most estimated CPU seconds of one row of the CI part of the table
+/// (at this build's rates: a debug build's rows are shortened more).
+const CI_ROW_S: f64 = 1.5;
+
+/// Every user policy of the table: `extreme-policies.toml` and the files
+/// of `scenarios/policies/`.
+fn user_policies() -> Vec<UserPolicy> {
     let mut user = extreme();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/policies");
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -240,19 +258,26 @@ fn estimate_table() {
                 .policy,
         );
     }
-    let mut rows = Vec::new();
+    user
+}
+
+/// The table's rows before they run: `(label, policy, scenario)`, the
+/// scenario under that policy alone, one run.
+fn cases(wanted: &dyn Fn(&str) -> bool) -> Vec<(String, String, Scenario)> {
+    let catalog = sim::catalog();
+    let user = user_policies();
+    let mut out = Vec::new();
     for name in catalog.builtin_names() {
         let mut sc = catalog.builtin(name).unwrap().unwrap();
         if sc.mode() != lab::report::Mode::Sim || !wanted(name) {
             continue;
         }
-        for p in sc.known_policies() {
-            rows.push(row(&host, name, &sc, &p, max_s));
-        }
+        let mut policies = sc.known_policies();
         if sc.add_policies(&user).is_ok() {
-            for u in &user {
-                rows.push(row(&host, name, &sc, u.name(), max_s));
-            }
+            policies.extend(user.iter().map(|u| u.name().to_string()));
+        }
+        for p in policies {
+            out.push((name.to_string(), p.clone(), one(&sc, &p)));
         }
     }
     if wanted("stat-readers-1m") {
@@ -264,14 +289,121 @@ fn estimate_table() {
         assert_ne!(big, *text, "the readers' count is replaced");
         let sc = catalog.parse("stat-readers-1m", &big).unwrap();
         for p in sc.policies().to_vec() {
-            rows.push(row(
-                &host,
-                "stat-readers, 1,000,000 readers",
-                &sc,
-                &p,
-                max_s,
+            out.push((
+                "stat-readers, 1,000,000 readers".to_string(),
+                p.clone(),
+                one(&sc, &p),
             ));
         }
+    }
+    out
+}
+
+/// The CI part of the table: per scenario, the policies estimated
+/// cheapest and costliest and the one of index `day` (so that every
+/// policy comes round), each shortened to [`CI_ROW_S`] where its kind has
+/// a duration (`None`: larger, and no duration to shorten).
+fn ci_part(
+    host: &Host,
+    cases: Vec<(String, String, Scenario)>,
+    day: usize,
+) -> Vec<(String, String, Option<Scenario>)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cases.len() {
+        let label = cases[i].0.clone();
+        let n = cases[i..].iter().take_while(|c| c.0 == label).count();
+        let group = &cases[i..i + n];
+        let est: Vec<f64> = group.iter().map(|c| host.estimate(&c.2)).collect();
+        let by = |better: fn(f64, f64) -> bool| {
+            (0..n).fold(0, |b, j| if better(est[j], est[b]) { j } else { b })
+        };
+        let mut picked = vec![by(|a, b| a < b), by(|a, b| a > b), day % n];
+        picked.sort_unstable();
+        picked.dedup();
+        for j in picked {
+            let (l, p, sc) = &group[j];
+            let mut sc = sc.clone();
+            // (A run's fixed work does not shorten: a few tries.)
+            for _ in 0..4 {
+                let e = host.estimate(&sc);
+                if e <= CI_ROW_S {
+                    break;
+                }
+                shorten(&mut sc, 0.9 * CI_ROW_S / e);
+            }
+            let fits = host.estimate(&sc) <= CI_ROW_S;
+            out.push((l.clone(), p.clone(), fits.then_some(sc)));
+        }
+        i += n;
+    }
+    out
+}
+
+/// Shortens `sc`'s simulated time by `factor` where its kind has one to
+/// shorten (`stats`; `refault`, its warm-up and measurement); the
+/// scanner kinds size their runs in pages and are left as they are.
+fn shorten(sc: &mut Scenario, factor: f64) {
+    let scale = |ms: u64| ((ms as f64 * factor) as u64).clamp(1, ms.max(1));
+    if let Some(s) = sc.spec_as::<sim::kinds::stats::StatsScenario>() {
+        let ms = scale(s.duration_ms);
+        sc.apply(&Overrides {
+            duration_ms: Some(ms),
+            ..Overrides::default()
+        });
+    } else if let Some(r) = sc.spec_as::<sim::kinds::refault::RefaultSpec>() {
+        let (d, w) = (scale(r.duration_ms), scale(r.warmup_ms));
+        sc.set_sweep_durations(Some(d), Some(w));
+    }
+}
+
+/// The table of `docs/estimates.md` (see the module documentation).
+#[test]
+fn estimate_table() {
+    if cfg!(debug_assertions) {
+        // The weights are a release build's nanoseconds; a debug build
+        // slows each part of the work by a different factor, which the
+        // probes' one rate per class cannot follow (measured: 0.34-5.9x
+        // on the rows that are within 0.6-2.3x in a release build).
+        eprintln!(
+            "estimate_table: needs an optimized build \
+             (scripts/test.sh runs it with cargo test --release)"
+        );
+        return;
+    }
+    let full = std::env::var_os("MMLAB_ESTIMATE_FULL").is_some_and(|v| v == "1");
+    let only: Option<Vec<String>> = std::env::var("MMLAB_TABLE_ONLY")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
+    let max_s: f64 = std::env::var("MMLAB_TABLE_MAX_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300.0);
+    let wanted = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name));
+    let host = Host::measure();
+    let cases = cases(&wanted);
+    let mut rows = Vec::new();
+    if full {
+        for (label, p, sc) in &cases {
+            rows.push(row(&host, label, sc, p, max_s));
+        }
+    } else {
+        let day = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 86_400) as usize;
+        let part = ci_part(&host, cases, day);
+        for (label, p, sc) in &part {
+            match sc {
+                Some(sc) => rows.push(row(&host, label, sc, p, f64::INFINITY)),
+                None => eprintln!("`{label}` `{p}`: no shorter run fits {CI_ROW_S} s here"),
+            }
+        }
+        assert!(
+            rows.len() * 2 >= part.len(),
+            "most of the CI part runs: {} of {}",
+            rows.len(),
+            part.len()
+        );
     }
     let mut md = String::from(
         "| scenario | policy | estimated CPU | measured CPU | measured / estimated |\n\
@@ -281,11 +413,13 @@ fn estimate_table() {
         let _ = writeln!(md, "{}", line(r));
     }
     println!("{md}");
-    let out = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../target/estimate-table.md"
-    );
-    std::fs::write(out, &md).unwrap();
+    if full {
+        let out = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/estimate-table.md"
+        );
+        std::fs::write(out, &md).unwrap();
+    }
     let off: Vec<String> = rows
         .iter()
         .filter(|r| ratio(r).is_some_and(|q| !(1.0 / WITHIN..=WITHIN).contains(&q)))
@@ -349,7 +483,7 @@ fn estimate_runs() {
                 "RUN {} {p} cpu={best:.3} est={est:.3} model={ns:.3}",
                 f.file_stem().unwrap().to_string_lossy()
             );
-            for (_, r) in &report.unwrap().policies {
+            for r in report.unwrap().policies.values() {
                 for (m, v) in &r.metrics {
                     let mean = v.values.iter().sum::<f64>() / v.values.len().max(1) as f64;
                     if !m.ends_with("latency_ns") {
