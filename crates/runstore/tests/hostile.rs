@@ -2,7 +2,7 @@
 //! `store merge` reads a source another process is writing, and every
 //! message names the file (and the run) at fault, once.
 
-#[path = "../../mmlab/tests/common/sample.rs"]
+#[path = "../../mmlab/tests/it/common/sample.rs"]
 #[allow(dead_code)]
 mod sample;
 use runstore::{HostFacts, RunId, Store, StoreError};

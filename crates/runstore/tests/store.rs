@@ -1,6 +1,6 @@
 //! Results store tests on temporary databases.
 
-#[path = "../../mmlab/tests/common/sample.rs"]
+#[path = "../../mmlab/tests/it/common/sample.rs"]
 #[allow(dead_code)]
 mod sample;
 use runstore::schema::SCHEMA_VERSION;
