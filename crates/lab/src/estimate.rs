@@ -13,18 +13,27 @@
 //!   one class's units take about the same CPU time whatever the
 //!   scenario's sizes), and the host's speed in units per CPU second is
 //!   measured by running the class's **probe** ([`WorkClass::probe`], a
-//!   small scenario of that class) on the host: a [`Rates`]. `mmlab`
-//!   measures it once per build, host and cost file and caches it beside
-//!   the cost file. [`Estimate::wall_seconds`] is the simulated work at the
-//!   measured speed, divided by the share of a CPU the process gets now
-//!   (a busy host stretches a simulation), plus the fixed seconds.
+//!   small scenario of that class) on the host ([`measure_rates`]): a
+//!   [`Rates`]. `mmlab` measures it once per build, host and cost file and
+//!   caches it beside the cost file. [`Estimate::wall_seconds`] is the
+//!   simulated work at the measured speed, divided by the share of a CPU
+//!   the process gets now (a busy host stretches a simulation), plus the
+//!   fixed seconds.
 //!
-//! Each kind computes its own ([`super::Spec::estimate`]); the weights are
-//! checked against measured run times of every built-in scenario (within
-//! 3x, see `docs/estimates.md`).
+//! Each kind computes its own ([`super::Spec::estimate`]), each policy
+//! of a scenario from its knobs ([`flush`]: how often it flushes and how
+//! much each flush visits); the estimates are checked against the
+//! measured CPU time of every built-in simulated scenario under every
+//! policy (`sim`'s `estimate_table` test; the table and the rows still
+//! outside 3x are in `docs/estimates.md`).
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+pub mod flush;
+mod measure;
+pub use flush::{flush_load, FlushLoad, Level, TreeLoad};
+pub use measure::{measure_rates, measure_rates_observed, ProbeTiming};
 
 /// A kind of simulated work whose units cost about the same CPU time,
 /// declared by the scenario kind that does it (`Kind::work_classes`): its

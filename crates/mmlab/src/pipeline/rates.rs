@@ -15,16 +15,21 @@
 //!   loop): a simulation on a host whose CPUs are all busy takes longer
 //!   than its CPU seconds.
 //! * Two processes measuring at once (tests in parallel) take turns
-//!   through a lock file beside the cache; a process that cannot measure or
-//!   cache uses the reference rates and says so.
+//!   through an advisory lock (`flock`) on a file beside the cache
+//!   (`rates.toml.lock`), which the kernel releases when its holder exits
+//!   however it exits (`kill -9` included): a waiting process says so and
+//!   waits at most 30 s, then measures for itself.
+//! * A cache or lock path that is not a regular file (a FIFO, a device, a
+//!   directory) or that cannot be locked is not used (the cache is opened
+//!   without blocking and read at most 64 KiB): the rates are then
+//!   measured for this command only, saying so. A process that cannot
+//!   measure uses the reference rates and says so.
 
 use anyhow::{Context, Result};
-use lab::estimate::{spin, REFERENCE_SPEED};
+use lab::estimate::spin;
 use lab::Rates;
-use lab::RunOptions;
 use serde::{Deserialize, Serialize};
 use sim::cost::CostModel;
-use simcore::clock::CpuTimer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,8 +38,9 @@ use std::time::{Duration, Instant};
 const KEEP: usize = 8;
 
 /// How long a process waits for another's measurement before measuring
-/// itself.
-const LOCK_WAIT: Duration = Duration::from_secs(120);
+/// for itself without the cache: several times the probes' time in a
+/// debug build on a busy 2-CPU host.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// The cache file: its entries.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -107,48 +113,25 @@ pub fn fingerprint(costs: &CostModel) -> String {
     ])
 }
 
-/// Measures every class's units per second at the reference speed on this
-/// host with `costs`: its probe run once (twice when that took under
-/// 0.2 s, keeping the faster), timed on the thread's CPU clock and scaled
-/// by the spin loop's speed per CPU second measured around it.
+/// Every probed class's rate on this host with `costs`
+/// ([`lab::estimate::measure_rates`]); with `MMLAB_RATES_DEBUG` set, each
+/// probe's timing on stderr.
 ///
 /// # Errors
 /// A probe that does not parse or run (a bug: the probes are tested).
 pub fn measure(costs: &CostModel) -> Result<BTreeMap<String, f64>> {
-    let catalog = super::input::catalog();
-    let opts = RunOptions {
-        context: lab::Context::default().with(costs.clone()),
-        cancel: simcore::Cancel::new(),
-    };
-    let mut out = BTreeMap::new();
-    for class in catalog.work_classes() {
-        let Some(probe) = class.probe else {
-            continue;
-        };
-        let sc = catalog
-            .parse(&format!("<probe {}>", class.name), probe)
-            .with_context(|| format!("the {} probe", class.name))?;
-        let units = sc.estimate(&opts.context).work;
-        let mut best: f64 = 0.0;
-        for rep in 0..2 {
-            let (_, before) = spin(Duration::from_millis(20));
-            let t = CpuTimer::start();
-            sc.run(&opts, &mut |_| {})
-                .with_context(|| format!("running the {} probe", class.name))?;
-            let s = (t.elapsed_ns() / 1e9).max(1e-6);
-            let (_, after) = spin(Duration::from_millis(20));
-            let speed = (before + after) / 2.0;
-            if std::env::var_os("MMLAB_RATES_DEBUG").is_some() {
-                eprintln!("probe {}: {units:.3e} units in {s:.3} CPU s, loop {before:.3e} / {after:.3e} per CPU s", class.name);
-            }
-            best = best.max(units / s * REFERENCE_SPEED / speed);
-            if rep == 0 && s > 0.2 {
-                break;
-            }
+    let ctx = lab::Context::default().with(costs.clone());
+    let debug = std::env::var_os("MMLAB_RATES_DEBUG").is_some();
+    let rates = lab::estimate::measure_rates_observed(&super::input::catalog(), &ctx, &mut |t| {
+        if debug {
+            eprintln!(
+                "probe {}: {:.3e} units in {:.3} CPU s, loop {:.3e} / {:.3e} per CPU s",
+                t.class, t.units, t.cpu_seconds, t.loop_speed.0, t.loop_speed.1
+            );
         }
-        out.insert(class.name.to_string(), best);
-    }
-    Ok(out)
+    })
+    .context("running the work-class probes")?;
+    Ok(rates)
 }
 
 /// How much of the CPU share measured now carries into the estimate, as
@@ -170,19 +153,69 @@ fn with_speed_now(mut rates: Rates) -> Rates {
     rates
 }
 
-fn read_cache(path: &Path) -> CacheFile {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| toml::from_str(&t).ok())
-        .unwrap_or_default()
+/// The most bytes a cache file may have: eight entries take about 2 KiB.
+const MAX_CACHE_BYTES: u64 = 64 << 10;
+
+/// Opens `path` for reading without blocking on a FIFO (`O_NONBLOCK`)
+/// and checks, on the open file, that it is a regular file: `Ok(None)`
+/// when there is no file, `Err(why)` when it is something else.
+fn open_regular(path: &Path) -> std::result::Result<Option<std::fs::File>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblock())
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if meta.is_dir() {
+        return Err("is a directory".into());
+    }
+    if !meta.is_file() {
+        return Err(format!(
+            "is {}, not a regular file",
+            super::input::special_file_kind(&meta)
+        ));
+    }
+    Ok(Some(f))
 }
 
-fn lookup(path: &Path, fp: &str) -> Option<BTreeMap<String, f64>> {
-    let e = read_cache(path)
-        .entry
-        .into_iter()
-        .rev()
-        .find(|e| e.fingerprint == fp)?;
+fn nonblock() -> i32 {
+    rustix::fs::OFlags::NONBLOCK.bits() as i32
+}
+
+/// The cache at `path`: its entries (none when there is no file or its
+/// text is not a cache's, which the next store replaces), or why it cannot
+/// be used (not a regular file, or larger than [`MAX_CACHE_BYTES`]: read
+/// no further and never replaced).
+fn read_cache(path: &Path) -> std::result::Result<CacheFile, String> {
+    use std::io::Read;
+    let Some(f) = open_regular(path)? else {
+        return Ok(CacheFile::default());
+    };
+    let mut bytes = Vec::new();
+    f.take(MAX_CACHE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_CACHE_BYTES {
+        return Err(format!(
+            "is larger than {} KiB, not a rates cache",
+            MAX_CACHE_BYTES >> 10
+        ));
+    }
+    Ok(String::from_utf8(bytes)
+        .ok()
+        .and_then(|t| toml::from_str(&t).ok())
+        .unwrap_or_default())
+}
+
+/// The rates of fingerprint `fp` in `file`, if it holds every probed
+/// class's.
+fn lookup(file: CacheFile, fp: &str) -> Option<BTreeMap<String, f64>> {
+    let e = file.entry.into_iter().rev().find(|e| e.fingerprint == fp)?;
     let probed: Vec<&str> = super::input::catalog()
         .work_classes()
         .into_iter()
@@ -201,7 +234,7 @@ fn store(path: &Path, fp: &str, rates: &BTreeMap<String, f64>) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut file = read_cache(path);
+    let mut file = read_cache(path).map_err(|why| anyhow::anyhow!("{} {why}", path.display()))?;
     file.entry.retain(|e| e.fingerprint != fp);
     file.entry.push(Entry {
         fingerprint: fp.to_string(),
@@ -218,49 +251,81 @@ fn store(path: &Path, fp: &str, rates: &BTreeMap<String, f64>) -> Result<()> {
     crate::render::write_file(path, text.as_bytes())
 }
 
-/// Holds `lock` (a file created exclusively) while alive.
-struct Lock(PathBuf);
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 fn lock_file(cache: &Path) -> PathBuf {
     let mut s = cache.as_os_str().to_owned();
     s.push(".lock");
     PathBuf::from(s)
 }
 
-/// Takes the lock beside `cache`, waiting while another process holds it
-/// (a lock older than [`LOCK_WAIT`] is stale and taken over); `None` when
-/// no lock can be made there.
-fn take_lock(cache: &Path) -> Option<Lock> {
+/// What became of taking the lock beside a cache.
+#[derive(Debug)]
+enum Lock {
+    /// Held until the file is dropped (closing it releases the lock; the
+    /// kernel releases it too when the process dies, however it dies).
+    Held(#[allow(dead_code)] std::fs::File),
+    /// Another process held it for the whole wait.
+    Busy,
+    /// No lock can be taken there (the lock path is a directory or not a
+    /// regular file, or cannot be opened or locked): why.
+    Unusable(String),
+}
+
+/// Takes the advisory lock (`flock`) on the lock file beside `cache`,
+/// creating the file if needed (it stays: removing a lock file races
+/// with a process that just opened it), waiting at most `wait` while
+/// another process holds it; `waiting` is called once when the wait
+/// begins.
+fn take_lock(cache: &Path, wait: Duration, waiting: &mut dyn FnMut(&Path)) -> Lock {
+    use rustix::fs::{flock, FlockOperation};
+    use std::os::unix::fs::OpenOptionsExt;
     let lock = lock_file(cache);
     if let Some(dir) = cache.parent() {
-        std::fs::create_dir_all(dir).ok()?;
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return Lock::Unusable(format!("{}: {e}", dir.display()));
+        }
+    }
+    // Write access is not needed to lock: a lock file another user made
+    // is opened for reading.
+    let open = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create(write)
+            .custom_flags(nonblock())
+            .open(&lock)
+    };
+    let f = match open(true).or_else(|_| open(false)) {
+        Ok(f) => f,
+        Err(e) => return Lock::Unusable(format!("{}: {e}", lock.display())),
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(m) if m.is_dir() => return Lock::Unusable(format!("{} is a directory", lock.display())),
+        Ok(m) => {
+            return Lock::Unusable(format!(
+                "{} is {}, not a regular file",
+                lock.display(),
+                super::input::special_file_kind(&m)
+            ))
+        }
+        Err(e) => return Lock::Unusable(format!("{}: {e}", lock.display())),
     }
     let start = Instant::now();
+    let mut told = false;
     loop {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-        {
-            Ok(_) => return Some(Lock(lock)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let stale = std::fs::metadata(&lock)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > LOCK_WAIT);
-                if stale || start.elapsed() > LOCK_WAIT {
-                    let _ = std::fs::remove_file(&lock);
+        match flock(&f, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Lock::Held(f),
+            Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => {
+                if start.elapsed() >= wait {
+                    return Lock::Busy;
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                if !told {
+                    told = true;
+                    waiting(&lock);
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            Err(_) => return None,
+            Err(e) => return Lock::Unusable(format!("locking {}: {e}", lock.display())),
         }
     }
 }
@@ -268,26 +333,59 @@ fn take_lock(cache: &Path) -> Option<Lock> {
 /// The rates of this host for `costs` (read from `costs_path`, or the
 /// built-in costs): from the cache when it holds them, else measured and
 /// cached (saying so on stderr), with the CPU share measured now.
+///
+/// A cache that is not a regular file (or is too large) is neither read
+/// nor written; a lock another process holds is waited for at most
+/// [`LOCK_WAIT`], saying so; with no usable cache or lock the rates are
+/// measured for this command only. Each case is said on stderr.
 pub fn host_rates(costs_path: Option<&Path>, costs: &CostModel) -> Rates {
     let fp = fingerprint(costs);
     let mut rates = with_speed_now(Rates::default());
-    let paths = cache_paths(costs_path);
-    for path in &paths {
-        if let Some(r) = lookup(path, &fp) {
-            rates.per_class = r;
-            rates.source = format!("measured on this host ({})", path.display());
-            return rates;
+    let found = |rates: &mut Rates, r: BTreeMap<String, f64>, path: &Path| {
+        rates.per_class = r;
+        rates.source = format!("measured on this host ({})", path.display());
+    };
+    let mut usable = Vec::new();
+    for path in cache_paths(costs_path) {
+        match read_cache(&path) {
+            Ok(file) => {
+                if let Some(r) = lookup(file, &fp) {
+                    found(&mut rates, r, &path);
+                    return rates;
+                }
+                usable.push(path);
+            }
+            Err(why) => eprintln!(
+                "mmlab: warning: the speed cache {} {why}: not used (remove it to cache there again)",
+                path.display()
+            ),
         }
     }
     // Measure, holding the first cache's lock that can be taken (another
     // process may be measuring the same: then its result is read).
-    for path in &paths {
-        let Some(_lock) = take_lock(path) else {
-            continue;
+    for path in &usable {
+        let _lock = match take_lock(path, LOCK_WAIT, &mut |lock| {
+            eprintln!(
+                "mmlab: waiting for another mmlab measuring this host's speed (it holds {}; at most {} s)",
+                lock.display(),
+                LOCK_WAIT.as_secs()
+            );
+        }) {
+            Lock::Held(f) => f,
+            Lock::Busy => {
+                eprintln!(
+                    "mmlab: the other mmlab is still measuring after {} s: measuring for this command only",
+                    LOCK_WAIT.as_secs()
+                );
+                break;
+            }
+            Lock::Unusable(why) => {
+                eprintln!("mmlab: warning: cannot lock the speed cache ({why}): not using it");
+                continue;
+            }
         };
-        if let Some(r) = lookup(path, &fp) {
-            rates.per_class = r;
-            rates.source = format!("measured on this host ({})", path.display());
+        if let Some(r) = read_cache(path).ok().and_then(|f| lookup(f, &fp)) {
+            found(&mut rates, r, path);
             return rates;
         }
         let measured = match measure(costs) {
@@ -297,19 +395,30 @@ pub fn host_rates(costs_path: Option<&Path>, costs: &CostModel) -> Rates {
                 return rates;
             }
         };
-        if store(path, &fp, &measured).is_ok() {
-            eprintln!(
-                "mmlab: measured this host's simulation speed for the pre-run estimates (cached in {})",
-                path.display()
-            );
-            rates.per_class = measured;
-            rates.source = format!("measured on this host ({})", path.display());
-            return rates;
+        match store(path, &fp, &measured) {
+            Ok(()) => {
+                eprintln!(
+                    "mmlab: measured this host's simulation speed for the pre-run estimates (cached in {})",
+                    path.display()
+                );
+                found(&mut rates, measured, path);
+            }
+            Err(e) => {
+                eprintln!(
+                    "mmlab: measured this host's simulation speed for the pre-run estimates (not cached: {e:#})"
+                );
+                rates.per_class = measured;
+                rates.source = "measured on this host (not cached)".into();
+            }
         }
+        return rates;
     }
-    // No cache can be written: measure for this command only.
+    // No cache can be used: measure for this command only.
     match measure(costs) {
         Ok(m) => {
+            eprintln!(
+                "mmlab: measured this host's simulation speed for the pre-run estimates (not cached)"
+            );
             rates.per_class = m;
             rates.source = "measured on this host (not cached)".into();
         }
@@ -337,9 +446,10 @@ mod tests {
         for i in 0..KEEP + 3 {
             store(&p, &format!("fp{i}"), &rates).unwrap();
         }
-        assert!(lookup(&p, "fp0").is_none(), "the oldest is dropped");
-        assert_eq!(lookup(&p, &format!("fp{}", KEEP + 2)), Some(rates));
-        assert!(lookup(&p, "other").is_none());
+        let read = || read_cache(&p).unwrap();
+        assert!(lookup(read(), "fp0").is_none(), "the oldest is dropped");
+        assert_eq!(lookup(read(), &format!("fp{}", KEEP + 2)), Some(rates));
+        assert!(lookup(read(), "other").is_none());
         let r = with_speed_now(Rates::default());
         assert!(
             r.speed > 0.0 && (0.01..=1.0).contains(&r.cpu_share),

@@ -2,7 +2,8 @@
 //! output paths end in a clear error (exit 1), never a panic (exit 101), a
 //! hang, an exhausted memory or a clobbered file.
 
-use crate::common::{builtin_text, mmlab_in, short_run, stderr, stdout};
+use crate::common::{builtin_text, mmlab_in, short_run, stderr, stderr_until, stdout};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -315,7 +316,6 @@ fn a_busy_db_is_reported_at_once() {
 /// lost).
 #[test]
 fn a_db_locked_during_the_run_is_waited_for_at_save() {
-    use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     store_a_run(dir.path(), "t.db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mmlab"))
@@ -337,32 +337,23 @@ fn a_db_locked_during_the_run_is_waited_for_at_save() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("mmlab runs");
-    // Lock once the run has opened the database and started measuring.
-    std::thread::sleep(Duration::from_millis(500));
+    // Lock once the run has opened the database and started measuring
+    // (its `0/1 started` line: the database is opened before the first
+    // run starts, and the measurement lasts 1.5 s after it).
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = stderr_until(&mut err, "started");
     let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    // Read stderr until the run says it waits (or gives up), then release.
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 256];
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(60) {
-            match err.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => seen.extend_from_slice(&buf[..n]),
-            }
-            if String::from_utf8_lossy(&seen).contains("waiting up to") {
-                break;
-            }
-        }
-        (seen, err)
-    });
-    let (seen, mut err) = reader.join().unwrap();
-    let said = String::from_utf8_lossy(&seen).into_owned();
+    // Read stderr until the run says it waits, then release while it is
+    // still waiting (it has not exited: it neither gave up nor dropped the
+    // run).
+    said.push_str(&stderr_until(&mut err, "waiting up to"));
     assert!(said.contains("is busy"), "{said}");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended while the database was held: {said}"
+    );
     conn.execute_batch("ROLLBACK").unwrap();
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();

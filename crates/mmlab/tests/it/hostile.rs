@@ -7,10 +7,11 @@
 //! a process's exit), never a sleep.
 
 use crate::common::{
-    mmlab, mmlab_in, mmlab_stub, short_run, stderr, stdout, stub_calls, TINY_READERS, TINY_SWEEP,
+    mmlab, mmlab_in, mmlab_stub, short_run, stderr, stderr_until, stdout, stub_calls, TINY_READERS,
+    TINY_SWEEP,
 };
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -53,21 +54,6 @@ fn hold_write_lock(db: &Path) -> rusqlite::Connection {
     )
     .unwrap();
     c
-}
-
-/// Reads `child`'s stderr line by line until a line contains `want`;
-/// returns what it read. Panics if stderr ends first.
-fn stderr_until(err: &mut BufReader<std::process::ChildStderr>, want: &str) -> String {
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        let n = err.read_line(&mut line).unwrap();
-        assert!(n > 0, "stderr ended before {want:?}:\n{seen}");
-        seen.push_str(&line);
-        if line.contains(want) {
-            return seen;
-        }
-    }
 }
 
 fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {

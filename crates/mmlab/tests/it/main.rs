@@ -15,6 +15,7 @@ mod hostile;
 mod html;
 mod html_browser;
 mod kernel;
+mod rates_cache;
 mod reproducer;
 mod sweep;
 mod text;

@@ -4,4 +4,5 @@
 mod analytical;
 mod claims;
 mod determinism;
+mod estimate_table;
 mod tolerance;

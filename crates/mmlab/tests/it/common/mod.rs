@@ -6,8 +6,10 @@
 pub mod sample;
 
 use lab::report::{Mode, PolicyResult, RunReport};
+
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{ChildStderr, Command, Output, Stdio};
 
 /// The binary under test, its standard input closed.
 pub fn mmlab() -> Command {
@@ -160,5 +162,20 @@ pub fn kernel_report() -> RunReport {
         policy_order: vec!["host".into()],
         policies: [("host".to_string(), host)].into_iter().collect(),
         facts: Default::default(),
+    }
+}
+
+/// Reads a child's stderr line by line until a line contains `want`;
+/// returns what it read. Panics if stderr ends first.
+pub fn stderr_until(err: &mut BufReader<ChildStderr>, want: &str) -> String {
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = err.read_line(&mut line).unwrap();
+        assert!(n > 0, "stderr ended before {want:?}:\n{seen}");
+        seen.push_str(&line);
+        if line.contains(want) {
+            return seen;
+        }
     }
 }

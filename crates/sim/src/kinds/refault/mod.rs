@@ -67,8 +67,8 @@ impl Spec for RefaultSpec {
         self.cpus
     }
 
-    fn estimate(&self, header: &Header, _ctx: &Context) -> Estimate {
-        estimate::estimate(self, header)
+    fn estimate(&self, header: &Header, ctx: &Context) -> Estimate {
+        estimate::estimate(self, header, &CostModel::of(ctx))
     }
 
     fn run(&self, header: &Header, steps: &mut Steps<'_>) -> Result<RunOutput, RunError> {
