@@ -31,7 +31,7 @@
 //! | `stock_pages` | pages, integer | [`ChargePath::stock_pages`](crate::kernel::ChargePath::stock_pages) |
 //! | `counter_layout` | `own-line`, `shared-line` | [`ChargePath::counter_layout`](crate::kernel::ChargePath::counter_layout) |
 //! | `protection` | `every-charge`, `on-change` | [`ChargePath::protection`](crate::kernel::ChargePath::protection) |
-//! | `read_tolerance` | `guarded`, `forced`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers read: [`ReadMode`](crate::reader::ReadMode) |
+//! | `read_tolerance` | `guarded`, `forced`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers read: [`crate::reader::ReadMode`] |
 //!
 //! The first fourteen are the engine's knobs (`hierstat::Policy`); the next
 //! five are the kernel path the priced workloads charge the policy at

@@ -336,7 +336,7 @@ fn take_lock(cache: &Path, wait: Duration, waiting: &mut dyn FnMut(&Path)) -> Lo
 ///
 /// A cache that is not a regular file (or is too large) is neither read
 /// nor written; a lock another process holds is waited for at most
-/// [`LOCK_WAIT`], saying so; with no usable cache or lock the rates are
+/// 30 s (`LOCK_WAIT`), saying so; with no usable cache or lock the rates are
 /// measured for this command only. Each case is said on stderr.
 pub fn host_rates(costs_path: Option<&Path>, costs: &CostModel) -> Rates {
     let fp = fingerprint(costs);

@@ -9,7 +9,7 @@
 //!   on the development host over 24–96 CPUs, 30–120 services, 0.3–4
 //!   simulated seconds, update rates of 3,000–12,000 and access rates of
 //!   300–1,200 per CPU and second (every case within 1.4x of its CPU
-//!   time), in units of [`EVENT_UNIT_NS`].
+//!   time), in units of `EVENT_UNIT_NS`.
 //! * **Flushes**, from the policy's knobs ([`lab::estimate::flush`]): the
 //!   refaults are the hot-path events of `workload.service` (about one
 //!   access in `1 − resident / file` misses, every miss a refault once
@@ -18,8 +18,8 @@
 //!   flushes, a kworker's delay after their request) a root flush; the
 //!   lock is priced as the storm prices a flush (its cost model, plus a
 //!   line transfer per remote row line). Each shard pass and visit weighs
-//!   what a storm's flushes were measured to cost ([`PASS_NS`],
-//!   [`VISIT_NS`], the `calibrate` test).
+//!   what a storm's flushes were measured to cost (`PASS_NS`,
+//!   `VISIT_NS`, the `calibrate` test).
 //!
 //! The probe runs `linux-6.8`, whose refaults never flush in the storm
 //! (its ratelimit opens only when the periodic flush is two periods late):

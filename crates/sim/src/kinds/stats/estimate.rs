@@ -10,17 +10,17 @@
 //!   and the waiters a saturated lock's queue holds
 //!   ([`lab::estimate::flush`], from the knobs and the workload's rates;
 //!   the lock priced by the cost model, as the simulator prices it). Each
-//!   piece ([`Term`]) weighs its [`WEIGHTS`], fitted to the CPU time of
+//!   piece (`Term`) weighs its `WEIGHTS`, fitted to the CPU time of
 //!   calibration runs (the `calibrate` test); in a model larger than the
 //!   host's last-level cache the pieces that touch it cost their misses
-//!   ([`miss_share`]).
+//!   (`miss_share`).
 //! * **Simulated `update-path`** ([`STATS_UPDATE`]): the updates the
 //!   policy's virtual update time allows, each at its measured cost
-//!   ([`update_path`]).
+//!   (`update_path`).
 //! * **Priced workloads** (`will-it-scale`, `netperf`, also
 //!   [`STATS_UPDATE`]): the operations, each with its charges, its updates,
 //!   the levels they walk and the count lines they read or write, at their
-//!   measured costs ([`Priced`]).
+//!   measured costs (`Priced`).
 //! * **Real mode**: the measurement itself (every policy, run and depth
 //!   for its duration) plus the setup of each.
 
@@ -34,7 +34,7 @@ use lab::{Estimate, Header, WorkClass};
 const MIB: f64 = (1u64 << 20) as f64;
 
 /// The pieces of a simulated tree run's work, each counted by the model
-/// ([`TreeWork::terms`]) and weighed by [`WEIGHTS`].
+/// ([`TreeWork::terms`]) and weighed by `WEIGHTS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Term {
     /// A run: building the tree and the schema, the report.
