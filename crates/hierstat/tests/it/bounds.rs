@@ -635,7 +635,7 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
 #[allow(clippy::too_many_arguments)]
 fn check_round(
     t: &HierStats,
-    flusher: &hierstat::BackgroundFlusher,
+    _flusher: &hierstat::BackgroundFlusher,
     groups: &[Group],
     parent: &[usize],
     exact: &[[std::sync::atomic::AtomicI64; 2]],
