@@ -273,9 +273,7 @@ impl Simulator for HierStats {
         let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
         let s = shard.index(self)?;
         // A panicking sink does not interrupt the update (see `WorkSink`).
-        let mut work = Guarded::new(work);
-        self.core.update_shared(s, g, slot, delta, mag, &mut work);
-        work.finish();
+        Guarded::run(work, |w| self.core.update_shared(s, g, slot, delta, mag, w));
         Ok(())
     }
 
@@ -290,10 +288,10 @@ impl Simulator for HierStats {
     ) -> Result<(), Error> {
         let (g, total, per_node) = self.node_update(group, item, numa_node, delta)?;
         let s = shard.index(self)?;
-        let mut work = Guarded::new(work);
-        self.core
-            .update_node_shared(s, g, total, per_node, delta, &mut work);
-        work.finish();
+        Guarded::run(work, |w| {
+            self.core
+                .update_node_shared(s, g, total, per_node, delta, w)
+        });
         Ok(())
     }
 
@@ -305,10 +303,9 @@ impl Simulator for HierStats {
         out: &mut Vec<Within>,
         work: &mut W,
     ) -> Result<WithinFlush, Error> {
-        let mut work = Guarded::new(work);
-        let r = HierStats::read_many_within_with(self, group, reads, on_busy, out, &mut work);
-        work.finish();
-        r
+        Guarded::run(work, |w| {
+            HierStats::read_many_within_with(self, group, reads, on_busy, out, w)
+        })
     }
 
     fn read_subtree_within_with<W: WorkSink>(
@@ -319,10 +316,9 @@ impl Simulator for HierStats {
         visit: impl FnMut(&Group, &[Within]),
         work: &mut W,
     ) -> Result<WithinFlush, Error> {
-        let mut work = Guarded::new(work);
-        let r = HierStats::read_subtree_within_with(self, root, reads, on_busy, visit, &mut work);
-        work.finish();
-        r
+        Guarded::run(work, |w| {
+            HierStats::read_subtree_within_with(self, root, reads, on_busy, visit, w)
+        })
     }
 
     fn flush_with<W: WorkSink>(
@@ -333,10 +329,7 @@ impl Simulator for HierStats {
     ) -> Result<FlushOutcome, Error> {
         let g = self.core.own(group)?;
         // A panicking sink does not interrupt the flush (see `WorkSink`).
-        let mut work = Guarded::new(work);
-        let out = self.core.flush(g, kind, &mut work);
-        work.finish();
-        Ok(out)
+        Ok(Guarded::run(work, |w| self.core.flush(g, kind, w)))
     }
 
     fn hot_path_decision_with_flusher(

@@ -63,6 +63,17 @@ impl<'a, W: WorkSink + ?Sized> Guarded<'a, W> {
             std::panic::resume_unwind(p);
         }
     }
+
+    /// Runs `op` with `inner` guarded, then [`finish`](Self::finish)es:
+    /// the operation completes whatever the sink does, and its panic, if
+    /// any, reaches the caller afterwards.
+    #[inline]
+    pub(crate) fn run<R>(inner: &'a mut W, op: impl FnOnce(&mut Self) -> R) -> R {
+        let mut work = Guarded::new(inner);
+        let r = op(&mut work);
+        work.finish();
+        r
+    }
 }
 
 impl<W: WorkSink + ?Sized> WorkSink for Guarded<'_, W> {
