@@ -4,7 +4,10 @@
 //! ([`HierStats::request_async_flush`](crate::HierStats::request_async_flush))
 //! makes it flush at once and restart
 //! its period, as the 2022 async refault patch scheduled the periodic work
-//! early. Its *lag* — how late each periodic flush started against its
+//! early. Requests that come faster than the period therefore replace the
+//! periodic flushes (each is the same root flush, counted in
+//! [`FlusherStats::async_flushes`]): count both to wait for "the next
+//! flush". Its *lag* — how late each periodic flush started against its
 //! schedule — is measured and exposed, because upstream saw it slip by tens
 //! of seconds under load.
 

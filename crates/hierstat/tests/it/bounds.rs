@@ -635,7 +635,7 @@ fn real_threads_round_trip(policy: Policy, seed: u64, rounds: usize) -> (u64, u6
 #[allow(clippy::too_many_arguments)]
 fn check_round(
     t: &HierStats,
-    _flusher: &hierstat::BackgroundFlusher,
+    flusher: &hierstat::BackgroundFlusher,
     groups: &[Group],
     parent: &[usize],
     exact: &[[std::sync::atomic::AtomicI64; 2]],
@@ -661,14 +661,20 @@ fn check_round(
     // count) are back under their thresholds.
     for pass in 0..2 {
         if pass == 1 {
-            // About one flusher period later. Not a synchronisation: the
-            // check holds at any instant; the pause only lets the flusher
-            // bring more groups back under their thresholds. (Waiting for
-            // two periodic flushes instead made this test take 17-67 s and
-            // once over 5 minutes in the full suite: a forced flush of the
-            // racing thread sat in `wait_for_claims` while every updater
-            // was parked, under investigation.)
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            // Two more background flushes: the second started after this
+            // look (the first may have been running). Async requests count:
+            // each one flushes at once and restarts the period, so a racing
+            // thread that keeps requesting defers the periodic flushes for
+            // as long as it keeps going (a wait for periodic flushes alone
+            // took 17-67 s, once over 5 minutes).
+            let done = || {
+                let s = flusher.stats();
+                s.periodic_flushes + s.async_flushes
+            };
+            let seen = done();
+            crate::wait_until("the background flusher's next two flushes", || {
+                done() >= seen + 2
+            });
         }
         for (g, group) in groups.iter().enumerate() {
             for (k, &item) in items.iter().enumerate() {
