@@ -86,18 +86,24 @@ impl Rng {
 
     /// Uniform integer in `0..n` from 64 bits (Lemire's multiply-shift with
     /// rejection); returns 0 when `n == 0`.
+    ///
+    /// The rejection threshold `2^64 mod n` is below `n`, so a draw whose
+    /// low half is at least `n` is accepted without it: the division runs
+    /// only for the rare draw below `n` (probability `n / 2^64`), and the
+    /// values drawn are the same as with the threshold computed every time.
+    #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             return 0;
         }
-        loop {
-            let x = self.next_u64();
-            let m = u128::from(x) * u128::from(n);
-            let low = m as u64;
-            if low >= n.wrapping_neg() % n {
-                return (m >> 64) as u64;
+        let mut m = u128::from(self.next_u64()) * u128::from(n);
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(n);
             }
         }
+        (m >> 64) as u64
     }
 
     /// Uniform integer in `0..bound` (`bound > 0`) from 32 bits, without
@@ -186,6 +192,43 @@ mod tests {
             first(Rng::with_stream(42, 54 << 1), 3),
             vec![0xa15c_02b7, 0x7b47_f409, 0xba1d_3330]
         );
+    }
+
+    /// `below` draws what Lemire's method with the threshold computed on
+    /// every draw draws (the recorded results depend on it), including for
+    /// bounds near 2^64 where draws are rejected.
+    #[test]
+    fn below_draws_the_reference_values() {
+        fn reference(r: &mut Rng, n: u64) -> u64 {
+            loop {
+                let m = u128::from(r.next_u64()) * u128::from(n);
+                if m as u64 >= n.wrapping_neg() % n {
+                    return (m >> 64) as u64;
+                }
+            }
+        }
+        let bounds = [
+            1,
+            2,
+            3,
+            10,
+            1000,
+            1 << 33,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for seed in 0..50 {
+            let (mut a, mut b) = (Rng::new(seed), Rng::new(seed));
+            for i in 0..2000 {
+                let n = bounds[i % bounds.len()];
+                assert_eq!(
+                    a.below(n),
+                    reference(&mut b, n),
+                    "seed {seed}, draw {i}, n {n}"
+                );
+            }
+        }
     }
 
     #[test]
