@@ -65,22 +65,23 @@ if [ -z "$only" ] || [ "$only" = miri ]; then
 fi
 
 tsan_tests() {
-    RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
+    RUSTFLAGS="-Zsanitizer=thread --cfg hierstat_tsan" RUSTDOCFLAGS="-Zsanitizer=thread" \
         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test it -- \
         owner:: stress::bounds_hold_right_after
-    RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
+    RUSTFLAGS="-Zsanitizer=thread --cfg hierstat_tsan" RUSTDOCFLAGS="-Zsanitizer=thread" \
         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test churn
     # The per-CPU mode's real-thread tests: a ThreadSanitizer process gets
     # no per-CPU mode (TSan cannot see the sections' stores: the engine
-    # finds its runtime's __tsan_init and falls back), so they run on the
+    # falls back under --cfg hierstat_tsan, or where it finds the runtime's
+    # __tsan_init), so they run on the
     # per-thread mode a per-CPU tree falls back to, migrations and signals
     # included, and print the mode they got.
     HIERSTAT_PERCPU_UPDATES=20000 HIERSTAT_PERCPU_SEEDS=2 \
-        RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" \
+        RUSTFLAGS="-Zsanitizer=thread --cfg hierstat_tsan" RUSTDOCFLAGS="-Zsanitizer=thread" \
         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
         CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --target "$host" -p hierstat --test percpu -- --nocapture
