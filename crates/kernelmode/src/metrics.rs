@@ -198,8 +198,12 @@ pub const FLUSH_SHARE_PASS_NS: &str = "flush_share_short_pass_ns";
 
 /// Metric: the slope of wall ns/fault over depth, % per level.
 pub const SLOPE_PCT: &str = "slope_pct_per_level";
+/// Metric: [`SLOPE_PCT`] of CPU ns/fault.
+pub const CPU_SLOPE_PCT: &str = "cpu_slope_pct_per_level";
 /// Metric: faults/s at depth 4 ÷ faults/s at depth 2.
 pub const RATIO_4_2: &str = "ratio_depth4_to_depth2";
+/// Metric: [`RATIO_4_2`] of CPU-time fault rates.
+pub const CPU_RATIO_4_2: &str = "cpu_ratio_depth4_to_depth2";
 /// Metric: the documented flush threshold, pages.
 pub const THRESHOLD: &str = "threshold_pages";
 

@@ -149,31 +149,15 @@ fn record_update_path(r: &mut PolicyResult, res: &hostkernel::UpdatePathResult) 
         );
         points.push((d.depth as f64, d.faults_per_sec_mean));
     }
-    let nan = f64::NAN;
-    r.push(
-        SLOPE_PCT,
-        "%",
-        res.slope_pct_per_level.unwrap_or(nan),
-        false,
-    );
-    r.push(
-        "cpu_slope_pct_per_level",
-        "%",
-        res.slope_cpu_pct_per_level.unwrap_or(nan),
-        false,
-    );
-    r.push(
-        RATIO_4_2,
-        "ratio",
-        res.ratio_depth4_to_depth2.unwrap_or(nan),
-        true,
-    );
-    r.push(
-        "cpu_ratio_depth4_to_depth2",
-        "ratio",
-        res.cpu_ratio_depth4_to_depth2.unwrap_or(nan),
-        true,
-    );
+    // The depth figures (NaN where the run could not fit them).
+    for (name, unit, value, higher_is_better) in [
+        (SLOPE_PCT, "%", res.slope_pct_per_level, false),
+        (CPU_SLOPE_PCT, "%", res.slope_cpu_pct_per_level, false),
+        (RATIO_4_2, "ratio", res.ratio_depth4_to_depth2, true),
+        (CPU_RATIO_4_2, "ratio", res.cpu_ratio_depth4_to_depth2, true),
+    ] {
+        r.push(name, unit, value.unwrap_or(f64::NAN), higher_is_better);
+    }
     r.series.insert(
         "faults_per_sec_vs_depth".into(),
         Series {

@@ -116,14 +116,8 @@ pub fn predict_into(
                             writers: WritersSpec {
                                 cpus: Some(wcpus.min(cpus) as u32),
                                 rate_per_cpu: rate,
-                                targets: Targets::Leaves,
-                                hot_fraction: 1.0,
-                                pages: [1, 1],
-                                thp_fraction: 0.0,
-                                items: 4,
                                 uncharge_fraction: 0.5,
-                                burst: 16,
-                                initial_pages: 0,
+                                ..WritersSpec::default()
                             },
                             readers: ReadersSpec {
                                 count: cfg.readers as u32,

@@ -23,7 +23,7 @@ use serde_json::json;
 use sim::engine::EngineBackend;
 use sim::runner::sim as simrun;
 use sim::workload::TreeShape;
-use sim::workload::{Targets, WritersSpec};
+use sim::workload::WritersSpec;
 use simcore::clock::CpuTimer;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -39,18 +39,7 @@ pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
         seed: 1,
         costs: sim::cost::CostModel::defaults(),
         items: 4,
-        writers: WritersSpec {
-            cpus: None,
-            rate_per_cpu: 0.0,
-            targets: Targets::Leaves,
-            hot_fraction: 1.0,
-            pages: [1, 1],
-            thp_fraction: 0.0,
-            items: 4,
-            uncharge_fraction: 0.0,
-            burst: 16,
-            initial_pages: 0,
-        },
+        writers: WritersSpec::default(),
         readers: None,
         flush_period: None,
         spikes: None,

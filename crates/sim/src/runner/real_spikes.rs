@@ -218,16 +218,10 @@ mod tests {
         let setup = SpikesSetup {
             writers: 1,
             writer_spec: WritersSpec {
-                cpus: None,
-                rate_per_cpu: 0.0,
-                targets: Targets::Leaves,
-                hot_fraction: 1.0,
                 pages: [1, 4],
-                thp_fraction: 0.0,
                 items: 2,
                 uncharge_fraction: 0.3,
-                burst: 16,
-                initial_pages: 0,
+                ..WritersSpec::default()
             },
             flushers: 1,
             flusher_period: Duration::ZERO,

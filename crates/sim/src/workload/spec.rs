@@ -69,6 +69,26 @@ pub struct WritersSpec {
     pub initial_pages: u64,
 }
 
+/// A `[writers]` table with no keys: every writer CPU back to back on the
+/// leaves, 1-page updates over 4 items, no THP, no uncharges, bursts of 16
+/// (the serde defaults above).
+impl Default for WritersSpec {
+    fn default() -> Self {
+        WritersSpec {
+            cpus: None,
+            rate_per_cpu: 0.0,
+            targets: default_leaves(),
+            hot_fraction: default_one(),
+            pages: default_pages(),
+            thp_fraction: 0.0,
+            items: default_items(),
+            uncharge_fraction: 0.0,
+            burst: default_burst(),
+            initial_pages: 0,
+        }
+    }
+}
+
 fn is_zero_pages(v: &u64) -> bool {
     *v == 0
 }
@@ -253,4 +273,15 @@ fn default_region_mib() -> u64 {
 }
 fn default_warmup_ms() -> f64 {
     1.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WritersSpec;
+
+    #[test]
+    fn default_writers_are_an_empty_table() {
+        let empty: WritersSpec = toml::from_str("").unwrap();
+        assert_eq!(empty, WritersSpec::default());
+    }
 }

@@ -82,15 +82,8 @@ fn setup(cpus: usize, readers: u32, aligned: bool, writers: Option<u32>) -> SimS
         items: 1,
         writers: WritersSpec {
             cpus: writers,
-            rate_per_cpu: 0.0,
-            targets: Targets::Leaves,
-            hot_fraction: 1.0,
-            pages: [1, 1],
-            thp_fraction: 0.0,
             items: 1,
-            uncharge_fraction: 0.0,
-            burst: 16,
-            initial_pages: 0,
+            ..WritersSpec::default()
         },
         readers: (readers > 0).then_some(ReadersSpec {
             count: readers,

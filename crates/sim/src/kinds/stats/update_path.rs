@@ -14,7 +14,7 @@ use crate::error::SimError;
 use crate::runner::{real, sim};
 use crate::select::AnyBackend;
 use crate::with_backend;
-use crate::workload::{Targets, TreeShape, UpdateSpec, WritersSpec};
+use crate::workload::{TreeShape, UpdateSpec, WritersSpec};
 use lab::interleave::interleaved;
 use lab::progress::Steps;
 use lab::report::{pct_change, Claim, Claims, RunReport};
@@ -76,16 +76,9 @@ pub fn run(
                         costs: CostModel::of(steps.context()).into_owned(),
                         items,
                         writers: WritersSpec {
-                            cpus: None,
-                            rate_per_cpu: 0.0,
-                            targets: Targets::Leaves,
-                            hot_fraction: 1.0,
                             pages: [u.pages, u.pages],
-                            thp_fraction: 0.0,
                             items: u.items,
-                            uncharge_fraction: 0.0,
-                            burst: 16,
-                            initial_pages: 0,
+                            ..WritersSpec::default()
                         },
                         readers: None,
                         flush_period: None,
