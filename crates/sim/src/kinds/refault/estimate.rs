@@ -89,12 +89,7 @@ const VISIT_NS: f64 = 337.0;
 const VISIT_MISS_NS: f64 = 886.0;
 
 /// The `refault` kind's work, in nanoseconds of the development host.
-pub static REFAULT: WorkClass = WorkClass {
-    name: "refault",
-    reference_rate: 1e9,
-    probe: Some(PROBE),
-    simulated: true,
-};
+pub static REFAULT: WorkClass = WorkClass::simulated("refault", 1e9, PROBE);
 
 /// The [`REFAULT`] probe: a short storm on the built-in
 /// scenario's tree (96 CPUs, 120 services, 0.3 s simulated: the expensive
@@ -513,11 +508,12 @@ threshold = "none"
                 if piv.abs() < 1e-300 {
                     continue;
                 }
-                for r in 0..n {
+                let pivot = a[c].clone();
+                for (r, row) in a.iter_mut().enumerate() {
                     if r != c {
-                        let k = a[r][c] / piv;
-                        for cc in c..=n {
-                            a[r][cc] -= k * a[c][cc];
+                        let k = row[c] / piv;
+                        for (x, p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                            *x -= k * p;
                         }
                     }
                 }

@@ -34,10 +34,26 @@ use lab::{Estimate, Header, WorkClass};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-/// The pieces of a simulated tree run's work, each counted by the model
-/// ([`TreeWork::terms`]) and weighed by `WEIGHTS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Term {
+/// Declares [`Term`] and, for the calibration, its variants in order
+/// (`Term::ALL`).
+macro_rules! terms {
+    ($($(#[$doc:meta])* $v:ident,)*) => {
+        /// The pieces of a simulated tree run's work, each counted by the
+        /// model ([`TreeWork::terms`]) and weighed by `WEIGHTS`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Term {
+            $($(#[$doc])* $v,)*
+        }
+
+        #[cfg(test)]
+        impl Term {
+            /// Every term, in the order of [`WEIGHTS`].
+            const ALL: [Term; TERMS] = [$(Term::$v,)*];
+        }
+    };
+}
+
+terms! {
     /// A run: building the tree and the schema, the report.
     Run,
     /// A byte of per-group state and reader snapshots allocated.
@@ -176,22 +192,12 @@ const REAL_SETUP_S: f64 = 0.03;
 /// simulated mode: updates, rows allocated, reads, and the flushes the
 /// policy makes of them (see the module documentation), in nanoseconds
 /// of the development host.
-pub static STATS_TREE: WorkClass = WorkClass {
-    name: "stats-tree",
-    reference_rate: 1e9,
-    probe: Some(PROBE_TREE),
-    simulated: true,
-};
+pub static STATS_TREE: WorkClass = WorkClass::simulated("stats-tree", 1e9, PROBE_TREE);
 
 /// The `stats` kind's `update-path` in simulated mode and its priced
 /// workloads: engine updates and priced operations, in nanoseconds of the
 /// development host.
-pub static STATS_UPDATE: WorkClass = WorkClass {
-    name: "stats-update",
-    reference_rate: 1e9,
-    probe: Some(PROBE_UPDATE),
-    simulated: true,
-};
+pub static STATS_UPDATE: WorkClass = WorkClass::simulated("stats-update", 1e9, PROBE_UPDATE);
 
 /// The [`STATS_TREE`] probe: a short `stat-readers` of the built-in's
 /// shape (384 CPUs, 4,011 groups, a hot fifth of the leaves written,
@@ -1075,43 +1081,13 @@ scope = "root"
         let w = fit(&rows);
         println!("const WEIGHTS: [f64; TERMS] = [");
         for (j, v) in w.iter().enumerate() {
-            println!("    {v:.3e}, // {:?}", term_name(j));
+            println!("    {v:.3e}, // {:?}", Term::ALL[j]);
         }
         println!("];");
         for ((x, y), l) in rows.iter().zip(&labels) {
             let m: f64 = x.iter().zip(w).map(|(n, w)| n * w).sum();
             println!("{l}: measured / fitted {:.2}", y / m);
         }
-    }
-
-    fn term_name(j: usize) -> Term {
-        use Term::*;
-        [
-            Run,
-            Byte,
-            EngineGroup,
-            Update,
-            UpdateMiss,
-            Level,
-            LevelMiss,
-            EagerLevel,
-            Row,
-            RowMiss,
-            Read,
-            ReadItem,
-            ReadItemMiss,
-            BaselineItem,
-            EventLevel,
-            EventMiss,
-            Flush,
-            Pass,
-            PassMiss,
-            Visit,
-            VisitSlot,
-            VisitMiss,
-            QueueScan,
-            QueueScanMiss,
-        ][j]
     }
 }
 
