@@ -15,8 +15,9 @@
 //!   nanoseconds, and a debug build slows each part of the work by a
 //!   different factor (its subtree-flushing readers measured 3.1-3.3x
 //!   their estimate in a debug build, 0.9-1.3x in a release one).
-//! * `estimate_table` (in an optimized build, by hand: its refault-storm
-//!   rows under frequent flushes miss 3x on a loaded host): by default a
+//! * `estimate_table` (in an optimized build, by hand: its
+//!   `tolerance-slices` row under `root-every-page` misses 3x on a loaded
+//!   host, docs/estimates.md): by default a
 //!   bounded, representative part of the table: each scenario under the policies it estimates cheapest and
 //!   costliest, and one more that changes every day (each row shortened to
 //!   at most [`CI_ROW_S`] estimated CPU seconds where the kind has a
