@@ -55,6 +55,23 @@ pub struct WorkClass {
     pub simulated: bool,
 }
 
+impl WorkClass {
+    /// A class of simulated work measured by `probe`, at `reference_rate`
+    /// units per CPU second where none was measured.
+    pub const fn simulated(
+        name: &'static str,
+        reference_rate: f64,
+        probe: &'static str,
+    ) -> WorkClass {
+        WorkClass {
+            name,
+            reference_rate,
+            probe: Some(probe),
+            simulated: true,
+        }
+    }
+}
+
 /// A scenario's estimated cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Estimate {

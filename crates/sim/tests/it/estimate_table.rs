@@ -15,8 +15,9 @@
 //!   nanoseconds, and a debug build slows each part of the work by a
 //!   different factor (its subtree-flushing readers measured 3.1-3.3x
 //!   their estimate in a debug build, 0.9-1.3x in a release one).
-//! * `estimate_table` (in an optimized build, by hand: its refault-storm
-//!   rows under frequent flushes miss 3x on a loaded host): by default a
+//! * `estimate_table` (in an optimized build, by hand: its
+//!   `tolerance-slices` row under `root-every-page` misses 3x on a loaded
+//!   host, docs/estimates.md): by default a
 //!   bounded, representative part of the table: each scenario under the policies it estimates cheapest and
 //!   costliest, and one more that changes every day (each row shortened to
 //!   at most [`CI_ROW_S`] estimated CPU seconds where the kind has a
@@ -33,6 +34,7 @@
 //!   seconds one row may be estimated at to be run.
 
 use lab::estimate::{measure_rates, spin, REFERENCE_SPEED};
+use lab::report::RunReport;
 use lab::{Context, Overrides, PolicyFile, Rates, RunOptions, Scenario, UserPolicy};
 use simcore::clock::CpuTimer;
 use std::fmt::Write as _;
@@ -75,8 +77,8 @@ impl Host {
 /// `sc` run once, on this thread: its CPU seconds at the loop speed the
 /// rates were measured at (the loop's speed is measured around the run,
 /// as around the probes: a run beside a busy hyperthread sibling counts at
-/// full speed).
-fn cpu_seconds(host: &Host, sc: &Scenario) -> f64 {
+/// full speed), and its report.
+fn timed(host: &Host, sc: &Scenario) -> (f64, RunReport) {
     let opts = RunOptions::default();
     let (_, before) = spin(Duration::from_millis(20));
     let t = CpuTimer::start();
@@ -85,7 +87,13 @@ fn cpu_seconds(host: &Host, sc: &Scenario) -> f64 {
         .unwrap_or_else(|e| panic!("{}: {e}", sc.name()));
     let s = t.elapsed_ns() / 1e9;
     let (_, after) = spin(Duration::from_millis(20));
-    let s = s * (before + after) / 2.0 / host.loop_per_cpu_s;
+    (s * (before + after) / 2.0 / host.loop_per_cpu_s, report)
+}
+
+/// [`timed`]'s CPU seconds (with `MMLAB_TABLE_DEBUG`, each policy's
+/// metrics printed).
+fn cpu_seconds(host: &Host, sc: &Scenario) -> f64 {
+    let (s, report) = timed(host, sc);
     if std::env::var_os("MMLAB_TABLE_DEBUG").is_some() {
         for (p, r) in &report.policies {
             for (m, v) in &r.metrics {
@@ -485,14 +493,7 @@ fn estimate_runs() {
             let mut best = f64::INFINITY;
             let mut report = None;
             for _ in 0..repeat {
-                let opts = RunOptions::default();
-                let (_, before) = spin(Duration::from_millis(20));
-                let t = CpuTimer::start();
-                let r = s.run(&opts, &mut |_| {}).unwrap();
-                let cpu = t.elapsed_ns() / 1e9;
-                let (_, after) = spin(Duration::from_millis(20));
-                // At the loop speed measured with the rates.
-                let cpu = cpu * (before + after) / 2.0 / host.loop_per_cpu_s;
+                let (cpu, r) = timed(&host, &s);
                 if cpu < best {
                     best = cpu;
                     report = Some(r);

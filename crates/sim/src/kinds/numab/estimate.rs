@@ -10,12 +10,7 @@ use numab::NumabScenario;
 const RUN: f64 = 1e5;
 
 /// The `numab` kind's work: 2 MiB chunks of page sweeps.
-pub static NUMAB: WorkClass = WorkClass {
-    name: "numab",
-    reference_rate: 1.8e7,
-    probe: Some(PROBE),
-    simulated: true,
-};
+pub static NUMAB: WorkClass = WorkClass::simulated("numab", 1.8e7, PROBE);
 
 /// The [`NUMAB`] probe: `numa02` under one scanner version
 /// (about 4·10^5 chunks).

@@ -19,8 +19,9 @@
 //!   (`update_path`).
 //! * **Priced workloads** (`will-it-scale`, `netperf`, also
 //!   [`STATS_UPDATE`]): the operations, each with its charges, its updates,
-//!   the levels they walk and the count lines they read or write, at their
-//!   measured costs (`Priced`).
+//!   the levels they walk, the count lines they read or write and the page
+//!   counter lines their charge path reads and walks (the policy's kernel
+//!   path), at their measured costs (`Priced`).
 //! * **Real mode**: the measurement itself (every policy, run and depth
 //!   for its duration) plus the setup of each.
 
@@ -33,10 +34,26 @@ use lab::{Estimate, Header, WorkClass};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-/// The pieces of a simulated tree run's work, each counted by the model
-/// ([`TreeWork::terms`]) and weighed by `WEIGHTS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Term {
+/// Declares [`Term`] and, for the calibration, its variants in order
+/// (`Term::ALL`).
+macro_rules! terms {
+    ($($(#[$doc:meta])* $v:ident,)*) => {
+        /// The pieces of a simulated tree run's work, each counted by the
+        /// model ([`TreeWork::terms`]) and weighed by `WEIGHTS`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Term {
+            $($(#[$doc])* $v,)*
+        }
+
+        #[cfg(test)]
+        impl Term {
+            /// Every term, in the order of [`WEIGHTS`].
+            const ALL: [Term; TERMS] = [$(Term::$v,)*];
+        }
+    };
+}
+
+terms! {
     /// A run: building the tree and the schema, the report.
     Run,
     /// A byte of per-group state and reader snapshots allocated.
@@ -159,9 +176,13 @@ const PRICED_CHARGE_NS: f64 = 23.0;
 const PRICED_UPDATE_NS: f64 = 9.0;
 /// Each further level a priced update walks (`per-ancestor`).
 const PRICED_LEVEL_NS: f64 = 2.0;
-/// A count line a priced update reads or writes (`linux-6.17`'s early
-/// break reads one an update: 430 ns a fault of six updates, against
-/// 180 ns without it).
+/// A shared line a priced operation reads or writes: an access of the
+/// simulator's line table (`crate::priced::lines`), a count line's or a
+/// page counter's alike (`linux-6.17`'s early break reads one count line
+/// an update: 430 ns a fault of six updates, against 180 ns without it;
+/// on will-it-scale and netperf runs that are not built-in scenarios, the
+/// `charge_lines` of the 5.13-era charge path put `pre-rstat` and
+/// `linux-5.13` within 0.9–1.1x of `linux-6.8`'s measured / estimated).
 const PRICED_LINE_NS: f64 = 55.0;
 /// Seconds of a real-mode run's setup (threads, tree), per policy, run
 /// and depth.
@@ -171,22 +192,12 @@ const REAL_SETUP_S: f64 = 0.03;
 /// simulated mode: updates, rows allocated, reads, and the flushes the
 /// policy makes of them (see the module documentation), in nanoseconds
 /// of the development host.
-pub static STATS_TREE: WorkClass = WorkClass {
-    name: "stats-tree",
-    reference_rate: 1e9,
-    probe: Some(PROBE_TREE),
-    simulated: true,
-};
+pub static STATS_TREE: WorkClass = WorkClass::simulated("stats-tree", 1e9, PROBE_TREE);
 
 /// The `stats` kind's `update-path` in simulated mode and its priced
 /// workloads: engine updates and priced operations, in nanoseconds of the
 /// development host.
-pub static STATS_UPDATE: WorkClass = WorkClass {
-    name: "stats-update",
-    reference_rate: 1e9,
-    probe: Some(PROBE_UPDATE),
-    simulated: true,
-};
+pub static STATS_UPDATE: WorkClass = WorkClass::simulated("stats-update", 1e9, PROBE_UPDATE);
 
 /// The [`STATS_TREE`] probe: a short `stat-readers` of the built-in's
 /// shape (384 CPUs, 4,011 groups, a hot fifth of the leaves written,
@@ -290,7 +301,14 @@ pub fn estimate(s: &StatsScenario, header: &Header, costs: &CostModel) -> Estima
     };
     if let Some(p) = Priced::of(s, cpus, secs, costs) {
         for name in &header.policies {
-            let (ops, ns) = p.run(knobs(name).as_ref());
+            // (The kernel path its charges and updates take: the
+            // engine's default policy's for an unknown name.)
+            let path = header
+                .flush_policy(name)
+                .map_or(lab::kernel::preset_path(hierstat::Preset::Hierstat), |f| {
+                    f.path
+                });
+            let (ops, ns) = p.run(knobs(name).as_ref(), &path);
             e.events += ops * runs;
             e.work += (ns + UPDATE_RUN) * runs;
         }
@@ -666,6 +684,14 @@ struct Priced {
     depth: f64,
     seconds: f64,
     transfer_ns: f64,
+    /// Pages each charge and uncharge moves (a fault's page, a send's
+    /// socket pages); 0 for an operation that charges nothing.
+    charge_pages: f64,
+    /// Page-counter walks per operation besides the stock's (a fault's
+    /// munmap: one per region).
+    unmap_walks: f64,
+    /// Levels below the root whose page counters carry protection.
+    protected_levels: f64,
 }
 
 impl Priced {
@@ -696,6 +722,21 @@ impl Priced {
             Op::Send => (4.0, 4.0),
             op => (1.0, op.updates(k)),
         };
+        let (charge_pages, unmap_walks, protected_levels) = match &s.workload {
+            Workload::WillItScale(w) => (
+                op.charged_pages() as f64,
+                // (As the run sizes its regions.)
+                4096.0 / (w.region_mib.max(1) << 20) as f64,
+                0.0,
+            ),
+            // A root group's sockets are not charged.
+            Workload::Netperf(n) if depth > 0.0 => (
+                k.sock_pages_per_send.round().max(1.0),
+                0.0,
+                f64::from(n.protected_levels),
+            ),
+            _ => (0.0, 0.0, 0.0),
+        };
         let seconds = secs + warmup_ms / 1e3;
         Some(Priced {
             task_seconds: cases * tasks * seconds,
@@ -707,7 +748,48 @@ impl Priced {
             depth,
             seconds,
             transfer_ns: costs.line_transfer_ns,
+            charge_pages,
+            unmap_walks,
+            protected_levels,
         })
+    }
+
+    /// The shared lines (`crate::priced::lines`) an operation reads or
+    /// writes on its charge path under `charge`, besides the threshold
+    /// counts, each an access of the simulator's line table like a count
+    /// line's ([`PRICED_LINE_NS`]). With the page counter's `usage` on
+    /// the line of the read-mostly limits (before 6.1: the era presets
+    /// 5.13 and 5.15, and pre-rstat, which runs 5.13's path), every
+    /// charge and every stat update first reads that line of the updated
+    /// group, and the walks write it: a fault reads it at its charge and
+    /// at each of its updates, a send at its two charges and its four
+    /// updates (an operation that charges nothing never writes it, and
+    /// its reads find no line). Every `stock` pages a charge refills the
+    /// per-CPU stock with a walk of every level's counter (its atomic,
+    /// the protected levels' two more) and a read of each level's usage
+    /// against its limit; a send's uncharges drain the server's stock as
+    /// often; a fault's munmap walks once per region.
+    fn charge_lines(&self, charge: &lab::kernel::ChargePath) -> f64 {
+        use lab::kernel::{CounterLayout, Protection};
+        if self.charge_pages <= 0.0 {
+            return 0.0;
+        }
+        let levels = self.depth + 1.0;
+        let protection = match charge.protection {
+            Protection::EveryCharge => 2.0 * self.protected_levels.min(self.depth),
+            Protection::OnChange => 0.0,
+        };
+        let walk = levels + protection;
+        // Charges a task makes per operation: a fault one, a send two
+        // (and two uncharges).
+        let charges = (self.charges / 2.0).max(1.0);
+        let refills = charges * self.charge_pages / f64::from(charge.stock_pages.max(1));
+        let drains = if self.charges > 1.0 { refills } else { 0.0 };
+        let neighbours = match charge.counter_layout {
+            CounterLayout::SharedLine => charges + self.updates,
+            CounterLayout::OwnLine => 0.0,
+        };
+        neighbours + refills * (walk + levels) + (drains + self.unmap_walks) * walk
     }
 
     /// One run under `knobs` (`None`: pre-rstat, which keeps no
@@ -722,9 +804,14 @@ impl Priced {
     /// that every task writes: a fold walks its levels' lines one after
     /// another, and each waits for the other tasks' folds there (measured:
     /// 22 µs an operation on 384 CPUs under a threshold no run reaches,
-    /// 2.5 µs over it).
-    fn run(&self, knobs: Option<&hierstat::Policy>) -> (f64, f64) {
-        let per_op_base = PRICED_OP_NS + PRICED_CHARGE_NS * self.charges;
+    /// 2.5 µs over it). A global count folded without its guard (5.15)
+    /// is written so all run long (5.4 µs a fault on 384 CPUs, 1.8 µs
+    /// of it the fault's own work: a fold every 32 pages of every task,
+    /// each a 50 ns transfer).
+    fn run(&self, knobs: Option<&hierstat::Policy>, path: &lab::kernel::KernelPath) -> (f64, f64) {
+        let per_op_base = PRICED_OP_NS
+            + PRICED_CHARGE_NS * self.charges
+            + PRICED_LINE_NS * self.charge_lines(&path.charge);
         let Some(p) = knobs else {
             // No counts: the updates are the operation's own work.
             let ops = self.task_seconds * 1e9 / self.op_ns;
@@ -734,14 +821,20 @@ impl Priced {
         let batch = f64::from(p.batch.max(1));
         let levels = self.depth + 1.0;
         let early_break = p.early_break != EarlyBreak::Off;
+        // A global count's fold without the guard (5.15's path,
+        // `Fold::Always`) writes the count line every `batch` pages
+        // whatever the count, and reads nothing first.
+        let always = p.threshold == ThresholdRule::Global
+            && path.update.global_fold == lab::kernel::Fold::Always;
         // (levels walked, count lines read, count lines written while
-        // under T) per update of one page.
-        let (walk, reads, folds) = match (p.threshold, p.scheme) {
-            (ThresholdRule::None, _) => (0.0, 0.0, 0.0),
-            (ThresholdRule::Global, _) => (1.0, 1.0 / batch, 1.0 / batch),
-            (_, ThresholdScheme::PerAncestor) if early_break => (0.0, 1.0, levels / batch),
-            (_, ThresholdScheme::PerAncestor) => (levels, levels / batch, levels / batch),
-            _ => (1.0, levels / batch, levels / batch),
+        // under T, count lines written whatever T) per update of one page.
+        let (walk, reads, folds, written) = match (p.threshold, p.scheme) {
+            (ThresholdRule::None, _) => (0.0, 0.0, 0.0, 0.0),
+            (ThresholdRule::Global, _) if always => (1.0, 0.0, 0.0, 1.0 / batch),
+            (ThresholdRule::Global, _) => (1.0, 1.0 / batch, 1.0 / batch, 0.0),
+            (_, ThresholdScheme::PerAncestor) if early_break => (0.0, 1.0, levels / batch, 0.0),
+            (_, ThresholdScheme::PerAncestor) => (levels, levels / batch, levels / batch, 0.0),
+            _ => (1.0, levels / batch, levels / batch, 0.0),
         };
         let threshold = p.threshold_pages(self.shards as usize) as f64;
         // Pages a second into the updated group's count, all tasks.
@@ -751,10 +844,11 @@ impl Priced {
         } else {
             0.0
         };
-        let op_ns = self.op_ns + under * folds * self.updates * self.tasks * self.transfer_ns;
+        let writes = under * folds + written;
+        let op_ns = self.op_ns + writes * self.updates * self.tasks * self.transfer_ns;
         let ops = self.task_seconds * 1e9 / op_ns;
         let per_update =
-            PRICED_UPDATE_NS + PRICED_LEVEL_NS * walk + PRICED_LINE_NS * (reads + under * folds);
+            PRICED_UPDATE_NS + PRICED_LEVEL_NS * walk + PRICED_LINE_NS * (reads + writes);
         (ops, ops * (per_op_base + self.updates * per_update))
     }
 }
@@ -987,43 +1081,13 @@ scope = "root"
         let w = fit(&rows);
         println!("const WEIGHTS: [f64; TERMS] = [");
         for (j, v) in w.iter().enumerate() {
-            println!("    {v:.3e}, // {:?}", term_name(j));
+            println!("    {v:.3e}, // {:?}", Term::ALL[j]);
         }
         println!("];");
         for ((x, y), l) in rows.iter().zip(&labels) {
             let m: f64 = x.iter().zip(w).map(|(n, w)| n * w).sum();
             println!("{l}: measured / fitted {:.2}", y / m);
         }
-    }
-
-    fn term_name(j: usize) -> Term {
-        use Term::*;
-        [
-            Run,
-            Byte,
-            EngineGroup,
-            Update,
-            UpdateMiss,
-            Level,
-            LevelMiss,
-            EagerLevel,
-            Row,
-            RowMiss,
-            Read,
-            ReadItem,
-            ReadItemMiss,
-            BaselineItem,
-            EventLevel,
-            EventMiss,
-            Flush,
-            Pass,
-            PassMiss,
-            Visit,
-            VisitSlot,
-            VisitMiss,
-            QueueScan,
-            QueueScanMiss,
-        ][j]
     }
 }
 
