@@ -178,7 +178,7 @@ mutant "percpu model: membarrier's last fence removed" src/rseq.rs "            
 # Tolerance reads (issue #37, src/within.rs and the partial flush in
 # src/flush.rs, src/dirty/partial.rs): the models in tests/loom.rs, mod
 # within.
-mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, frontier, sum))" "Some(Plan::new(g, frontier, 0))"
+mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, left, held, sum))" "Some(Plan::new(g, left, held, 0))"
 mutant "partial flush: opened groups reset as if carried" src/dirty/partial.rs "Part::Opened => false," "Part::Opened => true,"
 mutant "partial flush: opened groups not aggregated" src/dirty/partial.rs "            if expanded {
                 out.push(n);" "            if expanded {"
@@ -189,10 +189,10 @@ mutant "subtree read: the opened groups' left sums not counted" src/within/subtr
 mutant "partial flush: opened groups reset by their whole count snapshot" src/flush.rs "o.count.pages().saturating_sub(o.left.0)," "o.count.pages(),"
 mutant "partial flush: opened groups reset by their whole reservations" src/flush.rs "o.reserved.saturating_sub(o.left.1)," "o.reserved,"
 mutant "partial flush: left groups loaded before the snapshot fence" src/flush.rs "            crate::sync::fence_seqcst();
-            if let (Some(p), Some(o)) = (opened_reset, opened) {
-                hand.reset_opened(p, o, self.params.threshold, self.params.break_above);
-            }" "            if let (Some(p), Some(o)) = (opened_reset, opened) {
-                hand.reset_opened(p, o, self.params.threshold, self.params.break_above);
+            if let (Some(p), Some(o), Some(st)) = (opened_reset, opened, whole_st) {
+                hand.reset_opened(st, p, o, self.params.threshold, self.params.break_above);
+            }" "            if let (Some(p), Some(o), Some(st)) = (opened_reset, opened, whole_st) {
+                hand.reset_opened(st, p, o, self.params.threshold, self.params.break_above);
             }
             crate::sync::fence_seqcst();"
 mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
