@@ -584,6 +584,7 @@ impl Core {
         // Kernel-exact: a residue counts its descendants' updates, so a pass
         // takes it before its drain (see below).
         let take_first = self.params.walks_ancestors;
+        let (mut opened_seen, mut kept_parents) = (IdMap::default(), IdMap::default());
         for s in 0..self.params.shards {
             let _pass = self.flushes.pass_lock(gate, work);
             let pass_st = per_pass.then(|| self.groups.read());
@@ -621,6 +622,12 @@ impl Core {
                         tree.extract_partial(x.hot.id, parent_id, |id| p.part(id), &mut list)
                     }
                 }
+            }
+            // A partial flush keeps its opened groups on every tree where a
+            // left group below them is queued; most such visits have nothing
+            // to aggregate (see `skip_idle_opened`).
+            if let (Some(p), false) = (plan, per_pass) {
+                skip_idle_opened(st, s, p, &mut list, &mut opened_seen, &mut kept_parents);
             }
             // Most shards have nothing queued at most flushes: nothing more
             // to do on them.
@@ -992,6 +999,41 @@ fn pin_agg(n: &GroupState, k: usize, dir: Direction) {
     // ORDERING: Release; pairs with the bound's Acquire load of the
     // aggregate, before its look at the saturation flag.
     n.agg[k].store(dir.limit(), Ordering::Release);
+}
+
+/// Drops from a partial flush's pass list (child before parent) each
+/// opened group that has nothing to aggregate on shard `s`: no row there, no
+/// child kept in this pass (nothing pushed into its `pending` by this pass),
+/// and visited by an earlier pass of the same flush (which absorbed the
+/// `pending` earlier flushes left: it is one word per slot for the group,
+/// not per shard). Only with the flush alone on the subtree (not a per-pass
+/// gate, where an overlapping flush may push between passes). A visit is
+/// one look per counter slot (priced as that many counters aggregated): an
+/// opened group stays on the tree of every shard where a left group below
+/// it is queued, so without this a partial flush visited it on nearly
+/// every shard, and cost more than the forced flush that would have taken
+/// it off the trees.
+fn skip_idle_opened(
+    st: &Structure,
+    s: usize,
+    plan: &Plan,
+    list: &mut Vec<u32>,
+    seen: &mut IdMap<()>,
+    kept_parents: &mut IdMap<()>,
+) {
+    kept_parents.clear();
+    list.retain(|&id| {
+        let idle = plan.part(id) == crate::dirty::Part::Opened
+            && seen.contains_key(&id)
+            && !kept_parents.contains_key(&id)
+            && st.group(id).hot.rows.row(s).is_none();
+        if idle {
+            return false;
+        }
+        seen.insert(id, ());
+        kept_parents.insert(st.parent_id(id), ());
+        true
+    });
 }
 
 /// The row on shard `s` of each group of `ids`, if it has one.

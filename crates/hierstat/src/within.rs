@@ -13,13 +13,17 @@
 //!    ([`WithinFlush::Busy`]). If it waited, the flush it waited for may
 //!    have done the work: step 1 again.
 //! 3. **Plan** (per-group thresholds only): the budget in pages is the
-//!    smallest item budget (all items of a group share its bound). Start
+//!    smallest item budget (all items of a group share its bound), and at
+//!    most the threshold where the flush resets the opened groups (step 4:
+//!    the read group keeps the left groups' counts, and a count above the
+//!    threshold bounds nothing). Start
 //!    from the group's children, each with its own bound (`None` counts as
 //!    infinite); while the sum exceeds the budget, *open* the child with
 //!    the largest bound: replace it by its children (it has none: it is
 //!    simply flushed). The groups still in that frontier are **left**;
 //!    their ancestors up to the read group are **opened**; the rest of the
-//!    subtree is **carried**. Ties are broken by group id, so a larger
+//!    subtree is **carried** (a child whose bound is 0 too: nothing of it
+//!    is queued). Ties are broken by group id, so a larger
 //!    budget opens a prefix of what a smaller one opens: the flush work
 //!    is monotone in the tolerance. A budget of 0, a global threshold, a
 //!    policy without threshold accounting, or a frontier that empties,
@@ -94,7 +98,7 @@ use crate::error::Error;
 use crate::flush::outcome::FlushOutcome;
 use crate::flush::partial::Plan;
 use crate::flush::state::{Gate, Wait};
-use crate::policy::ThresholdRule;
+use crate::policy::{ThresholdRule, ThresholdScheme};
 use crate::read::{clamp, Bounded};
 use crate::schema::{ItemId, ItemKind, NodeItemId, Schema, Slot, Unit};
 use crate::state::{Flags, GroupState};
@@ -417,6 +421,19 @@ impl Core {
         if budget == 0 || self.params.policy.threshold != ThresholdRule::PerGroup {
             return None;
         }
+        // Where the flush resets the opened groups by what it carries
+        // (folded scheme, the flush alone on the subtree: `flush.rs`, "A
+        // partial flush's opened groups"), the read group keeps the left
+        // groups' counts; above the threshold a count bounds nothing (owners
+        // skip folds there), and the group would read with no bound until a
+        // whole flush: the next read would flush again whatever its budget.
+        // So the left bounds (each at least its count) sum to at most the
+        // threshold too.
+        let budget = if held.is_some() && self.params.policy.scheme == ThresholdScheme::Folded {
+            budget.min(self.params.threshold)
+        } else {
+            budget
+        };
         let own;
         let st: &Structure = match held {
             Some(st) => st,
