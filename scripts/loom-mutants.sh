@@ -89,10 +89,8 @@ mutant "kernel-exact: acquire fence after the take removed" src/flush.rs "crate:
 mutant "ancestor walk: residue RMW AcqRel -> Release" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Release) & RESIDUE_MASK"
 mutant "ancestor walk: residue RMW AcqRel -> Acquire" src/header.rs "self.0.fetch_add(small, Ordering::AcqRel) & RESIDUE_MASK" "self.0.fetch_add(small, Ordering::Acquire) & RESIDUE_MASK"
 mutant "fold: residue take Acquire -> Relaxed" src/header.rs "self.0.fetch_and(!RESIDUE_MASK, Ordering::Acquire) & RESIDUE_MASK" "self.0.fetch_and(!RESIDUE_MASK, Ordering::Relaxed) & RESIDUE_MASK"
-mutant "flusher: fence after the snapshots removed (counted claims, fold skip, early break)" src/flush.rs "            // before its drains, for owners that skip a fold (see
-            // \`FlushingGuard\`).
-            crate::sync::fence_seqcst();" "            // before its drains, for owners that skip a fold (see
-            // \`FlushingGuard\`)."
+mutant "flusher: fence after the snapshots removed (counted claims, fold skip, early break)" src/flush.rs "            // groups' snapshots counted (see \`Handover::reset_opened\`).
+            crate::sync::fence_seqcst();" "            // groups' snapshots counted (see \`Handover::reset_opened\`)."
 mutant "early break: no flag at a reset from above the level" src/count.rs "            if snap > level || v & COUNT_MASK > level {" "            if false {"
 mutant "per-pass gate: overlapping flushes each subtract their snapshot" src/flush.rs "if t.snapshot.is_none() && (!self.held || t.group.hold_snapshot()) {" "if t.snapshot.is_none() {"
 mutant "per-pass gate: overlapping root flushes each subtract the global snapshot" src/flush.rs "            && (!per_pass || self.global.hold_snapshot())" "            && true"
@@ -180,7 +178,7 @@ mutant "percpu model: membarrier's last fence removed" src/rseq.rs "            
 # Tolerance reads (issue #37, src/within.rs and the partial flush in
 # src/flush.rs, src/dirty/partial.rs): the models in tests/loom.rs, mod
 # within.
-mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, frontier, sum))" "Some(Plan::new(g, frontier, 0))"
+mutant "within: the left subtrees' bounds not counted" src/within.rs "Some(Plan::new(g, left, held, sum))" "Some(Plan::new(g, left, held, 0))"
 mutant "partial flush: opened groups reset as if carried" src/dirty/partial.rs "Part::Opened => false," "Part::Opened => true,"
 mutant "partial flush: opened groups not aggregated" src/dirty/partial.rs "            if expanded {
                 out.push(n);" "            if expanded {"
@@ -188,6 +186,15 @@ mutant "partial flush: an opened group leaves the tree with a left child on it" 
 mutant "subtree read: the opened groups' left sums not counted" src/within/subtree.rs "g.children[i].iter().fold(0u64, |s, &c| {
                 s.saturating_add(if left[c] { bound[c] } else { composed[c] })
             })" "0"
+mutant "partial flush: opened groups reset by their whole count snapshot" src/flush.rs "o.count.pages().saturating_sub(o.left.0)," "o.count.pages(),"
+mutant "partial flush: opened groups reset by their whole reservations" src/flush.rs "o.reserved.saturating_sub(o.left.1)," "o.reserved,"
+mutant "partial flush: left groups loaded before the snapshot fence" src/flush.rs "            crate::sync::fence_seqcst();
+            if let (Some(p), Some(o), Some(st)) = (opened_reset, opened, whole_st) {
+                hand.reset_opened(st, p, o, self.params.threshold, self.params.break_above);
+            }" "            if let (Some(p), Some(o), Some(st)) = (opened_reset, opened, whole_st) {
+                hand.reset_opened(st, p, o, self.params.threshold, self.params.break_above);
+            }
+            crate::sync::fence_seqcst();"
 mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
 }
 # Found by the first run of every mutant of issue #34 (2026-12-04). The

@@ -98,6 +98,13 @@ impl Count {
         self.0.load(Ordering::Relaxed) & COUNT_MASK
     }
 
+    /// The count with its flag, for a partial flush's snapshots of its
+    /// opened groups and of the subtrees it leaves. ORDERING: Relaxed, as
+    /// [`snapshot`](Self::snapshot) (see `Core::flush_subtree`).
+    pub(crate) fn snapshot_value(&self) -> CountValue {
+        CountValue(self.0.load(Ordering::Relaxed))
+    }
+
     /// Adds `m` pages unless the count is above `level` (the caller's
     /// break level, at most [`COUNT_LIMIT`]); returns whether it added.
     #[inline]

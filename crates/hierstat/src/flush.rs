@@ -67,6 +67,37 @@
 //!   skips updates; a reset from there flags the count so that the bound
 //!   is `None` until a reset from below (see `count.rs`).
 //!
+//! # A partial flush's opened groups
+//!
+//! A tolerance read's partial flush (see `within.rs`) leaves some subtrees
+//! alone and *opens* their ancestors up to the flushed group: it aggregates
+//! them, but their counts and reservations also hold the left subtrees'
+//! updates, which it does not carry. Under the folded scheme, with the
+//! subtree's flushes excluding each other (not a per-pass gate), it resets
+//! each opened group `n` by its snapshot `u0(n)` *less* the counts `u(L)`
+//! of the left groups below it, loaded after the snapshot phase's fence
+//! (the same for reservations), so that `n`'s bound afterwards is what the
+//! left subtrees hold plus what came since, as the planner assumed:
+//!
+//! * every fold (or reservation) of an update of a left subtree `L` that
+//!   `u0(n)` counts was made in `L` first (the walks go up from the updated
+//!   group), so the load of `u(L)` after the fence sees it, unless a flush
+//!   covering `L` reset `L` before this flush entered its gate: that flush
+//!   landed the update and pushed it to the `pending` of an opened group,
+//!   which this flush absorbs. An owner skips folds of a count above the
+//!   threshold while no flush runs; a left count found above the threshold
+//!   (or flagged) may miss such a fold, and then no opened group is reset;
+//! * every other fold or reservation `u0(n)` counts belongs to a row of an
+//!   opened or carried group, which the passes drain and land in `n`'s
+//!   aggregate, as for a whole flush.
+//!
+//! So `u0(n) − Σ u(L)` (floored at 0) counts only carried pages. An opened
+//! group whose own count is flagged or above the break level keeps its
+//! accounting. Under the kernel-exact scheme an ancestor's count folds its
+//! own per-shard residue of its descendants' updates, not theirs in order,
+//! and opened groups keep their accounting (their residues are not taken
+//! either). loom: `within::a_partial_flush_resets_its_opened_group_by_what_it_carried`.
+//!
 //! Every hand-over write is Release and every bound read of them Acquire,
 //! and a read loads the bound before the value: whatever a flush does
 //! between the two, the value read is at least as fresh as the bound
@@ -78,13 +109,14 @@ pub(crate) mod state;
 
 pub use outcome::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 
+use crate::count::CountValue;
 use crate::dirty::{DirtyTree, IdMap};
 use crate::engine::Core;
-use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule};
+use crate::policy::{Concurrency, FlushScope, HotPathFlush, ThresholdRule, ThresholdScheme};
 use crate::rows::Row;
 use crate::saturation::{Direction, SaturatedSlots, Scope};
 use crate::state::GroupState;
-use crate::sync::{Arc, MutexGuard, Ordering, Ranked};
+use crate::sync::{Arc, MutexGuard, Ordering, Ranked, RwLockReadGuard};
 use crate::tree::groups::Structure;
 use crate::work::{Work, WorkSink};
 use partial::Plan;
@@ -121,7 +153,105 @@ struct Taken {
     in_flight: u64,
 }
 
+/// A partial flush's opened group as its snapshot found it (see
+/// [`Handover::reset_opened`]).
+struct Opened {
+    group: Arc<GroupState>,
+    /// Its count at the snapshot.
+    count: CountValue,
+    /// Its reservations at the snapshot.
+    reserved: u64,
+    /// The counts and reservations of the left subtrees below it, loaded
+    /// after the snapshot.
+    left: (u64, u64),
+}
+
 impl Handover {
+    /// Snapshots the count and reservations of every group `plan` opens
+    /// (before the snapshot phase's `SeqCst` fence; see
+    /// [`reset_opened`](Self::reset_opened), which takes the result after
+    /// it).
+    fn snapshot_opened(st: &Structure, plan: &Plan) -> IdMap<Opened> {
+        plan.opened_ids()
+            .map(|id| {
+                let g = st.group(id);
+                // ORDERING: Relaxed, as the carried groups' snapshots (see
+                // `snapshot`): the fence that follows acquires the folds
+                // and reservations these loads read.
+                let o = Opened {
+                    group: g.clone(),
+                    count: g.updates.snapshot_value(),
+                    reserved: g.reserved.load(Ordering::Relaxed),
+                    left: (0, 0),
+                };
+                (g.hot.id, o)
+            })
+            .collect()
+    }
+
+    /// A partial flush under the folded scheme, one flush at a time on the
+    /// subtree: gives each opened group a reset of its snapshot *less*
+    /// what the left subtrees below it held, loaded now (after the
+    /// snapshot phase's `SeqCst` fence). What remains is what the flush
+    /// carries: the group's own rows and its carried subtrees', which the
+    /// passes land in its aggregate (see the module docs, "A partial
+    /// flush's opened groups"). Resets nothing if a left group's count
+    /// may miss a fold (flagged, or above the threshold, where owners skip
+    /// folds); an opened group whose own count is flagged or above the
+    /// break level keeps its accounting.
+    fn reset_opened(
+        &mut self,
+        st: &Structure,
+        plan: &Plan,
+        mut opened: IdMap<Opened>,
+        t: u64,
+        level: u64,
+    ) {
+        for l in plan.left_ids().map(|id| st.group(id)) {
+            // ORDERING: Relaxed; after the `SeqCst` fence that follows the
+            // opened groups' snapshots. A fold or reservation an opened
+            // group's snapshot read was made (Release) after the same
+            // update's fold or reservation in every group below it (the
+            // walks go up from the updated group: `Core::add_up`,
+            // `Core::reserve`); the fence acquires it, so these loads see
+            // the left group's share, or a later value: more folds, never
+            // less (only a flush that covers the left group resets it,
+            // and the gate excludes one while this flush runs).
+            let c = l.updates.snapshot_value();
+            let r = l.reserved.load(Ordering::Relaxed);
+            if c.uncounted() || c.pages() > t.min(level) {
+                return;
+            }
+            let mut a = l.hot.parent.as_ref();
+            while let Some(n) = a {
+                let Some(o) = opened.get_mut(&n.hot.id) else {
+                    break;
+                };
+                o.left.0 = o.left.0.saturating_add(c.pages());
+                o.left.1 = o.left.1.saturating_add(r);
+                a = n.hot.parent.as_ref();
+            }
+        }
+        self.groups.reserve(opened.len());
+        for (id, o) in opened {
+            if o.count.uncounted() || o.count.pages() > level {
+                continue;
+            }
+            let snapshot = (
+                o.count.pages().saturating_sub(o.left.0),
+                o.reserved.saturating_sub(o.left.1),
+            );
+            // An opened group is never carried (`Plan::part`); were it,
+            // its carried snapshot would stand.
+            debug_assert!(!self.groups.contains_key(&id), "opened and carried");
+            self.groups.entry(id).or_insert(Taken {
+                group: o.group,
+                snapshot: Some(snapshot),
+                in_flight: 0,
+            });
+        }
+    }
+
     /// Records the snapshot of every group of `ids` not recorded yet.
     fn snapshot(&mut self, st: &Structure, ids: &[u32]) {
         // One allocation, not one per doubling.
@@ -349,9 +479,10 @@ impl Core {
     ///
     /// With a `plan` (a tolerance read's, see `within.rs`) the flush is
     /// *partial*: it leaves the plan's left subtrees alone, aggregates the
-    /// opened groups (`x` and the ancestors of left groups) without taking
-    /// their residues or resetting their accounting, and flushes everything
-    /// else as this flush would (see `flush/partial.rs`). A partial flush of
+    /// opened groups (`x` and the ancestors of left groups) and resets
+    /// their accounting by what it carried of it only (see the module docs,
+    /// "A partial flush's opened groups"), and flushes everything else as
+    /// this flush would (see `flush/partial.rs`). A partial flush of
     /// the root is not a root flush (it does not restart the ratelimit
     /// clock), and the planner never makes one under a global threshold.
     pub(crate) fn flush_subtree<W: WorkSink>(
@@ -361,13 +492,31 @@ impl Core {
         plan: Option<&Plan>,
         work: &mut W,
     ) {
+        self.flush_subtree_with(x, gate, plan, None, work);
+    }
+
+    /// [`flush_subtree`](Self::flush_subtree) with the structure lock
+    /// `held` already (a tolerance read's, which planned under it; not
+    /// under a per-pass gate, whose passes take the lock each).
+    pub(crate) fn flush_subtree_with<W: WorkSink>(
+        &self,
+        x: &Arc<GroupState>,
+        gate: &Gate<'_>,
+        plan: Option<&Plan>,
+        held: Option<Ranked<RwLockReadGuard<'_, Structure>>>,
+        work: &mut W,
+    ) {
         let _flushing = FlushingGuard::enter(&self.flushes);
         let is_root = x.hot.parent.is_none() && plan.is_none();
         if is_root {
             self.flushes.root_flush_started(self.params.clock.now_ns());
         }
         let per_pass = matches!(gate, Gate::PerPass);
-        let whole = (!per_pass).then(|| self.groups.read());
+        debug_assert!(
+            !(per_pass && held.is_some()),
+            "a per-pass flush holds no lock"
+        );
+        let whole = (!per_pass).then(|| held.unwrap_or_else(|| self.groups.read()));
         let parent_id = x.parent_id();
         let threshold = self.params.policy.threshold;
         let mut hand = Handover {
@@ -404,6 +553,15 @@ impl Core {
                     hand.snapshot(st, &list);
                 }
             }
+            // A partial flush resets its opened groups by what it carries
+            // (folded scheme, one flush at a time on the subtree: see the
+            // module docs, "A partial flush's opened groups").
+            let opened_reset =
+                plan.filter(|_| !per_pass && self.params.policy.scheme == ThresholdScheme::Folded);
+            let whole_st = whole.as_deref();
+            let opened = opened_reset
+                .zip(whole_st)
+                .map(|(p, st)| Handover::snapshot_opened(st, p));
             // Acquires every fold and reservation the snapshots counted
             // (Release, made after their rows' pushes: see `Count::add`),
             // so that the passes' drains find those rows. It also orders
@@ -415,12 +573,18 @@ impl Core {
             // snapshot or later, which the reset sees (see `count.rs`).
             // The same fence orders this flush's count in `flushing`
             // before its drains, for owners that skip a fold (see
-            // `FlushingGuard`).
+            // `FlushingGuard`). It also acquires, for the left groups'
+            // loads that follow, every fold and reservation the opened
+            // groups' snapshots counted (see `Handover::reset_opened`).
             crate::sync::fence_seqcst();
+            if let (Some(p), Some(o), Some(st)) = (opened_reset, opened, whole_st) {
+                hand.reset_opened(st, p, o, self.params.threshold, self.params.break_above);
+            }
         }
         // Kernel-exact: a residue counts its descendants' updates, so a pass
         // takes it before its drain (see below).
         let take_first = self.params.walks_ancestors;
+        let (mut opened_seen, mut kept_parents) = (IdMap::default(), IdMap::default());
         for s in 0..self.params.shards {
             let _pass = self.flushes.pass_lock(gate, work);
             let pass_st = per_pass.then(|| self.groups.read());
@@ -458,6 +622,12 @@ impl Core {
                         tree.extract_partial(x.hot.id, parent_id, |id| p.part(id), &mut list)
                     }
                 }
+            }
+            // A partial flush keeps its opened groups on every tree where a
+            // left group below them is queued; most such visits have nothing
+            // to aggregate (see `skip_idle_opened`).
+            if let (Some(p), false) = (plan, per_pass) {
+                skip_idle_opened(st, s, p, &mut list, &mut opened_seen, &mut kept_parents);
             }
             // Most shards have nothing queued at most flushes: nothing more
             // to do on them.
@@ -829,6 +999,41 @@ fn pin_agg(n: &GroupState, k: usize, dir: Direction) {
     // ORDERING: Release; pairs with the bound's Acquire load of the
     // aggregate, before its look at the saturation flag.
     n.agg[k].store(dir.limit(), Ordering::Release);
+}
+
+/// Drops from a partial flush's pass list (child before parent) each
+/// opened group that has nothing to aggregate on shard `s`: no row there, no
+/// child kept in this pass (nothing pushed into its `pending` by this pass),
+/// and visited by an earlier pass of the same flush (which absorbed the
+/// `pending` earlier flushes left: it is one word per slot for the group,
+/// not per shard). Only with the flush alone on the subtree (not a per-pass
+/// gate, where an overlapping flush may push between passes). A visit is
+/// one look per counter slot (priced as that many counters aggregated): an
+/// opened group stays on the tree of every shard where a left group below
+/// it is queued, so without this a partial flush visited it on nearly
+/// every shard, and cost more than the forced flush that would have taken
+/// it off the trees.
+fn skip_idle_opened(
+    st: &Structure,
+    s: usize,
+    plan: &Plan,
+    list: &mut Vec<u32>,
+    seen: &mut IdMap<()>,
+    kept_parents: &mut IdMap<()>,
+) {
+    kept_parents.clear();
+    list.retain(|&id| {
+        let idle = plan.part(id) == crate::dirty::Part::Opened
+            && seen.contains_key(&id)
+            && !kept_parents.contains_key(&id)
+            && st.group(id).hot.rows.row(s).is_none();
+        if idle {
+            return false;
+        }
+        seen.insert(id, ());
+        kept_parents.insert(st.parent_id(id), ());
+        true
+    });
 }
 
 /// The row on shard `s` of each group of `ids`, if it has one.

@@ -13,13 +13,17 @@
 //!    ([`WithinFlush::Busy`]). If it waited, the flush it waited for may
 //!    have done the work: step 1 again.
 //! 3. **Plan** (per-group thresholds only): the budget in pages is the
-//!    smallest item budget (all items of a group share its bound). Start
+//!    smallest item budget (all items of a group share its bound), and at
+//!    most the threshold where the flush resets the opened groups (step 4:
+//!    the read group keeps the left groups' counts, and a count above the
+//!    threshold bounds nothing). Start
 //!    from the group's children, each with its own bound (`None` counts as
 //!    infinite); while the sum exceeds the budget, *open* the child with
 //!    the largest bound: replace it by its children (it has none: it is
 //!    simply flushed). The groups still in that frontier are **left**;
 //!    their ancestors up to the read group are **opened**; the rest of the
-//!    subtree is **carried**. Ties are broken by group id, so a larger
+//!    subtree is **carried** (a child whose bound is 0 too: nothing of it
+//!    is queued). Ties are broken by group id, so a larger
 //!    budget opens a prefix of what a smaller one opens: the flush work
 //!    is monotone in the tolerance. A budget of 0, a global threshold, a
 //!    policy without threshold accounting, or a frontier that empties,
@@ -27,10 +31,15 @@
 //! 4. **Partial flush** (`Core::flush_subtree` with the plan): one pass
 //!    per shard as any flush, but the left subtrees stay on the dirty trees
 //!    untouched; the opened groups are aggregated (their own rows, and
-//!    what their children pushed up) without resetting their threshold
-//!    accounting or taking their residues (these count the left groups'
-//!    updates too); the carried groups are flushed exactly as a subtree
-//!    flush flushes them (snapshot, residues, hand-over).
+//!    what their children pushed up), and under the folded scheme their
+//!    counts and reservations are reset by their snapshots less what the
+//!    left subtrees below them held (`flush.rs`, "A partial flush's opened
+//!    groups"): a group read again finds a bound of about what was left,
+//!    and needs no flush until that grows over its budget. Their residues
+//!    are not taken under the kernel-exact scheme (there they count the
+//!    left groups' updates too), nor their accounting reset; the carried
+//!    groups are flushed exactly as a subtree flush flushes them
+//!    (snapshot, residues, hand-over).
 //! 5. **Read** the group's bound and values again: the bound is the smaller
 //!    of the engine's (still valid: the partial flush only made the values
 //!    fresher and reset nothing it did not carry) and the sum of the left
@@ -84,17 +93,17 @@
 //! Under a per-pass gate (linux-6.17) flushes never exclude each other and
 //! each pass waits for the pass lock, as any flush there does.
 
-use crate::dirty::IdMap;
 use crate::engine::Core;
 use crate::error::Error;
 use crate::flush::outcome::FlushOutcome;
 use crate::flush::partial::Plan;
-use crate::flush::state::Wait;
-use crate::policy::ThresholdRule;
+use crate::flush::state::{Gate, Wait};
+use crate::policy::{ThresholdRule, ThresholdScheme};
 use crate::read::{clamp, Bounded};
 use crate::schema::{ItemId, ItemKind, NodeItemId, Schema, Slot, Unit};
 use crate::state::{Flags, GroupState};
 use crate::sync::{Arc, Ordering};
+use crate::tree::groups::Structure;
 use crate::work::{Work, WorkSink};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -203,8 +212,8 @@ pub enum WithinFlush {
     None,
     /// The group's own counters and all of its subtree but `left`
     /// subtrees, whose bounds sum to at most the budget; `opened` groups
-    /// (the read group and the ancestors of left ones) were aggregated
-    /// without resetting their accounting.
+    /// (the read group and the ancestors of left ones) were aggregated and
+    /// their accounting reset by what the flush carried only.
     Partial {
         /// Subtrees left unflushed.
         left: u32,
@@ -300,8 +309,12 @@ impl Core {
         }
         // 3. The plan, 4. the partial flush, 5. the read.
         let budget = page_budget(reqs, out);
-        if let Some(plan) = self.plan(g, budget, work) {
-            self.flush_subtree(g, &gate, Some(&plan), work);
+        // One acquisition of the structure lock for the plan and the flush
+        // that follows, as a forced flush takes it once (not under a
+        // per-pass gate, whose passes take it each).
+        let mut held = (!matches!(gate, Gate::PerPass)).then(|| self.groups.read());
+        if let Some(plan) = self.plan(g, budget, held.as_deref(), work) {
+            self.flush_subtree_with(g, &gate, Some(&plan), held.take(), work);
             self.flushes.record(FlushOutcome::Flushed { root: false });
             let done = WithinFlush::Partial {
                 left: plan.left() as u32,
@@ -311,7 +324,7 @@ impl Core {
                 return done;
             }
         }
-        self.flush_subtree(g, &gate, None, work);
+        self.flush_subtree_with(g, &gate, None, held.take(), work);
         drop(gate);
         let root = g.hot.parent.is_none();
         self.flushes.record(FlushOutcome::Flushed { root });
@@ -386,26 +399,66 @@ impl Core {
     /// Plans a partial flush of `g` whose left subtrees' bounds sum to at
     /// most `budget` pages (see the module docs, step 3); `None` for a
     /// whole flush.
-    fn plan<W: WorkSink>(&self, g: &Arc<GroupState>, budget: u64, work: &mut W) -> Option<Plan> {
+    ///
+    /// Its cost: the structure lock (`held`, the one the flush that
+    /// follows takes; or, under a per-pass gate, one acquisition of its
+    /// own), under which the children of each opened group are read by
+    /// reference (a few loads each for the bound); under a per-pass gate,
+    /// a reference count per left group too (the plan holds it). A child whose bound is 0 has nothing a flush could carry
+    /// of it: it is neither left nor opened (a partial flush carries it,
+    /// as a whole flush would: at no cost, it is on no dirty tree), and the
+    /// plan holds no reference to it. `tests/within.rs` checks a tolerance
+    /// read's work, planning included, against a forced flush's from the
+    /// same state, counter by counter; the simulator, priced
+    /// (`crates/sim/tests/it/tolerance.rs`).
+    fn plan<W: WorkSink>(
+        &self,
+        g: &Arc<GroupState>,
+        budget: u64,
+        held: Option<&Structure>,
+        work: &mut W,
+    ) -> Option<Plan> {
         if budget == 0 || self.params.policy.threshold != ThresholdRule::PerGroup {
             return None;
         }
-        // The frontier: (bound, smallest id first on ties) → its state.
+        // Where the flush resets the opened groups by what it carries
+        // (folded scheme, the flush alone on the subtree: `flush.rs`, "A
+        // partial flush's opened groups"), the read group keeps the left
+        // groups' counts; above the threshold a count bounds nothing (owners
+        // skip folds there), and the group would read with no bound until a
+        // whole flush: the next read would flush again whatever its budget.
+        // So the left bounds (each at least its count) sum to at most the
+        // threshold too.
+        let budget = if held.is_some() && self.params.policy.scheme == ThresholdScheme::Folded {
+            budget.min(self.params.threshold)
+        } else {
+            budget
+        };
+        let own;
+        let st: &Structure = match held {
+            Some(st) => st,
+            None => {
+                work.count(Work::LockAcquired, 1);
+                own = self.groups.read();
+                &own
+            }
+        };
+        // ORDERING: Relaxed; written under the structure lock we hold.
+        if g.removed.load(Ordering::Relaxed) {
+            return None;
+        }
+        // The frontier: (bound, smallest id first on ties).
         let mut heap: BinaryHeap<(u64, Reverse<u32>)> = BinaryHeap::new();
-        let mut frontier: IdMap<Arc<GroupState>> = IdMap::default();
         let mut sum = 0u64;
         let mut unbounded = 0usize;
-        let mut open = |n: &GroupState,
-                        heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
-                        frontier: &mut IdMap<Arc<GroupState>>,
-                        sum: &mut u64,
-                        unbounded: &mut usize| {
-            let children = self.children(n);
-            // The structure lock, and a reference count taken per child.
-            work.count(Work::LockAcquired, 1);
-            work.count(Work::Atomic, children.len() as u64);
-            for c in children {
-                let b = match self.error_bound(&c) {
+        let open = |id: u32,
+                    heap: &mut BinaryHeap<(u64, Reverse<u32>)>,
+                    sum: &mut u64,
+                    unbounded: &mut usize| {
+            for c in st.child_ids(id) {
+                let b = match self.error_bound(st.group(c)) {
+                    // Nothing pending: carried, at no cost.
+                    Some(0) => continue,
                     Some(b) => {
                         *sum = sum.saturating_add(b);
                         b
@@ -415,27 +468,35 @@ impl Core {
                         u64::MAX
                     }
                 };
-                heap.push((b, Reverse(c.hot.id)));
-                frontier.insert(c.hot.id, c);
+                heap.push((b, Reverse(c)));
             }
         };
-        open(g, &mut heap, &mut frontier, &mut sum, &mut unbounded);
+        open(g.hot.id, &mut heap, &mut sum, &mut unbounded);
         while unbounded > 0 || sum > budget {
             let (b, Reverse(id)) = heap.pop()?;
-            let n = frontier
-                .remove(&id)
-                .expect("on the heap, so in the frontier");
             if b == u64::MAX {
                 unbounded -= 1;
             } else {
                 sum -= b;
             }
-            open(&n, &mut heap, &mut frontier, &mut sum, &mut unbounded);
+            open(id, &mut heap, &mut sum, &mut unbounded);
         }
-        if frontier.is_empty() {
+        if heap.is_empty() {
             return None;
         }
-        Some(Plan::new(g, frontier, sum))
+        let left = heap.iter().map(|&(_, Reverse(id))| &**st.group(id));
+        // With the structure lock held to the flush's end no id is
+        // recycled; otherwise the plan holds the left groups: a reference
+        // count each.
+        let held = if held.is_some() {
+            Vec::new()
+        } else {
+            work.count(Work::Atomic, heap.len() as u64);
+            heap.iter()
+                .map(|&(_, Reverse(id))| st.group(id).clone())
+                .collect()
+        };
+        Some(Plan::new(g, left, held, sum))
     }
 }
 

@@ -1286,7 +1286,8 @@ mod within {
     /// left leaf and a reader of `/a` and `/a/c`: the tolerance read is
     /// within its bound (the left bound) of the exact value up to the
     /// racing update, the plain reads hold their contract whatever the
-    /// partial flush has done (it resets `/a/c`, not `/a`), and so do all
+    /// partial flush has done (it resets `/a/c`, and `/a` by what it carried
+    /// only), and so do all
     /// afterwards.
     fn partial_flush_racing_an_updater_and_a_reader(p: Policy) {
         model(move || {
@@ -1320,6 +1321,53 @@ mod within {
     #[test]
     fn a_partial_flush_racing_an_updater_and_a_reader_folded() {
         partial_flush_racing_an_updater_and_a_reader(folded());
+    }
+
+    /// The partial flush of `/a` (leaving `/a/b`) resets `/a`'s count and
+    /// reservations by its snapshot less what `/a/b` holds (see `flush.rs`,
+    /// "A partial flush's opened groups"), racing an update of `/a/b` that
+    /// folds 32 pages into `/a/b` then `/a` (its residue reaches the batch)
+    /// and claims the pair again, and a reader of `/a`: every read of `/a`
+    /// holds its contract, and afterwards `/a`'s bound is at most `/a/b`'s
+    /// plus the racing fold and reservation (counted twice when they land
+    /// between `/a`'s snapshot and `/a/b`'s loads); without the reset it
+    /// keeps `/a/c`'s 200 pages and the reservations of the carried pairs.
+    #[test]
+    fn a_partial_flush_resets_its_opened_group_by_what_it_carried() {
+        // A threshold of 256 pages: the planner keeps the left counts
+        // within it (see `Core::plan`), and `/a/b`'s bound after the
+        // update (its fold and a second reservation: 94 pages) fits.
+        let mut p = folded();
+        p.threshold_size = hierstat::ThresholdSize::Fixed(256);
+        model(move || {
+            let (t, x, groups) = tree(p);
+            let [a, b, c] = groups.clone();
+            // 100 pages: `/a/b` is left whatever the update did first.
+            let within = spawn_with(&t, &a, move |t2, a2| {
+                let w = t2.read_within(&a2, x, Tolerance::Absolute(100)).unwrap();
+                assert!(w.met && w.read.bound.unwrap() <= 100, "{w:?}");
+                within_range(&"read_within /a", w.read.signed, w.read.bound, 225, 232);
+                w.flush
+            });
+            let updater = spawn_with(&t, &b, move |t3, b3| {
+                t3.add_with(Shard(0), &b3, x, 7, &mut ()).unwrap();
+            });
+            assert_bounded_within(&t, &a, x, 225, 232);
+            let flush = within.join().unwrap();
+            updater.join().unwrap();
+            assert!(
+                matches!(flush, WithinFlush::Partial { left: 1, opened: 1 }),
+                "{flush:?}"
+            );
+            let bound_a = t.error_bound_pages(&a).unwrap();
+            let bound_b = t.error_bound_pages(&b).unwrap().unwrap();
+            assert!(
+                bound_a.is_some_and(|p| p <= bound_b + 32 + 31),
+                "/a bound {bound_a:?} after the partial flush, /a/b {bound_b}"
+            );
+            assert_bounded_within(&t, &c, x, 200, 200);
+            settle(&t, x, &groups, 32);
+        });
     }
 
     /// Kernel-exact (6.8): `/a`'s residue counts the left leaf's updates;

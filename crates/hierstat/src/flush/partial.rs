@@ -11,10 +11,15 @@ use crate::sync::Arc;
 pub(crate) struct Plan {
     /// The flushed group and every ancestor of a left group below it.
     opened: IdMap<()>,
-    /// The left subtrees' roots. Held: a removed group's id is recycled
-    /// only once nothing references its state (see `Core::reap`), so no
-    /// other group takes a left group's id while the flush runs.
-    left: IdMap<Arc<GroupState>>,
+    /// The left subtrees' roots.
+    left: IdMap<()>,
+    /// The left groups' states, where nothing else keeps their ids from
+    /// being recycled while the flush runs (a removed group's id is
+    /// recycled only once nothing references its state, see `Core::reap`,
+    /// and only under the structure lock's write side): empty when the
+    /// caller holds the structure lock from the plan to the flush's end,
+    /// or the states themselves.
+    _held: Vec<Arc<GroupState>>,
     /// The sum of the left groups' error bounds, in pages, as the planner
     /// read them before the flush.
     composed: u64,
@@ -22,13 +27,21 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// A plan that leaves `left` (each with the bound the planner read) and
-    /// opens `root` and every group between it and a left group.
+    /// opens `root` and every group between it and a left group; `held`
+    /// keeps the left groups' ids (see [`Plan`]).
     ///
     /// Every left group must be a proper descendant of `root`.
-    pub(crate) fn new(root: &GroupState, left: IdMap<Arc<GroupState>>, composed: u64) -> Plan {
+    pub(crate) fn new<'a>(
+        root: &GroupState,
+        left: impl IntoIterator<Item = &'a GroupState>,
+        held: Vec<Arc<GroupState>>,
+        composed: u64,
+    ) -> Plan {
         let mut opened = IdMap::default();
         opened.insert(root.hot.id, ());
-        for g in left.values() {
+        let mut left_ids = IdMap::default();
+        for g in left {
+            left_ids.insert(g.hot.id, ());
             let mut a = g.hot.parent.as_deref();
             while let Some(n) = a {
                 if opened.insert(n.hot.id, ()).is_some() {
@@ -40,7 +53,8 @@ impl Plan {
         }
         Plan {
             opened,
-            left,
+            left: left_ids,
+            _held: held,
             composed,
         }
     }
@@ -56,6 +70,16 @@ impl Plan {
         } else {
             Part::Carried
         }
+    }
+
+    /// Ids of the opened groups (the flushed root included).
+    pub(crate) fn opened_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.opened.keys().copied()
+    }
+
+    /// Ids of the left subtrees' roots.
+    pub(crate) fn left_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.left.keys().copied()
     }
 
     /// The sum of the left groups' bounds, in pages.

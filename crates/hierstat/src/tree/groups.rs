@@ -62,6 +62,11 @@ impl Structure {
             .expect("ids on update lists and trees are in use")
     }
 
+    /// Ids of the live children of a group id (by name).
+    pub(crate) fn child_ids(&self, id: u32) -> impl Iterator<Item = u32> + '_ {
+        self.children[id as usize].values().copied()
+    }
+
     /// Parent id of a group id.
     pub(crate) fn parent_id(&self, id: u32) -> u32 {
         self.group(id).parent_id()

@@ -147,11 +147,10 @@ impl Core {
                 .collect();
             let done = match plan(&g, &bounds, &budgets, self.params.policy.threshold) {
                 Some((left, composed)) => {
-                    let set: IdMap<Arc<GroupState>> = (0..n)
-                        .filter(|&i| left[i])
-                        .map(|i| (g.nodes[i].hot.id, g.nodes[i].clone()))
-                        .collect();
-                    let plan = Plan::new(root, set, composed[0]);
+                    // `g` holds every group of the subtree: no id is
+                    // recycled while the flush runs.
+                    let set = (0..n).filter(|&i| left[i]).map(|i| &*g.nodes[i]);
+                    let plan = Plan::new(root, set, Vec::new(), composed[0]);
                     self.flush_subtree(root, &gate, Some(&plan), work);
                     self.flushes.record(FlushOutcome::Flushed { root: false });
                     let done = WithinFlush::Partial {

@@ -169,10 +169,14 @@ fn a_bound_that_does_not_hold_is_caught() {
 }
 
 /// The backend's tolerance read, one read at a time from the same state:
-/// four engines take the same updates, then read the root or a slice
-/// within 0, 0.1%, 1% and 10%; each value is within its bound of the
-/// exact one, and a larger tolerance never aggregates more counters. A
-/// forced flush of the root then brings the four to the same state again.
+/// five engines take the same updates, then read the root or a slice
+/// within 0, 0.1%, 1% and 10%, or flush it forced; each value is within
+/// its bound of the exact one, a larger tolerance never aggregates more
+/// counters, and no tolerance read's priced work (planning included:
+/// `CostModel::default`, the simulator's prices) is more than the forced
+/// flush's from the same state (issue 37: "never more than a forced flush
+/// of the group"). A forced flush of the root then brings the five to the
+/// same state again.
 #[test]
 fn one_reads_flush_work_falls_with_the_tolerance() {
     let shape = shape();
@@ -184,6 +188,8 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
         .iter()
         .map(|_| EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap())
         .collect();
+    let forced = EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap();
+    let costs = CostModel::default();
     let mut oracle = sim::runner::oracle::Oracle::new(&shape, ITEMS);
     let leaves = shape.targets(Targets::Leaves);
     let mut rng = simcore::Rng::new(9);
@@ -194,7 +200,7 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
             let item = rng.below(ITEMS as u64) as usize;
             let pages = rng.range_inclusive(1, if round == 0 { 4096 } else { 48 }) as i64;
             let shard = rng.below(CPUS as u64) as usize;
-            for e in &engines {
+            for e in engines.iter().chain([&forced]) {
                 e.add_counted(shard, g, item, pages, &mut Work::default(), &mut Vec::new());
             }
             oracle.apply(g, item, pages);
@@ -202,6 +208,9 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
         // One read per round, so that the four start it from one state.
         {
             let group = round % 2;
+            let mut forced_work = Work::default();
+            forced.flush(group, FlushReason::Forced, &mut forced_work);
+            let forced_ns = costs.cost_ns(&forced_work);
             let mut last = u64::MAX;
             for (e, mode) in engines.iter().zip(&levels) {
                 let (mut w, mut out) = (Work::default(), Vec::new());
@@ -234,9 +243,18 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
                     w.counters_aggregated
                 );
                 last = w.counters_aggregated;
+                // The items read are priced with the read, not its flush
+                // (as the runner does).
+                let priced = Work { items_read: 0, ..w };
+                assert!(
+                    costs.cost_ns(&priced) <= forced_ns,
+                    "{mode} round {round} group {group}: {priced:?} ({} ns) vs forced \
+                     {forced_work:?} ({forced_ns} ns)",
+                    costs.cost_ns(&priced)
+                );
             }
         }
-        for e in &engines {
+        for e in engines.iter().chain([&forced]) {
             e.flush(0, FlushReason::Forced, &mut Work::default());
         }
     }
