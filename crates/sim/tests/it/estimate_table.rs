@@ -149,6 +149,21 @@ fn line(r: &Row) -> String {
     }
 }
 
+/// Panics naming every measured row off its estimate by more than
+/// [`WITHIN`] either way.
+fn assert_within(rows: &[Row]) {
+    let off: Vec<String> = rows
+        .iter()
+        .filter(|r| ratio(r).is_some_and(|q| !(1.0 / WITHIN..=WITHIN).contains(&q)))
+        .map(line)
+        .collect();
+    assert!(
+        off.is_empty(),
+        "off by more than {WITHIN}x:\n{}",
+        off.join("\n")
+    );
+}
+
 /// A small stat-readers (the probes' shape, shorter) and a short storm:
 /// the workloads whose flush work the policy decides.
 const SAMPLE_READERS: &str = r#"
@@ -247,16 +262,7 @@ fn the_estimate_holds_on_a_sample() {
         eprintln!("debug build: the rows' ratios are not checked (a release build's weights)");
         return;
     }
-    let off: Vec<String> = rows
-        .iter()
-        .filter(|r| ratio(r).is_some_and(|q| !(1.0 / WITHIN..=WITHIN).contains(&q)))
-        .map(line)
-        .collect();
-    assert!(
-        off.is_empty(),
-        "off by more than {WITHIN}x:\n{}",
-        off.join("\n")
-    );
+    assert_within(&rows);
 }
 
 /// The most estimated CPU seconds of one row of the CI part of the table
@@ -449,16 +455,7 @@ fn estimate_table() {
         );
         std::fs::write(out, &md).unwrap();
     }
-    let off: Vec<String> = rows
-        .iter()
-        .filter(|r| ratio(r).is_some_and(|q| !(1.0 / WITHIN..=WITHIN).contains(&q)))
-        .map(line)
-        .collect();
-    assert!(
-        off.is_empty(),
-        "off by more than {WITHIN}x:\n{}",
-        off.join("\n")
-    );
+    assert_within(&rows);
 }
 
 /// Calibration runs: every `*.toml` of `$MMLAB_RUNS_DIR`, each policy
