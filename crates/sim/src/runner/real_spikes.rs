@@ -249,4 +249,32 @@ mod tests {
         assert_eq!(o.missed, 0);
         assert_eq!(o.child_gt_parent, 0);
     }
+
+    /// A gap between spikes longer than the run ends with the run (it slept
+    /// the whole gap before: a 65 s spike period held a 20 ms run 65 s).
+    #[test]
+    fn a_spike_gap_longer_than_the_run_ends_with_it() {
+        let shape = TreeShape::from_spec(&TreeSpec {
+            fanout: vec![2, 3],
+            names: vec![],
+        });
+        let b = EagerTree::new(&shape, 2);
+        let setup = SpikesSetup {
+            writers: 1,
+            writer_spec: WritersSpec::default(),
+            flushers: 1,
+            flusher_period: Duration::ZERO,
+            spikes: SpikeSpec {
+                every_ms: 65_536.0,
+                pages: 10_000,
+                read_after_us: 0,
+            },
+            duration: Duration::from_millis(20),
+            seed: 1,
+        };
+        let t = std::time::Instant::now();
+        let o = run_spikes(&b, &shape, &setup).unwrap();
+        assert_eq!(o.spike_reads, 1);
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    }
 }
