@@ -1212,6 +1212,33 @@ mod percpu {
         }
     }
 
+    /// As the owner's `a_skipped_fold_with_a_claim_is_carried_by_the_racing_flush`,
+    /// per CPU: `batch` 2 and `T` = 1, so one 2-page add folds into a
+    /// group already above the threshold, and its claim (the pair was
+    /// drained by the child's flush) pushes the row while a root flush
+    /// runs. The fold may skip the count only if it sees no flush; the
+    /// claim's fence after its push orders that look after the push, so a
+    /// flush the fold missed takes the pushed row (loom: without that
+    /// fence the fold skips, the flush misses the row, and a read reports
+    /// a bound of 0 for 2 pages unflushed).
+    #[test]
+    fn percpu_a_skipped_fold_with_a_claim_is_carried_by_the_racing_flush() {
+        model(|| {
+            let mut p = Preset::Hierstat.policy();
+            p.batch = 2;
+            p.threshold_size = ThresholdSize::Fixed(1);
+            let (t, x, _, g) = tree(p, 1);
+            let c = t.create(&g, "c").unwrap();
+            t.add_on_cpu_with(Shard(0), &c, x, 2).unwrap();
+            t.flush_forced(&c).unwrap();
+            let f = spawn_root_flush(&t);
+            t.add_on_cpu_with(Shard(0), &g, x, 2).unwrap();
+            f.join().unwrap();
+            assert_bounded_within(&t, &g, x, 4, 4);
+            assert_bounded_within(&t, &t.root(), x, 4, 4);
+        });
+    }
+
     /// A fold (the second of two 3-page adds, batch 4) races a root flush:
     /// the bound holds after both, for both schemes.
     #[test]
