@@ -44,10 +44,10 @@ step "cargo test --workspace" cargo test --workspace
 # build (the weights are a release build's nanoseconds), so the debug run
 # above checked only that the policies' costs differ by more than 3x. The
 # whole table (crates/sim/tests/it/estimate_table.rs) runs by hand, not
-# here: its CI part missed 3x on tolerance-slices under root-every-page in
-# two of three runs on a loaded host (0.32-0.33x: the estimate prices no
-# read mode and overestimates slice readers that flush the tree), though
-# no longer on refault-storm (docs/estimates.md).
+# here: its CI part's tolerance-slices row under root-every-page (the
+# guarded readers' root flushes, whose visits the model prices as cache
+# misses) ranged 0.30-0.63x over five runs on a loaded host, too near 3x
+# to gate on (docs/estimates.md).
 step "the estimate on a sample (optimized)" \
     cargo test --release -p sim --test it the_estimate_holds_on_a_sample
 
