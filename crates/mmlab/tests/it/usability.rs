@@ -180,7 +180,10 @@ fn the_estimate_is_calibrated_here_and_refuses_long_runs() {
     );
     let e = refused(&o, "3000 policies");
     assert!(e.contains("would take") && e.contains("--force"), "{e}");
-    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    // Refused before anything ran: the run it refuses is hours long, and
+    // estimating 3,000 policies takes seconds (10-30 s in a debug build,
+    // 72 s once at a load average of 14, which a 60 s limit failed on).
+    assert!(t.elapsed() < Duration::from_secs(600), "{:?}", t.elapsed());
     // Writers at the back-to-back rate (no rate_per_cpu) on 384 CPUs.
     let text = builtin_text("stat-readers").replace("rate_per_cpu = 2000.0\n", "");
     std::fs::write(d.join("b2b.toml"), text).unwrap();
