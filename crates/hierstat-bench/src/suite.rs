@@ -7,6 +7,7 @@ use crate::{cases, flush, percpu, threads, BenchError};
 use hierstat::Preset;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use Target::{Above, AtLeast, AtMost, Shows};
 
 /// How long the suite measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,115 +125,28 @@ const fn ratio(
 /// The suite's fixed ratios (each taken within every repetition, then
 /// summarized; `docs/json.md` lists them); [`ratios`] adds the per-CPU
 /// mode's at every thread count.
+// One row a ratio, as a table (rustfmt would spread each over six lines).
+#[rustfmt::skip]
 pub const RATIOS: &[RatioDef] = &[
-    ratio(
-        "hierstat_depth1_vs_atomic",
-        "hierstat_update_depth1",
-        "atomic_fetch_add",
-        Target::AtMost(2.0),
-    ),
-    ratio(
-        "hierstat_depth1_vs_plain",
-        "hierstat_update_depth1",
-        "plain_add",
-        Target::Shows("the physical ratio"),
-    ),
-    ratio(
-        "hierstat_counter_vs_plain",
-        "hierstat_counter_add_depth1",
-        "plain_add",
-        Target::Shows("the physical ratio"),
-    ),
-    ratio(
-        "hierstat_counter_vs_atomic",
-        "hierstat_counter_add_depth1",
-        "atomic_fetch_add",
-        Target::Shows("the bound handle's cost"),
-    ),
-    ratio(
-        "hierstat_shared_path_vs_plain",
-        "hierstat_shared_path_depth1",
-        "plain_add",
-        Target::Shows("the physical ratio"),
-    ),
-    ratio(
-        "hierstat_shared_path_vs_atomic",
-        "hierstat_shared_path_depth1",
-        "atomic_fetch_add",
-        Target::AtMost(1.3),
-    ),
-    ratio(
-        "hierstat_beyond_shards_vs_two_fetch_adds",
-        "hierstat_beyond_shards_depth1",
-        "two_fetch_adds",
-        Target::Shows("the shared path over its two RMWs"),
-    ),
-    ratio(
-        "hierstat_depth8_vs_depth1",
-        "hierstat_update_depth8",
-        "hierstat_update_depth1",
-        Target::AtMost(1.5),
-    ),
-    ratio(
-        "hierstat_2threads_vs_1thread",
-        "hierstat_update_2threads",
-        "hierstat_update_depth1",
-        Target::AtMost(1.3),
-    ),
-    ratio(
-        "shared_atomic_vs_hierstat_2threads",
-        "shared_atomic_2threads",
-        "hierstat_update_2threads",
-        Target::AtLeast(3.0),
-    ),
-    ratio(
-        "hierstat_vs_sharded_2threads",
-        "hierstat_update_2threads",
-        "sharded_counter_2threads",
-        Target::AtMost(1.25),
-    ),
-    ratio(
-        "pre-rstat_vs_hierstat_depth4",
-        "pre-rstat_update_depth4",
-        "hierstat_update_depth4",
-        Target::Above(1.0),
-    ),
-    ratio(
-        "linux-6.8_vs_linux-5.15_depth4",
-        "linux-6.8_update_depth4",
-        "linux-5.15_update_depth4",
-        Target::Shows("the per-group threshold cost"),
-    ),
-    ratio(
-        "percpu_1thread_vs_atomic",
-        "percpu_update_1threads",
-        "atomic_fetch_add",
-        Target::Shows("against one uncontended fetch_add"),
-    ),
-    ratio(
-        "percpu_2threads_side_by_side_vs_shared_atomic",
-        "percpu_update_2threads_side_by_side",
-        "shared_atomic_2threads",
-        Target::AtMost(0.35),
-    ),
-    ratio(
-        "percpu_counter_vs_plain",
-        "percpu_counter_add_1threads",
-        "plain_add_1threads",
-        Target::Shows("the bound handle in the per-CPU mode"),
-    ),
-    ratio(
-        "flush_100k_vs_10k",
-        "hierstat_flush_100_dirty_100k",
-        "hierstat_flush_100_dirty_10k",
-        Target::AtMost(1.5),
-    ),
-    ratio(
-        "flush_100k_vs_10k_cold",
-        "hierstat_flush_100_dirty_100k_cold",
-        "hierstat_flush_100_dirty_10k_cold",
-        Target::Shows("the tree's size, from memory"),
-    ),
+    //    name                                            numerator case                         denominator case                     target
+    ratio("hierstat_depth1_vs_atomic",                     "hierstat_update_depth1",              "atomic_fetch_add",                  AtMost(2.0)),
+    ratio("hierstat_depth1_vs_plain",                      "hierstat_update_depth1",              "plain_add",                         Shows("the physical ratio")),
+    ratio("hierstat_counter_vs_plain",                     "hierstat_counter_add_depth1",         "plain_add",                         Shows("the physical ratio")),
+    ratio("hierstat_counter_vs_atomic",                    "hierstat_counter_add_depth1",         "atomic_fetch_add",                  Shows("the bound handle's cost")),
+    ratio("hierstat_shared_path_vs_plain",                 "hierstat_shared_path_depth1",         "plain_add",                         Shows("the physical ratio")),
+    ratio("hierstat_shared_path_vs_atomic",                "hierstat_shared_path_depth1",         "atomic_fetch_add",                  AtMost(1.3)),
+    ratio("hierstat_beyond_shards_vs_two_fetch_adds",      "hierstat_beyond_shards_depth1",       "two_fetch_adds",                    Shows("the shared path over its two RMWs")),
+    ratio("hierstat_depth8_vs_depth1",                     "hierstat_update_depth8",              "hierstat_update_depth1",            AtMost(1.5)),
+    ratio("hierstat_2threads_vs_1thread",                  "hierstat_update_2threads",            "hierstat_update_depth1",            AtMost(1.3)),
+    ratio("shared_atomic_vs_hierstat_2threads",            "shared_atomic_2threads",              "hierstat_update_2threads",          AtLeast(3.0)),
+    ratio("hierstat_vs_sharded_2threads",                  "hierstat_update_2threads",            "sharded_counter_2threads",          AtMost(1.25)),
+    ratio("pre-rstat_vs_hierstat_depth4",                  "pre-rstat_update_depth4",             "hierstat_update_depth4",            Above(1.0)),
+    ratio("linux-6.8_vs_linux-5.15_depth4",                "linux-6.8_update_depth4",             "linux-5.15_update_depth4",          Shows("the per-group threshold cost")),
+    ratio("percpu_1thread_vs_atomic",                      "percpu_update_1threads",              "atomic_fetch_add",                  Shows("against one uncontended fetch_add")),
+    ratio("percpu_2threads_side_by_side_vs_shared_atomic", "percpu_update_2threads_side_by_side", "shared_atomic_2threads",            AtMost(0.35)),
+    ratio("percpu_counter_vs_plain",                       "percpu_counter_add_1threads",         "plain_add_1threads",                Shows("the bound handle in the per-CPU mode")),
+    ratio("flush_100k_vs_10k",                             "hierstat_flush_100_dirty_100k",       "hierstat_flush_100_dirty_10k",      AtMost(1.5)),
+    ratio("flush_100k_vs_10k_cold",                        "hierstat_flush_100_dirty_100k_cold",  "hierstat_flush_100_dirty_10k_cold", Shows("the tree's size, from memory")),
 ];
 
 /// The per-CPU mode's ratios at `threads` threads: against the same

@@ -16,8 +16,10 @@
 
 #![cfg(loom)]
 
-use hierstat::sim::Simulator;
-use hierstat::{Group, HierStats, ItemId};
+use hierstat::sim::{Shard, Simulator};
+use hierstat::{
+    Concurrency, Config, Group, HierStats, ItemId, Policy, Schema, ThresholdSize, Unit,
+};
 use loom::sync::atomic::{fence, AtomicU64, Ordering::*};
 use loom::sync::Arc;
 use loom::thread;
@@ -28,6 +30,41 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
         b.preemption_bound = Some(2);
     }
     b.check(f);
+}
+
+/// A tree under `cfg` whose schema is one event item, `x`.
+fn tree_x(cfg: Config) -> (HierStats, ItemId) {
+    let mut b = Schema::builder();
+    let x = b.event("x", Unit::Count);
+    (HierStats::new(b.build().unwrap(), cfg).unwrap(), x)
+}
+
+/// A tree under `cfg` whose schema is two event items, `x` and `y`.
+fn tree_xy(cfg: Config) -> (HierStats, ItemId, ItemId) {
+    let mut b = Schema::builder();
+    let x = b.event("x", Unit::Count);
+    let y = b.event("y", Unit::Count);
+    (HierStats::new(b.build().unwrap(), cfg).unwrap(), x, y)
+}
+
+/// `p` with a fixed threshold of `pages` (1000: nothing here crosses it).
+fn with_threshold(mut p: Policy, pages: u64) -> Policy {
+    p.threshold_size = ThresholdSize::Fixed(pages);
+    p
+}
+
+/// `p` with a fold every `batch` pages and a fixed threshold of `pages`.
+fn sized(mut p: Policy, batch: u32, pages: u64) -> Policy {
+    p.batch = batch;
+    with_threshold(p, pages)
+}
+
+/// `p` under a per-pass gate (flushes of overlapping subtrees interleave
+/// by pass).
+fn per_pass_gate(mut p: Policy) -> Policy {
+    p.concurrency = Concurrency::Serialize;
+    p.lock_per_shard = true;
+    p
 }
 
 /// Runs `f` on a new loom thread with clones of the tree and of `g`.
@@ -52,6 +89,22 @@ fn spawn_root_flush(t: &HierStats) -> thread::JoinHandle<()> {
     let t2 = t.clone();
     thread::spawn(move || {
         t2.flush_forced(&t2.root()).unwrap();
+    })
+}
+
+/// A loom thread that adds `v` to `g`'s `item` on shard 0 (the shared
+/// path).
+fn spawn_add(t: &HierStats, g: &Group, item: ItemId, v: i64) -> thread::JoinHandle<()> {
+    spawn_with(t, g, move |t2, g2| {
+        t2.add_with(Shard(0), &g2, item, v, &mut ()).unwrap();
+    })
+}
+
+/// A loom thread on modelled CPU 0 that adds `v` to `g`'s `item` (the
+/// per-CPU mode's path).
+fn spawn_add_on_cpu(t: &HierStats, g: &Group, item: ItemId, v: i64) -> thread::JoinHandle<()> {
+    spawn_with(t, g, move |t2, g2| {
+        t2.add_on_cpu_with(Shard(0), &g2, item, v).unwrap();
     })
 }
 
@@ -80,20 +133,25 @@ fn assert_bounded_within(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) 
     within_range(&what, b.signed, b.bound, lo, hi);
 }
 
-/// Forced root flushes after a race: `updates` (given clones of the tree
-/// and of `g`) on another thread against
-/// one flush, then a second flush, after which every (group, item, value)
-/// of `expect` reads exactly and the tree is clean (no update was left
-/// both unqueued and unflushed).
-fn updates_vs_root_flush(
-    t: &HierStats,
-    g: &Group,
-    updates: impl FnOnce(HierStats, Group) + Send + 'static,
-    expect: &[(&Group, ItemId, u64)],
-) {
-    let u = spawn_with(t, g, updates);
-    t.flush_forced(&t.root()).unwrap();
-    u.join().unwrap();
+/// [`assert_bounded_within`] for `g`, then for the root.
+fn assert_bounded_with_root(t: &HierStats, g: &Group, x: ItemId, lo: i64, hi: i64) {
+    assert_bounded_within(t, g, x, lo, hi);
+    assert_bounded_within(t, &t.root(), x, lo, hi);
+}
+
+/// This thread's forced flush of `g` after its own update of `own` to
+/// `x`: the read after it must carry that update, whatever a racing
+/// claimer did (`whose` names the update).
+fn assert_own_update_flushed(t: &HierStats, g: &Group, x: ItemId, own: u64, whose: &str) {
+    t.flush_forced(g).unwrap();
+    let seen = t.read(g, x).unwrap();
+    assert!(seen >= own, "{whose} own update is missing: {seen}");
+}
+
+/// A forced root flush, after which every (group, item, value) of
+/// `expect` reads exactly and the tree is clean (no update was left both
+/// unqueued and unflushed).
+fn assert_exact_after_a_root_flush(t: &HierStats, expect: &[(&Group, ItemId, u64)]) {
     t.flush_forced(&t.root()).unwrap();
     for &(g, x, v) in expect {
         assert_eq!(
@@ -104,6 +162,45 @@ fn updates_vs_root_flush(
         );
     }
     t.verify_clean().unwrap();
+}
+
+/// Creates `/a` and its child `/a/b`.
+fn a_and_b(t: &HierStats) -> (Group, Group) {
+    let a = t.create(&t.root(), "a").unwrap();
+    let b = t.create(&a, "b").unwrap();
+    (a, b)
+}
+
+/// A forced flush of `g` on another thread while this one runs
+/// `meanwhile` and reads `g`'s `x`, then again after the flush: both
+/// bounded at `exact`.
+fn read_during_a_flush_of(
+    t: &HierStats,
+    g: &Group,
+    x: ItemId,
+    exact: i64,
+    meanwhile: impl FnOnce(),
+) {
+    let flusher = spawn_flush(t, g);
+    meanwhile();
+    assert_bounded_within(t, g, x, exact, exact);
+    flusher.join().unwrap();
+    assert_bounded_within(t, g, x, exact, exact);
+}
+
+/// Forced root flushes after a race: `updates` (given clones of the tree
+/// and of `g`) on another thread against
+/// one flush, then [`assert_exact_after_a_root_flush`].
+fn updates_vs_root_flush(
+    t: &HierStats,
+    g: &Group,
+    updates: impl FnOnce(HierStats, Group) + Send + 'static,
+    expect: &[(&Group, ItemId, u64)],
+) {
+    let u = spawn_with(t, g, updates);
+    t.flush_forced(&t.root()).unwrap();
+    u.join().unwrap();
+    assert_exact_after_a_root_flush(t, expect);
 }
 
 /// The protocol variants. `counter` is the per-(group, shard) stat,
@@ -312,11 +409,13 @@ fn taking_an_ancestor_residue_before_draining_keeps_pages() {
 
 mod engine {
     use super::{
-        assert_bounded_within, model, spawn_flush, spawn_root_flush, spawn_with,
-        updates_vs_root_flush,
+        a_and_b, assert_bounded_with_root, assert_bounded_within, assert_exact_after_a_root_flush,
+        assert_own_update_flushed, model, per_pass_gate, read_during_a_flush_of, sized, spawn_add,
+        spawn_flush, spawn_root_flush, spawn_with, tree_x, tree_xy, updates_vs_root_flush,
+        with_threshold,
     };
     use hierstat::sim::{Shard, Simulator};
-    use hierstat::{Config, Group, HierStats, ItemId, Preset, Schema, ThresholdSize, Unit};
+    use hierstat::{Config, Group, HierStats, ItemId, Policy, Preset};
     use loom::thread;
 
     fn tree(preset: Preset) -> (HierStats, ItemId) {
@@ -328,12 +427,12 @@ mod engine {
     /// rows exist from the start under loom (see `table.rs`), and the
     /// first-touch models shard 1.
     fn tree_on(preset: Preset, shards: usize) -> (HierStats, ItemId) {
-        let mut b = Schema::builder();
-        let x = b.event("x", Unit::Count);
-        (
-            HierStats::new(b.build().unwrap(), Config::preset(preset).shards(shards)).unwrap(),
-            x,
-        )
+        tree_x(Config::preset(preset).shards(shards))
+    }
+
+    /// A tree of one shard under `p`, with the item `x`.
+    fn policy_tree(p: Policy) -> (HierStats, ItemId) {
+        tree_x(Config::with_policy(p).shards(1))
     }
 
     /// Two writers' first touches of one (group, shard) race each other and
@@ -354,9 +453,7 @@ mod engine {
             t.flush_forced(&t.root()).unwrap();
             owner.join().unwrap();
             sharer.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, x).unwrap(), 3);
-            t.verify_clean().unwrap();
+            assert_exact_after_a_root_flush(&t, &[(&g, x, 3)]);
         });
     }
 
@@ -368,29 +465,19 @@ mod engine {
     fn an_ancestor_row_first_touched_during_a_flush() {
         model(|| {
             let (t, x) = tree_on(Preset::Linux6_8, 2);
-            let a = t.create(&t.root(), "a").unwrap();
-            let b = t.create(&a, "b").unwrap();
+            let (a, b) = a_and_b(&t);
             let u = spawn_with(&t, &b, move |t2, b2| {
                 t2.add_with(Shard(1), &b2, x, 30, &mut ()).unwrap();
             });
             t.flush_forced(&a).unwrap();
             u.join().unwrap();
             assert_bounded_within(&t, &a, x, 30, 30);
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&a, x).unwrap(), 30);
-            t.verify_clean().unwrap();
+            assert_exact_after_a_root_flush(&t, &[(&a, x, 30)]);
         });
     }
 
     fn tree2(preset: Preset) -> (HierStats, ItemId, ItemId) {
-        let mut b = Schema::builder();
-        let x = b.event("x", Unit::Count);
-        let y = b.event("y", Unit::Count);
-        (
-            HierStats::new(b.build().unwrap(), Config::preset(preset).shards(1)).unwrap(),
-            x,
-            y,
-        )
+        tree_xy(Config::preset(preset).shards(1))
     }
 
     /// The owner's plain path against a flush of the same (group, shard),
@@ -417,17 +504,11 @@ mod engine {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let claimer = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
-            });
+            let claimer = spawn_add(&t, &g, x, 1);
             t.add_owned_with(Shard(0), &g, x, 10).unwrap();
-            t.flush_forced(&g).unwrap();
-            let seen = t.read(&g, x).unwrap();
-            assert!(seen >= 10, "the owner's own update is missing: {seen}");
+            assert_own_update_flushed(&t, &g, x, 10, "the owner's");
             claimer.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, x).unwrap(), 11);
-            t.verify_clean().unwrap();
+            assert_exact_after_a_root_flush(&t, &[(&g, x, 11)]);
         });
     }
 
@@ -441,14 +522,10 @@ mod engine {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let claimer = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
-            });
+            let claimer = spawn_add(&t, &g, x, 1);
             let flusher = spawn_root_flush(&t);
             t.add_owned_with(Shard(0), &g, x, 10).unwrap();
-            t.flush_forced(&g).unwrap();
-            let seen = t.read(&g, x).unwrap();
-            assert!(seen >= 10, "the owner's own update is missing: {seen}");
+            assert_own_update_flushed(&t, &g, x, 10, "the owner's");
             claimer.join().unwrap();
             flusher.join().unwrap();
         });
@@ -472,10 +549,8 @@ mod engine {
             });
             t.flush_forced(&t.root()).unwrap();
             u.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&a, x).unwrap(), 1, "a row dropped from the chain");
-            assert_eq!(t.read(&b, x).unwrap(), 1);
-            t.verify_clean().unwrap();
+            // A row dropped from the chain is lost.
+            assert_exact_after_a_root_flush(&t, &[(&a, x, 1), (&b, x, 1)]);
         });
     }
 
@@ -519,16 +594,12 @@ mod engine {
         model(move || {
             let (t, x) = tree(preset);
             let g = t.create(&t.root(), "g").unwrap();
-            let claimer = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
-            });
+            let claimer = spawn_add(&t, &g, x, 1);
             for _ in 0..flushes_before {
                 t.flush_forced(&g).unwrap();
             }
             t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
-            t.flush_forced(&g).unwrap();
-            let seen = t.read(&g, x).unwrap();
-            assert!(seen >= 10, "our own update is missing: {seen}");
+            assert_own_update_flushed(&t, &g, x, 10, "our");
             claimer.join().unwrap();
         });
     }
@@ -562,9 +633,7 @@ mod engine {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
             let g = t.create(&t.root(), "g").unwrap();
-            let u = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_with(Shard(0), &g2, x, 1, &mut ()).unwrap()
-            });
+            let u = spawn_add(&t, &g, x, 1);
             t.add_with(Shard(0), &g, x, 1, &mut ()).unwrap();
             u.join().unwrap();
             let mut w = hierstat::sim::WorkCounters::default();
@@ -579,17 +648,11 @@ mod engine {
     /// A tree whose groups pass the threshold after one fold: `batch` 2
     /// pages, `T` = 1 page (a fold of 2 lands above it).
     fn tight_tree() -> (HierStats, ItemId) {
-        let mut b = Schema::builder();
-        let x = b.event("x", Unit::Count);
-        let mut p = Preset::Hierstat.policy();
-        p.batch = 2;
-        p.threshold_size = ThresholdSize::Fixed(1);
-        let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
-        (t, x)
+        policy_tree(sized(Preset::Hierstat.policy(), 2, 1))
     }
 
     /// One owner update of 2 to `g` (a fold) racing a forced root flush.
-    fn owner_add_racing_a_root_flush(t: &HierStats, g: &hierstat::Group, x: ItemId) {
+    fn owner_add_racing_a_root_flush(t: &HierStats, g: &Group, x: ItemId) {
         let u = spawn_with(t, g, move |t2, g2| {
             t2.add_owned_with(Shard(0), &g2, x, 2).unwrap();
         });
@@ -611,8 +674,7 @@ mod engine {
             t.add_owned_with(Shard(0), &g, x, 2).unwrap();
             t.add_owned_with(Shard(0), &g, x, 2).unwrap();
             owner_add_racing_a_root_flush(&t, &g, x);
-            assert_bounded_within(&t, &g, x, 6, 6);
-            assert_bounded_within(&t, &t.root(), x, 6, 6);
+            assert_bounded_with_root(&t, &g, x, 6, 6);
         });
     }
 
@@ -628,8 +690,7 @@ mod engine {
             t.add_owned_with(Shard(0), &c, x, 2).unwrap();
             t.flush_forced(&c).unwrap();
             owner_add_racing_a_root_flush(&t, &g, x);
-            assert_bounded_within(&t, &g, x, 4, 4);
-            assert_bounded_within(&t, &t.root(), x, 4, 4);
+            assert_bounded_with_root(&t, &g, x, 4, 4);
         });
     }
 
@@ -656,8 +717,7 @@ mod engine {
         for preset in [Preset::Hierstat, Preset::Linux6_17] {
             model(move || {
                 let (t, x) = tree(preset);
-                let a = t.create(&t.root(), "a").unwrap();
-                let b = t.create(&a, "b").unwrap();
+                let (a, b) = a_and_b(&t);
                 t.add_with(Shard(0), &b, x, 1, &mut ()).unwrap();
                 t.add_with(Shard(0), &a, x, 1, &mut ()).unwrap();
                 let f = spawn_flush(&t, &a);
@@ -677,14 +737,11 @@ mod engine {
     fn a_read_during_a_flush_after_an_update(preset: Preset) {
         model(move || {
             let (t, x) = tree(preset);
-            let a = t.create(&t.root(), "a").unwrap();
-            let b = t.create(&a, "b").unwrap();
+            let (a, b) = a_and_b(&t);
             t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
-            let flusher = spawn_flush(&t, &a);
-            t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
-            assert_bounded_within(&t, &a, x, 120, 120);
-            flusher.join().unwrap();
-            assert_bounded_within(&t, &a, x, 120, 120);
+            read_during_a_flush_of(&t, &a, x, 120, || {
+                t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
+            });
         });
     }
 
@@ -705,10 +762,7 @@ mod engine {
         model(|| {
             let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
             t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
-            let flusher = spawn_flush(&t, &g);
-            assert_bounded_within(&t, &g, x, 10, 10);
-            flusher.join().unwrap();
-            assert_bounded_within(&t, &g, x, 10, 10);
+            read_during_a_flush_of(&t, &g, x, 10, || ());
         });
     }
 
@@ -745,13 +799,10 @@ mod engine {
     fn a_read_racing_a_flush_and_an_update_is_bounded() {
         model(|| {
             let (t, x) = tree(Preset::Hierstat);
-            let a = t.create(&t.root(), "a").unwrap();
-            let b = t.create(&a, "b").unwrap();
+            let (a, b) = a_and_b(&t);
             t.add_with(Shard(0), &b, x, 20, &mut ()).unwrap();
             let flusher = spawn_flush(&t, &a);
-            let updater = spawn_with(&t, &b, move |t3, b3| {
-                t3.add_with(Shard(0), &b3, x, 20, &mut ()).unwrap();
-            });
+            let updater = spawn_add(&t, &b, x, 20);
             assert_bounded_within(&t, &a, x, 20, 40);
             flusher.join().unwrap();
             updater.join().unwrap();
@@ -770,12 +821,9 @@ mod engine {
     fn an_ancestor_residue_a_flush_takes_is_flushed_with_it() {
         model(|| {
             let (t, x) = tree(Preset::Linux6_8);
-            let a = t.create(&t.root(), "a").unwrap();
-            let b = t.create(&a, "b").unwrap();
+            let (a, b) = a_and_b(&t);
             t.add_with(Shard(0), &a, x, 1, &mut ()).unwrap();
-            let u = spawn_with(&t, &b, move |t2, b2| {
-                t2.add_with(Shard(0), &b2, x, 60, &mut ()).unwrap();
-            });
+            let u = spawn_add(&t, &b, x, 60);
             t.flush_forced(&a).unwrap();
             u.join().unwrap();
             t.add_with(Shard(0), &b, x, 60, &mut ()).unwrap();
@@ -794,9 +842,7 @@ mod engine {
             let (t, x) = tree(Preset::Linux6_17);
             let leaf = t.create(&t.root(), "leaf").unwrap();
             t.add_with(Shard(0), &leaf, x, 100, &mut ()).unwrap();
-            let u = spawn_with(&t, &leaf, move |t2, l2| {
-                t2.add_with(Shard(0), &l2, x, 345, &mut ()).unwrap();
-            });
+            let u = spawn_add(&t, &leaf, x, 345);
             t.flush_forced(&leaf).unwrap();
             u.join().unwrap();
             assert_bounded_within(&t, &leaf, x, 445, 445);
@@ -821,10 +867,7 @@ mod engine {
     /// one holds the tree's snapshot.
     #[test]
     fn overlapping_root_flushes_subtract_one_global_snapshot() {
-        let mut p = Preset::Linux5_15.policy();
-        p.concurrency = hierstat::Concurrency::Serialize;
-        p.lock_per_shard = true;
-        overlapping_flushes_of(p, true);
+        overlapping_flushes_of(per_pass_gate(Preset::Linux5_15.policy()), true);
     }
 
     /// The per-group hold's Acquire half (`GroupState::hold_snapshot`): a
@@ -844,10 +887,7 @@ mod engine {
     #[test]
     fn a_snapshot_held_after_another_flush_reads_its_reset() {
         model(|| {
-            let mut p = Preset::Hierstat.policy();
-            p.concurrency = hierstat::Concurrency::Serialize;
-            p.lock_per_shard = true;
-            let (t, x, g) = folding_tree(p, 4);
+            let (t, x, g) = folding_tree(per_pass_gate(Preset::Hierstat.policy()), 4);
             let c = t.create(&g, "c").unwrap();
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             let (t2, g2, c2) = (t.clone(), g.clone(), c.clone());
@@ -885,24 +925,19 @@ mod engine {
 
     /// One shard, batch 4 (an update of 100 folds at once) unless said,
     /// `T` = 1000 (nothing crosses it), and a group `/g` under the root.
-    fn folding_tree(mut p: hierstat::Policy, batch: u32) -> (HierStats, ItemId, hierstat::Group) {
-        p.batch = batch;
-        p.threshold_size = ThresholdSize::Fixed(1000);
-        let mut b = Schema::builder();
-        let x = b.event("x", Unit::Count);
-        let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+    fn folding_tree(p: Policy, batch: u32) -> (HierStats, ItemId, Group) {
+        let (t, x) = policy_tree(sized(p, batch, 1000));
         let g = t.create(&t.root(), "g").unwrap();
         (t, x, g)
     }
 
-    fn fold_racing_a_root_flush(p: hierstat::Policy) {
+    fn fold_racing_a_root_flush(p: Policy) {
         model(move || {
             let (t, x, g) = folding_tree(p, 4);
             let a = spawn_root_flush(&t);
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             a.join().unwrap();
-            assert_bounded_within(&t, &g, x, 100, 100);
-            assert_bounded_within(&t, &t.root(), x, 100, 100);
+            assert_bounded_with_root(&t, &g, x, 100, 100);
         });
     }
 
@@ -925,19 +960,11 @@ mod engine {
     /// both).
     fn a_claim_counted_by_a_root_flush_after_a_subtree_flush(batch: u32, add: i64) {
         model(move || {
-            let mut p = Preset::Hierstat.policy();
-            p.batch = batch;
-            p.threshold_size = ThresholdSize::Fixed(1000);
-            let mut b = Schema::builder();
-            let x = b.event("x", Unit::Count);
-            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
-            let a = t.create(&t.root(), "a").unwrap();
-            let ab = t.create(&a, "b").unwrap();
+            let (t, x) = policy_tree(sized(Preset::Hierstat.policy(), batch, 1000));
+            let (a, ab) = a_and_b(&t);
             t.add_with(Shard(0), &ab, x, 1, &mut ()).unwrap();
             t.flush_forced(&ab).unwrap();
-            let u = spawn_with(&t, &ab, move |t2, ab2| {
-                t2.add_with(Shard(0), &ab2, x, add, &mut ()).unwrap();
-            });
+            let u = spawn_add(&t, &ab, x, add);
             t.flush_forced(&t.root()).unwrap();
             u.join().unwrap();
             let exact = 1 + add;
@@ -975,19 +1002,12 @@ mod engine {
     #[test]
     fn a_writer_finding_the_pair_claimed_is_covered_by_the_claim() {
         model(|| {
-            let mut p = Preset::Hierstat.policy();
-            p.threshold_size = ThresholdSize::Fixed(1000);
-            let mut b = Schema::builder();
-            let x = b.event("x", Unit::Count);
-            let y = b.event("y", Unit::Count);
-            let t = HierStats::new(b.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
+            let p = with_threshold(Preset::Hierstat.policy(), 1000);
+            let (t, x, y) = tree_xy(Config::with_policy(p).shards(1));
             let g = t.create(&t.root(), "g").unwrap();
-            let claimer = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_with(Shard(0), &g2, y, 1, &mut ()).unwrap();
-            });
+            let claimer = spawn_add(&t, &g, y, 1);
             t.add_with(Shard(0), &g, x, 20, &mut ()).unwrap();
-            assert_bounded_within(&t, &g, x, 20, 20);
-            assert_bounded_within(&t, &t.root(), x, 20, 20);
+            assert_bounded_with_root(&t, &g, x, 20, 20);
             claimer.join().unwrap();
         });
     }
@@ -1009,21 +1029,18 @@ mod engine {
             let owner = spawn_with(&t, &g, move |t2, g2| {
                 t2.add_owned_with(Shard(0), &g2, x, 30).unwrap()
             });
-            let sharer = spawn_with(&t, &g, move |t3, g3| {
-                t3.add_with(Shard(0), &g3, x, 30, &mut ()).unwrap();
-            });
+            let sharer = spawn_add(&t, &g, x, 30);
             t.flush_forced(&t.root()).unwrap();
             owner.join().unwrap();
             sharer.join().unwrap();
-            assert_bounded_within(&t, &g, x, 60, 60);
-            assert_bounded_within(&t, &t.root(), x, 60, 60);
+            assert_bounded_with_root(&t, &g, x, 60, 60);
         });
     }
 
     /// Two forced flushes, of `/g` or of the root, overlap; the main
     /// thread adds 100 to `/g` after its own flush, before the other's
     /// ends: `/g` and the root must stay bounded at 200.
-    fn overlapping_flushes_of(p: hierstat::Policy, root: bool) {
+    fn overlapping_flushes_of(p: Policy, root: bool) {
         model(move || {
             let (t, x, g) = folding_tree(p, 4);
             let target = if root { t.root() } else { g.clone() };
@@ -1032,8 +1049,7 @@ mod engine {
             t.flush_forced(&target).unwrap();
             t.add_with(Shard(0), &g, x, 100, &mut ()).unwrap();
             a.join().unwrap();
-            assert_bounded_within(&t, &g, x, 200, 200);
-            assert_bounded_within(&t, &t.root(), x, 200, 200);
+            assert_bounded_with_root(&t, &g, x, 200, 200);
         });
     }
 
@@ -1071,21 +1087,17 @@ mod engine {
 /// every CPU (restarting the section in progress there).
 mod percpu {
     use super::{
-        assert_bounded_within, model, spawn_root_flush, spawn_with, updates_vs_root_flush,
+        assert_bounded_with_root, assert_exact_after_a_root_flush, assert_own_update_flushed,
+        model, sized, spawn_add_on_cpu, spawn_root_flush, tree_xy, updates_vs_root_flush,
+        with_threshold,
     };
     use hierstat::sim::{Shard, Simulator};
-    use hierstat::{
-        Config, Group, HierStats, ItemId, Mode, Policy, Preset, Schema, ThresholdSize, Unit,
-    };
+    use hierstat::{Config, Group, HierStats, ItemId, Mode, Policy, Preset};
 
     /// A per-CPU tree of `cpus` modelled CPUs under `p`, with two event
     /// items and a group `/g`.
     fn tree(p: Policy, cpus: usize) -> (HierStats, ItemId, ItemId, Group) {
-        let mut b = Schema::builder();
-        let x = b.event("x", Unit::Count);
-        let y = b.event("y", Unit::Count);
-        let cfg = Config::with_policy(p).shards(cpus).per_cpu(true);
-        let t = HierStats::new(b.build().unwrap(), cfg).unwrap();
+        let (t, x, y) = tree_xy(Config::with_policy(p).shards(cpus).per_cpu(true));
         assert_eq!(t.mode(), Mode::PerCpu);
         let g = t.create(&t.root(), "g").unwrap();
         (t, x, y, g)
@@ -1117,14 +1129,10 @@ mod percpu {
     fn percpu_two_threads_on_one_cpu_lose_nothing() {
         model(|| {
             let (t, x, _, g) = tree(Preset::Hierstat.policy(), 1);
-            let u = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap()
-            });
+            let u = spawn_add_on_cpu(&t, &g, x, 1);
             t.add_on_cpu_with(Shard(0), &g, x, 2).unwrap();
             u.join().unwrap();
-            t.flush_forced(&t.root()).unwrap();
-            assert_eq!(t.read(&g, x).unwrap(), 3);
-            t.verify_clean().unwrap();
+            assert_exact_after_a_root_flush(&t, &[(&g, x, 3)]);
         });
     }
 
@@ -1153,13 +1161,9 @@ mod percpu {
         for preset in [Preset::Hierstat, Preset::Linux5_15] {
             model(move || {
                 let (t, x, _, g) = tree(preset.policy(), 1);
-                let claimer = spawn_with(&t, &g, move |t2, g2| {
-                    t2.add_on_cpu_with(Shard(0), &g2, x, 1).unwrap()
-                });
+                let claimer = spawn_add_on_cpu(&t, &g, x, 1);
                 t.add_on_cpu_with(Shard(0), &g, x, 10).unwrap();
-                t.flush_forced(&g).unwrap();
-                let seen = t.read(&g, x).unwrap();
-                assert!(seen >= 10, "our own update is missing: {seen}");
+                assert_own_update_flushed(&t, &g, x, 10, "our");
                 claimer.join().unwrap();
             });
         }
@@ -1173,15 +1177,10 @@ mod percpu {
     #[test]
     fn percpu_writer_finding_the_pair_claimed_is_covered() {
         model(|| {
-            let mut p = Preset::Hierstat.policy();
-            p.threshold_size = ThresholdSize::Fixed(1000);
-            let (t, x, y, g) = tree(p, 1);
-            let claimer = spawn_with(&t, &g, move |t2, g2| {
-                t2.add_on_cpu_with(Shard(0), &g2, y, 1).unwrap()
-            });
+            let (t, x, y, g) = tree(with_threshold(Preset::Hierstat.policy(), 1000), 1);
+            let claimer = spawn_add_on_cpu(&t, &g, y, 1);
             t.add_on_cpu_with(Shard(0), &g, x, 20).unwrap();
-            assert_bounded_within(&t, &g, x, 20, 20);
-            assert_bounded_within(&t, &t.root(), x, 20, 20);
+            assert_bounded_with_root(&t, &g, x, 20, 20);
             claimer.join().unwrap();
         });
     }
@@ -1195,16 +1194,10 @@ mod percpu {
     fn percpu_a_fold_of_another_threads_pages() {
         for preset in [Preset::Hierstat, Preset::Linux6_8] {
             model(move || {
-                let mut p = preset.policy();
-                p.batch = 4;
-                p.threshold_size = ThresholdSize::Fixed(1000);
-                let (t, x, _, g) = tree(p, 1);
-                let u = spawn_with(&t, &g, move |t2, g2| {
-                    t2.add_on_cpu_with(Shard(0), &g2, x, 3).unwrap()
-                });
+                let (t, x, _, g) = tree(sized(preset.policy(), 4, 1000), 1);
+                let u = spawn_add_on_cpu(&t, &g, x, 3);
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
-                assert_bounded_within(&t, &g, x, 3, 6);
-                assert_bounded_within(&t, &t.root(), x, 3, 6);
+                assert_bounded_with_root(&t, &g, x, 3, 6);
                 u.join().unwrap();
                 t.flush_forced(&t.root()).unwrap();
                 assert_eq!(t.read(&g, x).unwrap(), 6);
@@ -1223,18 +1216,14 @@ mod percpu {
     #[test]
     fn percpu_a_skipped_fold_with_a_claim_is_carried_by_the_racing_flush() {
         model(|| {
-            let mut p = Preset::Hierstat.policy();
-            p.batch = 2;
-            p.threshold_size = ThresholdSize::Fixed(1);
-            let (t, x, _, g) = tree(p, 1);
+            let (t, x, _, g) = tree(sized(Preset::Hierstat.policy(), 2, 1), 1);
             let c = t.create(&g, "c").unwrap();
             t.add_on_cpu_with(Shard(0), &c, x, 2).unwrap();
             t.flush_forced(&c).unwrap();
             let f = spawn_root_flush(&t);
             t.add_on_cpu_with(Shard(0), &g, x, 10).unwrap();
             f.join().unwrap();
-            assert_bounded_within(&t, &g, x, 12, 12);
-            assert_bounded_within(&t, &t.root(), x, 12, 12);
+            assert_bounded_with_root(&t, &g, x, 12, 12);
         });
     }
 
@@ -1244,16 +1233,12 @@ mod percpu {
     fn percpu_a_fold_racing_a_root_flush() {
         for preset in [Preset::Hierstat, Preset::Linux6_8] {
             model(move || {
-                let mut p = preset.policy();
-                p.batch = 4;
-                p.threshold_size = ThresholdSize::Fixed(1000);
-                let (t, x, _, g) = tree(p, 1);
+                let (t, x, _, g) = tree(sized(preset.policy(), 4, 1000), 1);
                 let f = spawn_root_flush(&t);
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
                 t.add_on_cpu_with(Shard(0), &g, x, 3).unwrap();
                 f.join().unwrap();
-                assert_bounded_within(&t, &g, x, 6, 6);
-                assert_bounded_within(&t, &t.root(), x, 6, 6);
+                assert_bounded_with_root(&t, &g, x, 6, 6);
             });
         }
     }
@@ -1263,11 +1248,13 @@ mod percpu {
 /// leaves a child subtree unflushed and reports the sum of the left bounds,
 /// racing an updater, a plain bounded reader and another flush.
 mod within {
-    use super::{assert_bounded_within, model, spawn_flush, spawn_with, within_range};
+    use super::{
+        a_and_b, assert_bounded_within, model, per_pass_gate, spawn_add, spawn_flush, spawn_with,
+        tree_x, with_threshold, within_range,
+    };
     use hierstat::sim::{Shard, Simulator};
     use hierstat::{
-        Concurrency, Config, EarlyBreak, Group, HierStats, ItemId, Policy, Preset, Schema,
-        Tolerance, Unit, WithinFlush,
+        Config, EarlyBreak, Group, HierStats, ItemId, Policy, Preset, Tolerance, WithinFlush,
     };
 
     /// `/a` with two leaves on one shard: `/a/c` holds 200 (over the
@@ -1277,22 +1264,27 @@ mod within {
     /// adds 5 to `/a/b`, less than what a read that lost `/a/b` would
     /// miss.
     fn tree(p: Policy) -> (HierStats, ItemId, [Group; 3]) {
-        let mut s = Schema::builder();
-        let x = s.event("x", Unit::Count);
-        let t = HierStats::new(s.build().unwrap(), Config::with_policy(p).shards(1)).unwrap();
-        let a = t.create(&t.root(), "a").unwrap();
-        let b = t.create(&a, "b").unwrap();
+        let (t, x) = tree_x(Config::with_policy(p).shards(1));
+        let (a, b) = a_and_b(&t);
         let c = t.create(&a, "c").unwrap();
         t.add_with(Shard(0), &c, x, 200, &mut ()).unwrap();
         t.add_with(Shard(0), &b, x, 25, &mut ()).unwrap();
         (t, x, [a, b, c])
     }
 
-    /// The tolerance read of `/a` within 70, checked against `lo..=hi`.
-    fn read_a_within(t: &HierStats, a: &Group, x: ItemId, lo: i64, hi: i64) -> WithinFlush {
-        let w = t.read_within(a, x, Tolerance::Absolute(70)).unwrap();
+    /// The tolerance read of `/a` within `tol` pages, checked against
+    /// `lo..=hi`.
+    fn read_a_within(
+        t: &HierStats,
+        a: &Group,
+        x: ItemId,
+        tol: u64,
+        lo: i64,
+        hi: i64,
+    ) -> WithinFlush {
+        let w = t.read_within(a, x, Tolerance::Absolute(tol)).unwrap();
         assert!(w.met, "not met: {w:?}");
-        assert!(w.read.bound.unwrap() <= 70, "{w:?}");
+        assert!(w.read.bound.unwrap() <= tol, "{w:?}");
         within_range(&"read_within /a", w.read.signed, w.read.bound, lo, hi);
         w.flush
     }
@@ -1308,6 +1300,31 @@ mod within {
         t.verify_clean().unwrap();
     }
 
+    /// A partial flush of `/a` within `tol` pages (on another thread)
+    /// racing an update of `add` to `/a/b` (on a third) while this thread
+    /// runs `reads`: after both, the flush must have left `/a/b` and
+    /// opened `/a`, and read `/a` within its bound of 225 up to the update.
+    fn a_partial_flush_vs_an_update(
+        t: &HierStats,
+        x: ItemId,
+        [a, b]: [&Group; 2],
+        tol: u64,
+        add: i64,
+        reads: impl FnOnce(),
+    ) {
+        let within = spawn_with(t, a, move |t2, a2| {
+            read_a_within(&t2, &a2, x, tol, 225, 225 + add)
+        });
+        let updater = spawn_add(t, b, x, add);
+        reads();
+        let flush = within.join().unwrap();
+        updater.join().unwrap();
+        assert!(
+            matches!(flush, WithinFlush::Partial { left: 1, opened: 1 }),
+            "{flush:?}"
+        );
+    }
+
     /// The partial flush of `/a` (leaving `/a/b`) races an update of the
     /// left leaf and a reader of `/a` and `/a/c`: the tolerance read is
     /// within its bound (the left bound) of the exact value up to the
@@ -1319,18 +1336,10 @@ mod within {
         model(move || {
             let (t, x, groups) = tree(p);
             let [a, b, c] = groups.clone();
-            let within = spawn_with(&t, &a, move |t2, a2| read_a_within(&t2, &a2, x, 225, 230));
-            let updater = spawn_with(&t, &b, move |t3, b3| {
-                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
+            a_partial_flush_vs_an_update(&t, x, [&a, &b], 70, 5, || {
+                assert_bounded_within(&t, &a, x, 225, 230);
+                assert_bounded_within(&t, &c, x, 200, 200);
             });
-            assert_bounded_within(&t, &a, x, 225, 230);
-            assert_bounded_within(&t, &c, x, 200, 200);
-            let flush = within.join().unwrap();
-            updater.join().unwrap();
-            assert!(
-                matches!(flush, WithinFlush::Partial { left: 1, opened: 1 }),
-                "{flush:?}"
-            );
             settle(&t, x, &groups, 30);
         });
     }
@@ -1363,28 +1372,14 @@ mod within {
         // A threshold of 256 pages: the planner keeps the left counts
         // within it (see `Core::plan`), and `/a/b`'s bound after the
         // update (its fold and a second reservation: 94 pages) fits.
-        let mut p = folded();
-        p.threshold_size = hierstat::ThresholdSize::Fixed(256);
+        let p = with_threshold(folded(), 256);
         model(move || {
             let (t, x, groups) = tree(p);
             let [a, b, c] = groups.clone();
             // 100 pages: `/a/b` is left whatever the update did first.
-            let within = spawn_with(&t, &a, move |t2, a2| {
-                let w = t2.read_within(&a2, x, Tolerance::Absolute(100)).unwrap();
-                assert!(w.met && w.read.bound.unwrap() <= 100, "{w:?}");
-                within_range(&"read_within /a", w.read.signed, w.read.bound, 225, 232);
-                w.flush
+            a_partial_flush_vs_an_update(&t, x, [&a, &b], 100, 7, || {
+                assert_bounded_within(&t, &a, x, 225, 232);
             });
-            let updater = spawn_with(&t, &b, move |t3, b3| {
-                t3.add_with(Shard(0), &b3, x, 7, &mut ()).unwrap();
-            });
-            assert_bounded_within(&t, &a, x, 225, 232);
-            let flush = within.join().unwrap();
-            updater.join().unwrap();
-            assert!(
-                matches!(flush, WithinFlush::Partial { left: 1, opened: 1 }),
-                "{flush:?}"
-            );
             let bound_a = t.error_bound_pages(&a).unwrap();
             let bound_b = t.error_bound_pages(&b).unwrap().unwrap();
             assert!(
@@ -1410,14 +1405,12 @@ mod within {
     /// the partial flush; if not, the leaf's bound covers it.
     #[test]
     fn a_partial_flush_racing_a_flush_of_the_left_subtree() {
-        let mut p = folded();
-        p.concurrency = Concurrency::Serialize;
-        p.lock_per_shard = true;
+        let p = per_pass_gate(folded());
         model(move || {
             let (t, x, groups) = tree(p);
             let [a, b, _] = groups.clone();
             let flusher = spawn_flush(&t, &b);
-            read_a_within(&t, &a, x, 225, 225);
+            read_a_within(&t, &a, x, 70, 225, 225);
             flusher.join().unwrap();
             settle(&t, x, &groups, 25);
         });
@@ -1433,9 +1426,7 @@ mod within {
         model(|| {
             let (t, x, groups) = tree(folded());
             let [a, b, c] = groups.clone();
-            let updater = spawn_with(&t, &b, move |t3, b3| {
-                t3.add_with(Shard(0), &b3, x, 5, &mut ()).unwrap();
-            });
+            let updater = spawn_add(&t, &b, x, 5);
             let reads = [(hierstat::ReadItem::Item(x), Tolerance::Absolute(70))];
             let mut seen = Vec::new();
             let flush = t
@@ -1472,13 +1463,7 @@ mod within {
     #[test]
     fn a_tolerance_read_never_sees_a_pin_without_its_saturation() {
         model(|| {
-            let mut s = Schema::builder();
-            let x = s.event("x", Unit::Count);
-            let t = HierStats::new(
-                s.build().unwrap(),
-                Config::preset(Preset::Linux6_8).shards(1),
-            )
-            .unwrap();
+            let (t, x) = tree_x(Config::preset(Preset::Linux6_8).shards(1));
             let g = t.create(&t.root(), "g").unwrap();
             t.add_with(Shard(0), &g, x, i64::MAX - 10, &mut ()).unwrap();
             t.flush_forced(&g).unwrap();

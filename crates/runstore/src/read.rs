@@ -3,7 +3,7 @@
 
 use super::{time, HostFacts, RunId, Store, StoreError};
 use lab::report::{Log2Histogram, MetricSamples, Mode, PolicyResult, RunReport, Series};
-use rusqlite::{params, OptionalExtension, Row};
+use rusqlite::{OptionalExtension, Row, Statement};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -118,11 +118,28 @@ impl Store {
         row: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, StoreError> {
         let mut stmt = self.conn.prepare(sql).map_err(|e| self.sql(e))?;
-        let rows = stmt
-            .query_map([id.0], row)
+        self.rows_for(id, &mut stmt, id.0, row)
+    }
+
+    /// `sql`, a statement that selects the rows of one parent row of run
+    /// `id` (its one parameter, `?1`, the parent's id), for [`Store::rows_for`].
+    /// Errors as [`Store::run_err`].
+    fn prepare_for(&self, id: RunId, sql: &str) -> Result<Statement<'_>, StoreError> {
+        self.conn.prepare(sql).map_err(|e| self.run_err(id.0, e))
+    }
+
+    /// What `row` reads from each row `stmt` selects for the parent row
+    /// `parent` of run `id`. Errors as [`Store::run_err`].
+    fn rows_for<T>(
+        &self,
+        id: RunId,
+        stmt: &mut Statement<'_>,
+        parent: i64,
+        row: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        stmt.query_map([parent], row)
             .and_then(|rows| rows.collect())
-            .map_err(|e| self.run_err(id.0, e));
-        rows
+            .map_err(|e| self.run_err(id.0, e))
     }
 
     /// The summary columns, `git_dirty` last (NULL before the schema
@@ -285,7 +302,6 @@ impl Store {
         id: RunId,
         policies: &mut BTreeMap<String, PolicyResult>,
     ) -> Result<(), StoreError> {
-        let e = |err| self.run_err(id.0, err);
         type MetricRow = (i64, String, String, String, bool, Option<i64>);
         let rows: Vec<MetricRow> = self.rows_of(
             id,
@@ -302,28 +318,25 @@ impl Store {
                 ))
             },
         )?;
-        let mut values = self
-            .conn
-            .prepare("SELECT run_index, value FROM metric_values WHERE metric_id = ?1 ORDER BY run_index")
-            .map_err(e)?;
-        let mut pcts = self
-            .conn
-            .prepare("SELECT name, run_index, value FROM percentiles WHERE metric_id = ?1 ORDER BY name, run_index")
-            .map_err(e)?;
-        let mut buckets = self
-            .conn
-            .prepare("SELECT bucket, count FROM histogram_buckets WHERE metric_id = ?1")
-            .map_err(e)?;
+        let mut values = self.prepare_for(
+            id,
+            "SELECT run_index, value FROM metric_values WHERE metric_id = ?1 ORDER BY run_index",
+        )?;
+        let mut pcts = self.prepare_for(
+            id,
+            "SELECT name, run_index, value FROM percentiles WHERE metric_id = ?1 ORDER BY name, run_index",
+        )?;
+        let mut buckets = self.prepare_for(
+            id,
+            "SELECT bucket, count FROM histogram_buckets WHERE metric_id = ?1",
+        )?;
         for (mid, policy, name, unit, hib, hlen) in rows {
-            let vals: Vec<(i64, Option<f64>)> = values
-                .query_map([mid], |r| Ok((r.get(0)?, r.get(1)?)))
-                .and_then(|rows| rows.collect())
-                .map_err(e)?;
+            let vals: Vec<(i64, Option<f64>)> =
+                self.rows_for(id, &mut values, mid, |r| Ok((r.get(0)?, r.get(1)?)))?;
             let mut percentiles: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            let prow: Vec<(String, i64, Option<f64>)> = pcts
-                .query_map([mid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .and_then(|rows| rows.collect())
-                .map_err(e)?;
+            let prow: Vec<(String, i64, Option<f64>)> = self.rows_for(id, &mut pcts, mid, |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
             for (pname, _, v) in prow {
                 percentiles
                     .entry(pname)
@@ -348,10 +361,8 @@ impl Store {
                     let mut h = Log2Histogram {
                         buckets: vec![0; len],
                     };
-                    let brows: Vec<(i64, i64)> = buckets
-                        .query_map([mid], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .and_then(|rows| rows.collect())
-                        .map_err(e)?;
+                    let brows: Vec<(i64, i64)> =
+                        self.rows_for(id, &mut buckets, mid, |r| Ok((r.get(0)?, r.get(1)?)))?;
                     for (b, c) in brows {
                         let slot = usize::try_from(b)
                             .ok()
@@ -387,25 +398,21 @@ impl Store {
         id: RunId,
         policies: &mut BTreeMap<String, PolicyResult>,
     ) -> Result<(), StoreError> {
-        let e = |err| self.run_err(id.0, err);
         let rows: Vec<(i64, String, String, String, String)> = self.rows_of(
             id,
             "SELECT id, policy, name, x_label, y_label FROM series WHERE run_id = ?1",
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )?;
-        let mut points = self
-            .conn
-            .prepare("SELECT x, y FROM series_points WHERE series_id = ?1 ORDER BY idx")
-            .map_err(e)?;
+        let mut points = self.prepare_for(
+            id,
+            "SELECT x, y FROM series_points WHERE series_id = ?1 ORDER BY idx",
+        )?;
         for (sid, policy, name, x_label, y_label) in rows {
-            let pts: Vec<(f64, f64)> = points
-                .query_map(params![sid], |r| {
-                    let x: Option<f64> = r.get(0)?;
-                    let y: Option<f64> = r.get(1)?;
-                    Ok((x.unwrap_or(f64::NAN), y.unwrap_or(f64::NAN)))
-                })
-                .and_then(|rows| rows.collect())
-                .map_err(e)?;
+            let pts: Vec<(f64, f64)> = self.rows_for(id, &mut points, sid, |r| {
+                let x: Option<f64> = r.get(0)?;
+                let y: Option<f64> = r.get(1)?;
+                Ok((x.unwrap_or(f64::NAN), y.unwrap_or(f64::NAN)))
+            })?;
             policies.entry(policy).or_default().series.insert(
                 name,
                 Series {

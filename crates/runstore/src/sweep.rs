@@ -5,6 +5,7 @@
 //! that was interrupted, sharded or merged knows which jobs are done.
 
 use super::{HostFacts, RunId, Store, StoreError};
+use crate::write::NewRun;
 use lab::report::RunReport;
 use rusqlite::{params, OptionalExtension};
 use std::time::SystemTime;
@@ -66,7 +67,13 @@ impl Store {
         meta: &PointMeta,
     ) -> Result<RunId, StoreError> {
         let knobs = serde_json::to_string(&meta.knobs).unwrap_or_else(|_| "[]".into());
-        self.save_and(report, host, started, ended, &mut |_| Ok(()), |tx, id| {
+        let run = NewRun {
+            report,
+            host,
+            started,
+            ended,
+        };
+        self.save_and(&run, &mut |_| Ok(()), |tx, id| {
             tx.execute(
                 "INSERT INTO sweep_points (run_id, sweep, point, knobs, preset, seed, job_key)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

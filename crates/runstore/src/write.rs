@@ -48,17 +48,20 @@ impl Store {
         ended: SystemTime,
         hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
     ) -> Result<RunId, StoreError> {
-        self.save_and(report, host, started, ended, hook, |_, _| Ok(()))
+        let run = NewRun {
+            report,
+            host,
+            started,
+            ended,
+        };
+        self.save_and(&run, hook, |_, _| Ok(()))
     }
 
     /// Writes the run, then `more` (rows that belong with it), in one
     /// transaction: all of it is stored, or nothing.
     pub(crate) fn save_and(
         &mut self,
-        report: &RunReport,
-        host: &HostFacts,
-        started: SystemTime,
-        ended: SystemTime,
+        run: &NewRun<'_>,
         hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
         more: impl FnOnce(&Transaction<'_>, RunId) -> rusqlite::Result<()>,
     ) -> Result<RunId, StoreError> {
@@ -68,7 +71,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(e)?;
-        let id = write_run(&tx, report, host, started, ended, hook).map_err(|err| match err {
+        let id = write_run(&tx, run, hook).map_err(|err| match err {
             WriteError::Sql(s) => e(s),
             WriteError::Store(s) => s,
         })?;
@@ -76,6 +79,15 @@ impl Store {
         tx.commit().map_err(e)?;
         Ok(id)
     }
+}
+
+/// A run to store: its report, the host it ran on, and when it started and
+/// ended (what [`Store::save`] and [`Store::save_sweep_point`] are given).
+pub(crate) struct NewRun<'a> {
+    pub(crate) report: &'a RunReport,
+    pub(crate) host: &'a HostFacts,
+    pub(crate) started: SystemTime,
+    pub(crate) ended: SystemTime,
 }
 
 enum WriteError {
@@ -93,12 +105,15 @@ impl From<rusqlite::Error> for WriteError {
 
 fn write_run(
     tx: &Transaction<'_>,
-    report: &RunReport,
-    host: &HostFacts,
-    started: SystemTime,
-    ended: SystemTime,
+    run: &NewRun<'_>,
     hook: &mut dyn FnMut(usize) -> Result<(), StoreError>,
 ) -> Result<RunId, WriteError> {
+    let NewRun {
+        report,
+        host,
+        started,
+        ended,
+    } = *run;
     tx.execute(
         "INSERT INTO runs (scenario, scenario_toml, mode, seed, runs, started_ms, ended_ms,
                            host_cpus, host_cpu_model, host_kernel, mmlab_version, git_commit)

@@ -267,6 +267,24 @@ fn poll_child(pid: u32) -> Option<(Option<i32>, u64)> {
     }
 }
 
+/// Waits for `child` (started at `t`), polling it every 2 ms: its exit
+/// code and peak resident size ([`poll_child`]), or `None` where the
+/// watchdog killed it past [`CASE_LIMIT`].
+fn wait_watched(child: &mut std::process::Child, t: Instant) -> Option<(Option<i32>, u64)> {
+    let pid = child.id();
+    loop {
+        if let Some(done) = poll_child(pid) {
+            return Some(done);
+        }
+        if t.elapsed() > CASE_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// What one case did.
 struct Outcome {
     code: Option<i32>,
@@ -305,22 +323,13 @@ fn run_case(dir: &Path, args: &[String]) -> Outcome {
         .stderr(err_file)
         .spawn()
         .expect("sh runs");
-    let pid = child.id();
-    let (code, rss_kib) = loop {
-        if let Some(done) = poll_child(pid) {
-            break done;
-        }
-        if t.elapsed() > CASE_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Outcome {
-                code: None,
-                elapsed: t.elapsed(),
-                stderr: "killed: past the per-case limit (a hang)".into(),
-                rss_kib: 0,
-            };
-        }
-        std::thread::sleep(Duration::from_millis(2));
+    let Some((code, rss_kib)) = wait_watched(&mut child, t) else {
+        return Outcome {
+            code: None,
+            elapsed: t.elapsed(),
+            stderr: "killed: past the per-case limit (a hang)".into(),
+            rss_kib: 0,
+        };
     };
     let stderr = std::fs::read(&err_path).unwrap_or_default();
     Outcome {
@@ -1000,18 +1009,7 @@ fn run_os(dir: &Path, program: &Path, args: &[std::ffi::OsString], path: &std::f
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .expect("the program runs");
-    let pid = child.id();
-    let (code, rss_kib) = loop {
-        if let Some(done) = poll_child(pid) {
-            break done;
-        }
-        if t.elapsed() > CASE_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break (None, 0);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let (code, rss_kib) = wait_watched(&mut child, t).unwrap_or((None, 0));
     Ran {
         code,
         rss_kib,
@@ -1439,6 +1437,20 @@ fn plan_script(plan: &[u8]) -> Vec<u8> {
     script
 }
 
+/// Copies the fixture `fx`'s TOML file `name` into `dir` under a hostile
+/// name ([`hostile_name`]) and returns that name, or `name` itself where
+/// the copy fails (a name the file system refuses).
+fn copy_under_a_hostile_name(rng: &mut Rng, fx: &Path, dir: &Path, name: &str) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let hostile = hostile_name(rng, b".toml");
+    std::fs::copy(
+        fx.join(name),
+        dir.join(std::ffi::OsStr::from_bytes(&hostile)),
+    )
+    .map(|_| hostile)
+    .unwrap_or_else(|_| name.as_bytes().to_vec())
+}
+
 #[test]
 fn hostile_plan_paths_run_as_printed() {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -1480,25 +1492,12 @@ fn hostile_plan_paths_run_as_printed() {
             _ => hostile_name(&mut rng, b".db"),
         };
         let sweep = if below(&mut rng, 3) == 0 {
-            let s = hostile_name(&mut rng, b".toml");
-            std::fs::copy(
-                fx.join("sweep.toml"),
-                dir.join(std::ffi::OsStr::from_bytes(&s)),
-            )
-            .map(|_| s)
-            .unwrap_or_else(|_| b"sweep.toml".to_vec())
+            copy_under_a_hostile_name(&mut rng, &fx, &dir, "sweep.toml")
         } else {
             b"sweep.toml".to_vec()
         };
-        let costs = (below(&mut rng, 4) == 0).then(|| {
-            let c = hostile_name(&mut rng, b".toml");
-            std::fs::copy(
-                fx.join("costs.toml"),
-                dir.join(std::ffi::OsStr::from_bytes(&c)),
-            )
-            .map(|_| c)
-            .unwrap_or_else(|_| b"costs.toml".to_vec())
-        });
+        let costs = (below(&mut rng, 4) == 0)
+            .then(|| copy_under_a_hostile_name(&mut rng, &fx, &dir, "costs.toml"));
         let limits = below(&mut rng, 3) == 0;
         let mut args: Vec<std::ffi::OsString> = vec!["sweep".into(), "--plan".into()];
         let opt = |name: &str, v: &[u8]| {

@@ -219,8 +219,14 @@ mod tests {
     use crate::baselines::EagerTree;
     use crate::workload::TreeSpec;
 
-    #[test]
-    fn eager_tree_never_misses_nor_inverts() {
+    /// A real spikes run on an eager tree (fanout 2 x 3, 2 items): one
+    /// writer with `writer_spec`, one flusher reading back to back, a spike
+    /// of 10,000 pages every `every_ms`, read at once, for `duration`.
+    fn run_on_an_eager_tree(
+        writer_spec: WritersSpec,
+        every_ms: f64,
+        duration: Duration,
+    ) -> SpikesOutcome {
         let shape = TreeShape::from_spec(&TreeSpec {
             fanout: vec![2, 3],
             names: vec![],
@@ -228,23 +234,29 @@ mod tests {
         let b = EagerTree::new(&shape, 2);
         let setup = SpikesSetup {
             writers: 1,
-            writer_spec: WritersSpec {
-                pages: [1, 4],
-                items: 2,
-                uncharge_fraction: 0.3,
-                ..WritersSpec::default()
-            },
+            writer_spec,
             flushers: 1,
             flusher_period: Duration::ZERO,
             spikes: SpikeSpec {
-                every_ms: 0.2,
+                every_ms,
                 pages: 10_000,
                 read_after_us: 0,
             },
-            duration: Duration::from_millis(30),
+            duration,
             seed: 1,
         };
-        let o = run_spikes(&b, &shape, &setup).unwrap();
+        run_spikes(&b, &shape, &setup).unwrap()
+    }
+
+    #[test]
+    fn eager_tree_never_misses_nor_inverts() {
+        let writer_spec = WritersSpec {
+            pages: [1, 4],
+            items: 2,
+            uncharge_fraction: 0.3,
+            ..WritersSpec::default()
+        };
+        let o = run_on_an_eager_tree(writer_spec, 0.2, Duration::from_millis(30));
         assert!(o.spike_reads > 0);
         assert_eq!(o.missed, 0);
         assert_eq!(o.child_gt_parent, 0);
@@ -254,26 +266,8 @@ mod tests {
     /// the whole gap before: a 65 s spike period held a 20 ms run 65 s).
     #[test]
     fn a_spike_gap_longer_than_the_run_ends_with_it() {
-        let shape = TreeShape::from_spec(&TreeSpec {
-            fanout: vec![2, 3],
-            names: vec![],
-        });
-        let b = EagerTree::new(&shape, 2);
-        let setup = SpikesSetup {
-            writers: 1,
-            writer_spec: WritersSpec::default(),
-            flushers: 1,
-            flusher_period: Duration::ZERO,
-            spikes: SpikeSpec {
-                every_ms: 65_536.0,
-                pages: 10_000,
-                read_after_us: 0,
-            },
-            duration: Duration::from_millis(20),
-            seed: 1,
-        };
         let t = std::time::Instant::now();
-        let o = run_spikes(&b, &shape, &setup).unwrap();
+        let o = run_on_an_eager_tree(WritersSpec::default(), 65_536.0, Duration::from_millis(20));
         assert_eq!(o.spike_reads, 1);
         assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     }
