@@ -300,6 +300,10 @@ target="${MUTANTS_TARGET_DIR:-$work/target}"
 mkdir -p "$target"
 export CARGO_TARGET_DIR="$(cd "$target" && pwd)"
 cd "$work/tree/crates/hierstat" || exit 1
+# The build folder's last hierstat is a mutant's, with newer mtimes than
+# the checkout's files: a later `cargo test` of the checkout in the same
+# folder (MUTANTS_TARGET_DIR=target/loom) would reuse it. Drop it on exit.
+trap 'cargo clean -p hierstat --release --quiet 2>/dev/null' EXIT
 run_loom() {
     LOOM_MAX_PREEMPTIONS=2 RUSTFLAGS="--cfg loom" timeout "$timeout_s" \
         cargo test -p hierstat --lib --test loom --release --no-fail-fast 2>&1

@@ -426,10 +426,14 @@ fn tolerance_reads_against_an_oracle() {
     let sp = SUBTREE_PARTIAL.load(Relaxed);
     eprintln!(
         "{cases} cases x 7 presets x {} budgets: {p} partial, {f} whole, {n} no flush \
-         (reads and scrapes); {sp} partial scrapes",
-        BUDGETS.len()
+         (reads and scrapes); {sp} partial scrapes; {} partial reads read again",
+        BUDGETS.len(),
+        PARTIAL_THEN_NONE.load(Relaxed)
     );
-    assert!(p > u64::from(cases), "only {p} partial flushes");
+    // Coverage floors, far below what a run counts (at 128 cases, four
+    // runs: 151-233 partial flushes, 1,103-1,196 partial scrapes; a floor
+    // of `cases` partial flushes failed a run).
+    assert!(p > u64::from(cases) / 2, "only {p} partial flushes");
     assert!(sp > u64::from(cases) / 2, "only {sp} partial scrapes");
     let again = PARTIAL_THEN_NONE.load(Relaxed);
     assert!(
