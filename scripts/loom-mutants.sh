@@ -197,12 +197,6 @@ mutant "partial flush: left groups loaded before the snapshot fence" src/flush.r
             crate::sync::fence_seqcst();"
 mutant "tolerance read: aggregate load Acquire -> Relaxed" src/within.rs "let v = g.agg[slot.get()].load(Ordering::Acquire);" "let v = g.agg[slot.get()].load(Ordering::Relaxed);"
 }
-# Found by the first run of every mutant of issue #34 (2026-12-04). The
-# in-flight count's Release, after the reservation's in the hand-over, may
-# publish the landed aggregate to the same reads (a model that takes no
-# residue in flight is still to find).
-survives "hand-over: reservation reset Release -> Relaxed" "a_reservation_given_back_comes_with_the_landed_value passes with it"
-survives "bound: reservation load Acquire -> Relaxed" "as the reservation reset's"
 # The per-CPU model's own rules (src/rseq.rs, mod model): no model runs a
 # fold's credit on a CPU right after another thread's commit there, and the
 # CPU locks the membarrier visits may order what its first fence does.

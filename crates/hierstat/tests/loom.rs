@@ -756,13 +756,21 @@ mod engine {
     /// count unchanged: nothing folded); a read racing the flush that sees
     /// the reservation given back (Acquire) must see the aggregate that
     /// landed before it (loom: Relaxed on either side reads 0 of 10 with a
-    /// bound of 0).
+    /// bound of 0). The reader is the spawned thread: with the read on the
+    /// spawning thread and nothing else before it, loom ran one
+    /// interleaving only (the read after the whole flush), and both
+    /// mutants survived; this way it runs 44 and fails both.
     #[test]
     fn a_reservation_given_back_comes_with_the_landed_value() {
         model(|| {
             let (t, x, g) = folding_tree(Preset::Hierstat.policy(), 32);
             t.add_with(Shard(0), &g, x, 10, &mut ()).unwrap();
-            read_during_a_flush_of(&t, &g, x, 10, || ());
+            let reader = spawn_with(&t, &g, move |t2, g2| {
+                assert_bounded_within(&t2, &g2, x, 10, 10);
+            });
+            t.flush_forced(&g).unwrap();
+            reader.join().unwrap();
+            assert_bounded_within(&t, &g, x, 10, 10);
         });
     }
 
