@@ -24,12 +24,27 @@ use loom::sync::atomic::{fence, AtomicU64, Ordering::*};
 use loom::sync::Arc;
 use loom::thread;
 
+/// Runs `f` under loom at 2 preemptions (unless `LOOM_MAX_PREEMPTIONS`
+/// says), and fails a model that loom ran in one interleaving only: it
+/// checked no race (a read on the spawning thread with nothing before it
+/// ran once, after the whole of the spawned thread's flush).
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
     }
-    b.check(f);
+    // Counted outside loom (a std atomic: not a modelled location).
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = runs.clone();
+    b.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    let runs = runs.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        runs > 1,
+        "loom ran this model in {runs} interleaving: it checks no race"
+    );
 }
 
 /// A tree under `cfg` whose schema is one event item, `x`.
