@@ -24,7 +24,8 @@
 //! docs); in a run where some policy reads other than `guarded` (the
 //! built-in `tolerance-refault`), every policy also reports the `stats`
 //! kind's per-read metrics, each refault a read: `reads`, `read_error_pages`,
-//! `read_bound_pages`, `read_flush_ns`, `reads_flushed`,
+//! `read_bound_pages` (over `reads_bounded`, the reads with a bound),
+//! `read_flush_ns`, `reads_flushed`,
 //! `partial_flushes`, `unmet_reads`, `stale_reads` (out of bound),
 //! `read_counters_aggregated`; and the tolerance claims of issue 37.
 
@@ -189,6 +190,8 @@ pub fn reads_measured(header: &Header) -> bool {
 pub fn push_reads(r: &mut PolicyResult, o: &StormOutcome) {
     r.push_distribution(READ_ERROR_PAGES, "pages", &o.read_errors);
     r.push_distribution("read_bound_pages", "pages", &o.read_bounds);
+    // The reads `read_bound_pages` covers (none: its figures are 0).
+    r.push("reads_bounded", "count", o.read_bounds.len() as f64, false);
     r.push_distribution(READ_FLUSH_NS, "ns", &o.read_flush_ns);
     let reads = o.read_flush_ns.len().max(1) as f64;
     r.push("reads", "count", o.read_flush_ns.len() as f64, false);
