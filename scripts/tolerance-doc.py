@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes docs/tolerance.md and one plot per scenario (docs/tolerance-*.svg)
-from stored `tolerance-readers` and `tolerance-slices` runs (issue 37: reads
-with an error budget).
+from stored `tolerance-readers`, `tolerance-slices` and `tolerance-refault`
+runs (issue 37: reads with an error budget).
 
     scripts/tolerance-doc.py [--db mmlab.db] [--mmlab target/release/mmlab] RUN...
 
@@ -44,8 +44,8 @@ def num(v, fmt="{:,.0f}"):
     return "—" if v is None else fmt.format(v)
 
 
-def plot(rows, path):
-    """p99 read latency (x, log) against the mean read error (y, log1p)."""
+def plot(rows, path, what="read"):
+    """p99 read (or refault) latency (x, log) against the mean read error (y, log1p)."""
     w, h, ml, mr, mt, mb = 720, 420, 70, 150, 20, 50
     pts = [(r["name"], r["p99"], r["err"]) for r in rows if r["p99"] and r["err"] is not None]
     xs = [math.log10(max(p[1], 1)) for p in pts]
@@ -69,7 +69,7 @@ def plot(rows, path):
         y = sy(e)
         out.append(f'<line x1="{ml - 5}" y1="{y:.1f}" x2="{ml}" y2="{y:.1f}" stroke="black"/>')
         out.append(f'<text x="{ml - 8}" y="{y + 4:.1f}" text-anchor="end">{10 ** e - 1:g}</text>')
-    out.append(f'<text x="{(ml + w - mr) / 2}" y="{h - 10}" text-anchor="middle">p99 read latency (log)</text>')
+    out.append(f'<text x="{(ml + w - mr) / 2}" y="{h - 10}" text-anchor="middle">p99 {what} latency (log)</text>')
     out.append(
         f'<text x="15" y="{(mt + h - mb) / 2}" text-anchor="middle" '
         f'transform="rotate(-90 15 {(mt + h - mb) / 2})">mean read error, pages (log 1+x)</text>'
@@ -85,7 +85,14 @@ def plot(rows, path):
 SCENARIOS = {
     "tolerance-readers": "20,000 readers of every group (stat-readers' mix: 5,000 of the 5,010 groups are leaves)",
     "tolerance-slices": "2,000 readers of the ten slices (500 leaves each)",
+    "tolerance-refault": "refault-storm's refaults, each a read of the eviction lruvec's sizes "
+    "(workload.service, a leaf), the read= policies on hierstat's knobs; latencies are whole "
+    "refaults (`workingset_refault`), *flush* the refault's flush (wait and duration); *p99 bound* "
+    "is — where no read had one (the leaf's count above the threshold: no bound certified); "
+    "*decisions off exact*: activations that differ from the exact list sizes'",
 }
+# The refault kind: a refault is the read; the presets read through their hot path.
+REFAULT = "tolerance-refault"
 
 
 def section(a, run):
@@ -99,20 +106,24 @@ def section(a, run):
     if sc not in SCENARIOS:
         sys.exit(f"run {run} is of {sc}, not of {', '.join(SCENARIOS)}")
     pol = r["policies"]
+    refault = sc == REFAULT
+    lat = "refault_latency_ns" if refault else "read_latency_ns"
     forced = {
         m: metric(pol[FORCED], m, "p99") if FORCED in pol else None
-        for m in ("read_latency_ns", "read_flush_ns")
+        for m in (lat, "read_flush_ns")
     }
     rows = []
     for name in r["policy_order"]:
         p = pol[name]
         reads = metric(p, "reads") or 1
+        preset = "the preset's hot-path flush" if refault else "the preset's threshold-guarded read"
         rows.append({
             "name": name,
-            "mode": MODES.get(name, "the preset's threshold-guarded read"),
-            "p50": metric(p, "read_latency_ns", "p50"),
-            "p99": metric(p, "read_latency_ns", "p99"),
-            "p999": metric(p, "read_latency_ns", "p999"),
+            "mode": MODES.get(name, preset),
+            "p50": metric(p, lat, "p50"),
+            "p99": metric(p, lat, "p99"),
+            "p999": metric(p, lat, "p999"),
+            "mismatch": metric(p, "decision_mismatch_rate"),
             "f99": metric(p, "read_flush_ns", "p99"),
             "fmean": metric(p, "read_flush_ns"),
             "flushed": (metric(p, "reads_flushed") or 0) / reads * 1000,
@@ -120,20 +131,22 @@ def section(a, run):
             "counters": metric(p, "read_counters_aggregated"),
             "err": metric(p, "read_error_pages"),
             "err99": metric(p, "read_error_pages", "p99"),
-            "bound99": metric(p, "read_bound_pages", "p99"),
+            # No read with a bound (the refault kind says how many had one).
+            "bound99": None if metric(p, "reads_bounded") == 0 else metric(p, "read_bound_pages", "p99"),
             "stale": metric(p, "stale_reads"),
             "unmet": metric(p, "unmet_reads"),
         })
     svg = f"{sc}.svg"
-    plot(rows, Path(a.out) / svg)
+    plot(rows, Path(a.out) / svg, "refault" if refault else "read")
     host = d.get("host", {})
     started = d.get("started_unix_s")
     when = (
         datetime.datetime.fromtimestamp(started, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         if started else "?"
     )
-    commit = host.get("git_commit", "?")[:12] + ("-dirty" if host.get("git_dirty") else "")
+    commit = (host.get("git_commit") or "?")[:12] + ("-dirty" if host.get("git_dirty") else "")
     ratio = lambda v, f: f"{v / f:.3f}" if f and v is not None else "—"
+    mm = refault
     lines = [
         f"## {sc}",
         "",
@@ -141,20 +154,23 @@ def section(a, run):
         f"seed {r['seed']}), {when}, commit {commit}, mmlab {host.get('mmlab_version', '?')}; "
         f"host: {host.get('cpus', '?')} CPUs, {host.get('cpu_model', '?')}.",
         "",
-        "| policy | read | p50 µs | p99 µs | p99.9 µs | p99 / forced | flush p99 µs | flush p99 / forced | flush mean / forced | flushes per 1000 reads | partial | counters per read | mean error (pages) | p99 error | p99 bound | out of bound | over budget |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| policy | read | p50 µs | p99 µs | p99.9 µs | p99 / forced | flush p99 µs | flush p99 / forced | flush mean / forced | flushes per 1000 reads | partial | counters per read | mean error (pages) | p99 error | p99 bound | out of bound | over budget |"
+        + (" decisions off exact |" if mm else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if mm else ""),
     ]
     fmean_forced = metric(pol[FORCED], "read_flush_ns") if FORCED in pol else None
     for x in rows:
         lines.append(
             f"| {x['name']} | {x['mode']} | {us(x['p50'])} | {us(x['p99'])} | {us(x['p999'])} "
-            f"| {ratio(x['p99'], forced['read_latency_ns'])} | {us(x['f99'])} "
+            f"| {ratio(x['p99'], forced[lat])} | {us(x['f99'])} "
             f"| {ratio(x['f99'], forced['read_flush_ns'])} | {ratio(x['fmean'], fmean_forced)} "
             f"| {x['flushed']:,.1f} | {num(x['partial'])} | {num(x['counters'], '{:,.1f}')} "
             f"| {num(x['err'], '{:,.2f}')} | {num(x['err99'])} | {num(x['bound99'])} "
             f"| {num(x['stale'])} | {num(x['unmet'])} |"
+            + (f" {num(x['mismatch'] * 100 if x['mismatch'] is not None else None, '{:.3f}%')} |" if mm else "")
         )
-    lines += ["", f"![{sc}: p99 read latency against the mean read error]({svg})", ""]
+    what = "refault" if refault else "read"
+    lines += ["", f"![{sc}: p99 {what} latency against the mean read error]({svg})", ""]
     claims = [c for c in r.get("claims", []) if "tolerance" in c.get("claim", "") or c.get("claim", "").startswith("read=")]
     if claims:
         lines += ["| | claim | measured | target |", "|---|---|---|---|"]
@@ -170,7 +186,7 @@ def main():
     ap.add_argument("--db", default="mmlab.db")
     ap.add_argument("--mmlab", default=str(ROOT / "target/release/mmlab"))
     ap.add_argument("--out", default=str(ROOT / "docs"))
-    ap.add_argument("runs", nargs="+", help="stored runs of tolerance-readers / tolerance-slices")
+    ap.add_argument("runs", nargs="+", help="stored runs of tolerance-readers / -slices / -refault")
     a = ap.parse_args()
     lines = [
         "# Reads with an error budget: the trade-off",
@@ -184,7 +200,12 @@ def main():
         "`scenarios/tolerance-readers.toml` runs stat-readers' tree, writers and readers "
         "(5,010 groups, 384 CPUs, readers every 100 ms, leaves of 256 MiB) with each "
         "`read=` policy's readers reading one way (hierstat's knobs otherwise); the era presets "
-        "read as their kernels do. `scenarios/tolerance-slices.toml` reads only the slices.",
+        "read as their kernels do. `scenarios/tolerance-slices.toml` reads only the slices. "
+        "`scenarios/tolerance-refault.toml` is refault-storm (source 003's storm, 96 CPUs, 120 "
+        "busy services) with each `read=` policy's refaults reading the eviction lruvec's sizes "
+        "one way: the lists the workingset size sums (`models::workingset::workingset_lists`), "
+        "each within its budget (`MemcgTree::lruvec_within`), a forced flush of the eviction "
+        "group every refault, or no flush; the presets flush as their hot paths do.",
         "",
         "Columns: latencies are the simulator's priced read: its flush (*flush*: the read's cost "
         "beyond the syscalls and the formatting of the file, which every read pays, 24 µs here), "
@@ -199,7 +220,7 @@ def main():
         "flushes it whole or not at all; where more than 1% of the reads find their group's bound "
         "over budget, the p99 read is a whole flush at any tolerance, and the tolerance shows in "
         "the mean and the p99.9 (the reads of large subtrees) instead. The target of issue 37 "
-        "(at 1%, a p99 read flush at most 0.1x a forced one's) is checked on both scenarios "
+        "(at 1%, a p99 read flush at most 0.1x a forced one's) is checked on each scenario "
         "(the claims under each table).",
         "",
         "A partial flush resets the groups it opens (the read group and the ancestors of the "
@@ -216,7 +237,7 @@ def main():
         "forced one read every time (the flush p99 column), while the mean (flush mean / forced) "
         "falls with the tolerance.",
         "",
-        "Why the 1% target is missed on both, for reasons of structure, not of tuning: the "
+        "Why the 1% target is missed on all three, for reasons of structure, not of tuning: the "
         "target needs fewer than 1% of the reads to flush (the flushes per 1000 reads column "
         "under 10). *tolerance-readers*: 5,000 of the 5,010 groups read are leaves, which have "
         "no subtree to leave; a leaf's bound is its folded count plus a reservation of 31 pages "
@@ -230,7 +251,19 @@ def main():
         "each time the count passes the threshold (the read=10% row's flushes per 1000 reads), "
         "more often than 1 in 100; at 1% the budget is reached sooner. Fewer flushes at these "
         "read rates would need a larger threshold (slices) or a smaller residue batch (leaves): "
-        "knobs of the policy, not of the tolerance read.",
+        "knobs of the policy, not of the tolerance read. *tolerance-refault*: the eviction "
+        "group is workload.service, a leaf written on its 16 CPUs by every access, miss and "
+        "eviction, and the refault counts itself in it before it reads, so its bound is never 0 "
+        "(read=0 and read=0.1% flush every refault, as read=forced does); a file refault with "
+        "swap reads active_file and both anon lists, and the budget of the smallest (1% of the "
+        "inactive anon list) is below the leaf's bound on most refaults: at 1% about three "
+        "refaults in four flush, at 10% about one in thirty, which still exceeds the target's one "
+        "in a hundred, and a refault that flushes carries what accumulated since the last one "
+        "(the flush p99 column: above a forced flush's). The tolerance shows in the flush mean "
+        "(about a fifth of the forced reads' at 10%) and in the decisions: at 10% none differs "
+        "from exact, where clean reads and the ratelimited kernel get about 6% wrong and "
+        "hierstat's hot path (which hands the flush to its background flusher and never flushes "
+        "in the refault) about 0.05%, at a p99 refault of a tenth of read=10%'s.",
         "",
     ]
     for run in a.runs:
@@ -242,10 +275,13 @@ def main():
         "cargo build --release -p mmlab",
         "target/release/mmlab run tolerance-readers --db out/tolerance.db",
         "target/release/mmlab run tolerance-slices --db out/tolerance.db",
-        "scripts/tolerance-doc.py --db out/tolerance.db last~1 last   # or the runs' ids",
-        "# the sweep of the same levels, with its trade-off plot:",
+        "target/release/mmlab run tolerance-refault --db out/tolerance.db",
+        "scripts/tolerance-doc.py --db out/tolerance.db last~2 last~1 last   # or the runs' ids",
+        "# the sweeps of the same levels, with their trade-off plots:",
         "target/release/mmlab sweep scenarios/sweeps/read-tolerance.toml --db out/tolerance.db "
         "--html out/sweep-read-tolerance.html",
+        "target/release/mmlab sweep scenarios/sweeps/read-tolerance-refault.toml --db out/tolerance.db "
+        "--html out/sweep-read-tolerance-refault.html",
         "```",
         "",
     ]

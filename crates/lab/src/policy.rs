@@ -31,13 +31,14 @@
 //! | `stock_pages` | pages, integer | [`ChargePath::stock_pages`](crate::kernel::ChargePath::stock_pages) |
 //! | `counter_layout` | `own-line`, `shared-line` | [`ChargePath::counter_layout`](crate::kernel::ChargePath::counter_layout) |
 //! | `protection` | `every-charge`, `on-change` | [`ChargePath::protection`](crate::kernel::ChargePath::protection) |
-//! | `read_tolerance` | `guarded`, `forced`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers read: [`crate::reader::ReadMode`] |
+//! | `read_tolerance` | `guarded`, `forced`, `clean`, `1%`, `64` (pages), `1%+64` | how the `stats` kind's readers (and the `refault` kind's refaults) read: [`crate::reader::ReadMode`] |
 //!
 //! The first fourteen are the engine's knobs (`hierstat::Policy`); the next
 //! five are the kernel path the priced workloads charge the policy at
 //! ([`crate::kernel`]); the last is how the policy's readers read
 //! (a tolerance read, [`hierstat::HierStats::read_within`], in the `stats`
-//! kind; it overrides the scenario's `[readers] tolerance`). The values are their types' text forms; the knobs
+//! kind, where it overrides the scenario's `[readers] tolerance`, and in
+//! the `refault` kind, where a refault reads the eviction lruvec's sizes). The values are their types' text forms; the knobs
 //! are listed once, in `knobs!`'s invocation below, which makes the
 //! table's fields, [`KNOBS`] and the overrides. The numeric knobs' bounds
 //! are in [`crate::ranges::POLICY`], checked on the file and on every sweep

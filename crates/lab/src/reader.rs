@@ -4,6 +4,8 @@
 //! ([`hierstat::HierStats::read_within`]). Set per scenario
 //! (`[readers] tolerance`, the `stats` kind) or per policy (the
 //! `read_tolerance` knob of a `[[policy]]` table, which a sweep can vary).
+//! The `refault` kind's refaults read the eviction lruvec's sizes the same
+//! ways, per policy (`guarded` there is the policy's hot-path flush).
 //!
 //! Text forms: `guarded`, `forced`, `clean`, a relative tolerance `1%` (any decimal
 //! percentage: `0.1%`, `10%`; `0%` or `0` is exact), an absolute one in

@@ -6,8 +6,8 @@ use hierstat::{FlushKind, FlushOutcome, Preset};
 use models::memcg::stat_file::read_key;
 use models::memcg::{MemcgConfig, MemcgId, MemcgTree, Stat};
 use models::workingset::{
-    is_recent, workingset_size, Access, Lru, LruSizes, NoFlush, PolicyFlush, RefaultInfo,
-    ShadowLayout, SlotState,
+    is_recent, workingset_lists, workingset_size, Access, Lru, LruList, LruSizes, NoFlush,
+    PolicyFlush, RefaultFlush, RefaultInfo, ShadowLayout, SlotState,
 };
 use proptest::prelude::*;
 
@@ -392,5 +392,136 @@ fn removed_memcg_reparents_pages_and_stale_ids_do_not_activate() {
             assert!(!info.activate);
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// A refault that reads the eviction lruvec within a tolerance (issue 37):
+/// what [`RefaultFlush::flush_lruvec`] was asked and what
+/// [`MemcgTree::lruvec_within`] returned.
+struct WithinReader {
+    tolerance: hierstat::Tolerance,
+    asked: Vec<(MemcgId, usize, Vec<LruList>)>,
+    reads: Vec<Vec<hierstat::Within>>,
+    flushes: Vec<hierstat::WithinFlush>,
+}
+
+impl RefaultFlush for WithinReader {
+    fn flush(&mut self, _: &mut MemcgTree, _: MemcgId) -> Option<FlushOutcome> {
+        panic!("a tolerance read is made by flush_lruvec");
+    }
+
+    fn flush_lruvec(
+        &mut self,
+        t: &mut MemcgTree,
+        ev: MemcgId,
+        node: usize,
+        lists: &[LruList],
+    ) -> Option<FlushOutcome> {
+        let stats: Vec<Stat> = lists
+            .iter()
+            .map(|l| Stat::lru(l.is_active(), l.is_file()))
+            .collect();
+        let mut out = Vec::new();
+        let mut work = hierstat::WorkCounters::default();
+        let done = t
+            .lruvec_within(ev, node, &stats, self.tolerance, &mut out, &mut work)
+            .unwrap();
+        self.asked.push((ev, node, lists.to_vec()));
+        self.reads.push(out);
+        self.flushes.push(done);
+        Some(FlushOutcome::NotNeeded)
+    }
+}
+
+/// Refaults of a slice's services (the slice reclaims: its shadows name
+/// it) on two nodes, reading within 0, 1% and 10% of each list: each
+/// refault reads the lists its workingset size sums, on its node, and each
+/// list it read is within its bound of the exact list size, the bound
+/// within its budget; an exact read is the exact size; a loose budget
+/// leaves some services unflushed.
+#[test]
+fn a_refault_reads_its_lists_within_its_tolerance() {
+    use hierstat::{Tolerance, WithinFlush};
+    let cpus = 4;
+    // No swap: a file refault reads active_file alone (with swap, the
+    // anon lists, empty here, would allow no error at all).
+    let mut t = MemcgTree::new(MemcgConfig::new(cpus, 2).preset(Preset::Hierstat)).unwrap();
+    let mut lru = Lru::new(2, ShadowLayout::default());
+    let slice = t.create(t.root(), "system.slice").unwrap();
+    t.set_max(slice, 3_000).unwrap();
+    let maps: Vec<u32> = (0..6)
+        .map(|i| {
+            let g = t.create(slice, &format!("s{i}.service")).unwrap();
+            lru.add_mapping(g, i % 2, true, [6_000, 1_000][usize::from(i > 0)], 1)
+                .unwrap()
+        })
+        .collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for (relative, absolute) in [(0.0, 0), (0.01, 0), (0.1, 8)] {
+        let mut r = WithinReader {
+            tolerance: Tolerance::Either { relative, absolute },
+            asked: Vec::new(),
+            reads: Vec::new(),
+            flushes: Vec::new(),
+        };
+        let mut infos = Vec::new();
+        for _ in 0..20_000 {
+            // One busy service reading a file twice the slice's memory,
+            // five quiet ones.
+            let i = if next(10) < 8 {
+                0
+            } else {
+                next(maps.len() as u64)
+            };
+            let len = if i == 0 { 6_000 } else { 1_000 };
+            let slot = maps[i as usize] + next(len) as u32;
+            let cpu = next(cpus as u64) as usize;
+            if let Access::Refault(info) = lru.access(&mut t, cpu, slot, &mut r).unwrap() {
+                infos.push(info);
+            }
+        }
+        assert!(infos.len() > 1_000, "{relative}: {} refaults", infos.len());
+        assert_eq!(infos.len(), r.reads.len());
+        for ((info, (ev, node, lists)), reads) in infos.iter().zip(&r.asked).zip(&r.reads) {
+            assert_eq!((Some(*ev), *ev), (info.eviction_memcg, slice));
+            let want: Vec<LruList> = workingset_lists(info.file, info.swap).collect();
+            assert_eq!(lists, &want);
+            assert_eq!(reads.len(), lists.len());
+            for (l, w) in lists.iter().zip(reads) {
+                let (got, exact) = (info.sizes.get(*l), info.exact_sizes.get(*l));
+                assert_eq!(got, w.read.value, "{l:?}: the value the refault used");
+                let b = w.read.bound.unwrap();
+                assert!(
+                    w.met && b <= w.budget,
+                    "{l:?}: bound {b} budget {}",
+                    w.budget
+                );
+                assert!(
+                    got.abs_diff(exact) <= b,
+                    "{l:?} on node {node}: {got} exact {exact} bound {b}"
+                );
+                if relative == 0.0 {
+                    assert_eq!(got, exact);
+                }
+            }
+        }
+        if relative == 0.1 {
+            assert!(
+                r.flushes
+                    .iter()
+                    .any(|f| matches!(f, WithinFlush::Partial { .. })),
+                "10%: some read leaves a quiet service"
+            );
+            assert!(
+                r.flushes.contains(&WithinFlush::None),
+                "10%: some read flushes nothing"
+            );
+        }
     }
 }

@@ -13,7 +13,8 @@
 use super::{Class, MemcgError, MemcgId, MemcgTree, Slot, Stat};
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    FlushKind, FlushOutcome, OnBusy, ReadItem, Tolerance, Unit, Within, WithinFlush, PAGE_SIZE,
+    FlushKind, FlushOutcome, OnBusy, ReadItem, Tolerance, Unit, Within, WithinFlush, WorkCounters,
+    PAGE_SIZE,
 };
 use std::fmt::Write as _;
 
@@ -149,6 +150,40 @@ impl MemcgTree {
             self.stats
                 .read_many_within_with(&g, &reads, OnBusy::Wait, &mut out, &mut self.work)?;
         Ok((self.format_memory_stat(id)?, out, done))
+    }
+
+    /// `stats` of `id` on NUMA node `node` (per-node items; other items
+    /// their value) read within `tolerance` each, in the items' units:
+    /// hierstat's `read_many_within`, which flushes only what could break a
+    /// budget. What a refault that states an error budget reads of its
+    /// eviction lruvec (`crate::workingset::RefaultFlush::flush_lruvec`).
+    /// `out` receives one read per stat, in order; the engine's work goes
+    /// to `work`, not to the tree's counters. Returns what it flushed.
+    ///
+    /// # Errors
+    /// [`MemcgError::UnknownMemcg`]; a node out of range or an invalid
+    /// tolerance (then nothing is read or flushed).
+    pub fn lruvec_within(
+        &self,
+        id: MemcgId,
+        node: usize,
+        stats: &[Stat],
+        tolerance: Tolerance,
+        out: &mut Vec<Within>,
+        work: &mut WorkCounters,
+    ) -> Result<WithinFlush, MemcgError> {
+        let g = self.group(id)?;
+        let reads: Vec<(ReadItem, Tolerance)> = stats
+            .iter()
+            .map(|&st| match self.schema().slot(st) {
+                Slot::Node(item) => (ReadItem::Node(item, Some(node)), tolerance),
+                Slot::Plain(item) => (ReadItem::Item(item), tolerance),
+            })
+            .collect();
+        out.clear();
+        Ok(self
+            .stats
+            .read_many_within_with(g, &reads, OnBusy::Wait, out, work)?)
     }
 
     /// `memory.stat` of `id` as of the last flush (no flush).

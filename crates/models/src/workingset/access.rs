@@ -2,7 +2,7 @@
 //! policy's flush and the exact-stats oracle), evictions and frees, with
 //! the statistics updates the kernel makes for each.
 
-use super::refault::workingset_size;
+use super::refault::{workingset_lists, workingset_size};
 use super::{
     Access, Lru, LruList, LruSizes, Mapping, RefaultFlush, RefaultInfo, Shadow, SlotState,
     WorkingsetError,
@@ -200,6 +200,8 @@ impl Lru {
             distance: 0,
             workingset_size: 0,
             exact_workingset_size: 0,
+            sizes: Default::default(),
+            exact_sizes: Default::default(),
             swap: false,
             activate: false,
             exact_activate: false,
@@ -211,10 +213,18 @@ impl Lru {
             let ev = MemcgId(up.memcg);
             let node = (up.node as usize).min(self.nodes - 1);
             info.eviction_memcg = Some(ev);
-            info.flush = flush.flush(tree, ev);
+            // Swap is the page counters', not the statistics': known
+            // before the flush, which reads what the size needs.
+            info.swap = tree.nr_swap_pages(ev) > 0;
+            let mut lists = [LruList::ActiveFile; 4];
+            let mut n = 0;
+            for l in workingset_lists(m.file, info.swap) {
+                lists[n] = l;
+                n += 1;
+            }
+            info.flush = flush.flush_lruvec(tree, ev, node, &lists[..n]);
             let age = self.nonresident_age(ev, node);
             info.distance = self.layout.refault_distance(age, up.eviction);
-            info.swap = tree.nr_swap_pages(ev) > 0;
             let stats = LruSizes {
                 inactive_anon: tree.stat_pages(ev, Stat::InactiveAnon, Some(node))?,
                 active_anon: tree.stat_pages(ev, Stat::ActiveAnon, Some(node))?,
@@ -222,6 +232,8 @@ impl Lru {
                 active_file: tree.stat_pages(ev, Stat::ActiveFile, Some(node))?,
             };
             let exact = self.exact_sizes(tree, ev, node);
+            info.sizes = stats;
+            info.exact_sizes = exact;
             info.workingset_size = workingset_size(&stats, m.file, info.swap);
             info.exact_workingset_size = workingset_size(&exact, m.file, info.swap);
             info.activate = info.distance <= info.workingset_size;

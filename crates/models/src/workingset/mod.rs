@@ -33,7 +33,9 @@ pub mod shadow;
 mod shrinker;
 
 pub use lruvec::{LruList, LruSizes, Lruvec};
-pub use refault::{is_recent, workingset_size, NoFlush, PolicyFlush, RefaultFlush, RefaultInfo};
+pub use refault::{
+    is_recent, workingset_lists, workingset_size, NoFlush, PolicyFlush, RefaultFlush, RefaultInfo,
+};
 pub use shadow::{Shadow, ShadowLayout, Unpacked};
 
 use crate::memcg::{MemcgError, MemcgId, MemcgTree};

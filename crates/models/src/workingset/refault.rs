@@ -15,7 +15,7 @@
 //! until flushed: hence the stats flush in this path, whose policy
 //! ([`RefaultFlush`]) is what seed 003 is about.
 
-use super::lruvec::LruSizes;
+use super::lruvec::{LruList, LruSizes};
 use crate::memcg::{MemcgId, MemcgTree};
 use hierstat::sim::Simulator as _;
 use hierstat::{FlushKind, FlushOutcome, WorkCounters};
@@ -35,6 +35,17 @@ pub fn workingset_size(sizes: &LruSizes, file: bool, swap: bool) -> u64 {
     ws
 }
 
+/// The lists [`workingset_size`] sums, in [`LruList::ALL`]'s order: the
+/// statistics a refault reads.
+pub fn workingset_lists(file: bool, swap: bool) -> impl Iterator<Item = LruList> {
+    LruList::ALL.into_iter().filter(move |l| match l {
+        LruList::ActiveFile => true,
+        LruList::InactiveFile => !file,
+        LruList::ActiveAnon => swap,
+        LruList::InactiveAnon => swap && file,
+    })
+}
+
 /// Whether a refault at `distance` is recent enough to activate.
 pub fn is_recent(distance: u64, sizes: &LruSizes, file: bool, swap: bool) -> bool {
     distance <= workingset_size(sizes, file, swap)
@@ -45,6 +56,22 @@ pub trait RefaultFlush {
     /// Flushes (or not) for a refault whose shadow names `eviction`;
     /// returns what the flush did (`None`: no flush was attempted).
     fn flush(&mut self, tree: &mut MemcgTree, eviction: MemcgId) -> Option<FlushOutcome>;
+
+    /// The flush before the refault reads `lists` of the eviction lruvec
+    /// (`eviction` on `node`; the lists its workingset size sums,
+    /// [`workingset_lists`]): a reader that states an error budget reads
+    /// them here ([`MemcgTree::lruvec_within`]), flushing only what the
+    /// budget needs. By default, [`flush`](Self::flush).
+    fn flush_lruvec(
+        &mut self,
+        tree: &mut MemcgTree,
+        eviction: MemcgId,
+        node: usize,
+        lists: &[LruList],
+    ) -> Option<FlushOutcome> {
+        let _ = (node, lists);
+        self.flush(tree, eviction)
+    }
 }
 
 /// The policy's hot-path flush ([`FlushKind::HotPath`] on the eviction
@@ -99,6 +126,12 @@ pub struct RefaultInfo {
     pub workingset_size: u64,
     /// Workingset size from the exact list sizes.
     pub exact_workingset_size: u64,
+    /// The eviction lruvec's list sizes from the statistics, after the
+    /// flush (those [`workingset_size`] sums are the ones it read; zero
+    /// without an eviction group).
+    pub sizes: LruSizes,
+    /// The same from the exact list sizes, at the same instant.
+    pub exact_sizes: LruSizes,
     /// Swap was available to the eviction group.
     pub swap: bool,
     /// The decision made: activate.
@@ -134,5 +167,10 @@ mod tests {
         assert_eq!(workingset_size(&s, true, true), 1011);
         assert_eq!(workingset_size(&s, false, false), 1100);
         assert_eq!(workingset_size(&s, false, true), 1110);
+        // The lists a refault reads are the ones the size sums.
+        for (file, swap) in [(true, false), (true, true), (false, false), (false, true)] {
+            let read: u64 = workingset_lists(file, swap).map(|l| s.get(l)).sum();
+            assert_eq!(read, workingset_size(&s, file, swap), "{file} {swap}");
+        }
     }
 }

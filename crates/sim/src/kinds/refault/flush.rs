@@ -16,6 +16,11 @@
 //! | ratelimited | as sync, only if the last root flush is older than 2 periods |
 //! | async | if over the threshold, queue the periodic flush now on a kworker |
 //!
+//! A refault whose policy reads otherwise (`read_tolerance`: forced, or a
+//! tolerance whose budget needs a flush) applies its flush to the engine
+//! first and then takes the lock as a forced flush does
+//! ([`FlushCtl::read_flush`]: waiting, never skipping).
+//!
 //! A flusher that finds a conflicting flush holding the lock skips (5.15
 //! trylock), waits for it (6.8 serialize; ours for overlapping subtrees),
 //! or, when the lock is dropped between shards (6.17), waits for at most one
@@ -112,6 +117,8 @@ pub struct FlushRecord {
     pub latency: SimTime,
     /// Of which waiting for the lock.
     pub wait: SimTime,
+    /// Counters the flush aggregated (0 if it did not flush).
+    pub counters: u64,
 }
 
 /// The flush lock and the flushes in flight.
@@ -218,6 +225,7 @@ impl FlushCtl {
             let r = FlushRecord {
                 latency: max_wait,
                 wait: max_wait,
+                counters: 0,
             };
             return (FlushOutcome::Skipped, Some(r));
         }
@@ -237,6 +245,7 @@ impl FlushCtl {
                 let r = FlushRecord {
                     latency: wait + d,
                     wait,
+                    counters: wc.counters_aggregated,
                 };
                 self.records.push(r);
                 (o, Some(r))
@@ -246,6 +255,7 @@ impl FlushCtl {
                 Some(FlushRecord {
                     latency: wait,
                     wait,
+                    counters: 0,
                 }),
             ),
         }
@@ -261,62 +271,98 @@ impl FlushCtl {
         now: SimTime,
     ) -> Option<FlushRecord> {
         if self.per_shard {
-            // Lock dropped per shard pass: wait for at most one pass of a
-            // holder, then run interleaved with it.
-            let wait = match self.lock.busy_until(scope) {
-                Some(until) if until > now => {
-                    let pass = self.holding.values().copied().max().unwrap_or(0) / self.shards;
-                    (until - now).min(pass.max(1))
-                }
-                _ => 0,
-            };
-            let d = self
-                .pricing
-                .flush_ns(&Self::run(stats, g, FlushKind::Forced));
-            self.waits += u64::from(wait > 0);
-            let r = FlushRecord {
-                latency: wait + d,
-                wait,
-            };
-            self.records.push(r);
-            return Some(r);
+            let wc = Self::run(stats, g, FlushKind::Forced);
+            return Some(self.per_shard_flush(&wc, scope, now));
         }
         let req = self.next_req;
         self.next_req += 1;
         match self.lock.request(now, req, scope) {
             Acquire::Granted => {
-                let d = self
-                    .pricing
-                    .flush_ns(&Self::run(stats, g, FlushKind::Forced));
-                self.hold(req, now, d);
-                let r = FlushRecord {
-                    latency: d,
-                    wait: 0,
-                };
-                self.records.push(r);
-                Some(r)
+                let wc = Self::run(stats, g, FlushKind::Forced);
+                Some(self.granted(req, &wc, now))
             }
             Acquire::Queued => {
-                let d = self
-                    .pricing
-                    .flush_ns(&Self::run(stats, g, FlushKind::Forced));
-                let wait = self
-                    .lock
-                    .busy_until(scope)
-                    .map_or(0, |u| u.saturating_sub(now));
-                self.waiting.insert(req, Waiting::Applied { duration: d });
-                self.waits += 1;
-                let r = FlushRecord {
-                    latency: wait + d,
-                    wait,
-                };
-                self.records.push(r);
-                Some(r)
+                let wc = Self::run(stats, g, FlushKind::Forced);
+                Some(self.queued(req, &wc, scope, now))
             }
             Acquire::Skipped => {
                 self.skipped += 1;
                 None
             }
+        }
+    }
+
+    /// A flush under a lock dropped per shard pass, already applied to
+    /// the engine with work `wc`: it waits for at most one pass of a
+    /// holder, then runs interleaved with it.
+    fn per_shard_flush(&mut self, wc: &WorkCounters, scope: Scope, now: SimTime) -> FlushRecord {
+        let wait = match self.lock.busy_until(scope) {
+            Some(until) if until > now => {
+                let pass = self.holding.values().copied().max().unwrap_or(0) / self.shards;
+                (until - now).min(pass.max(1))
+            }
+            _ => 0,
+        };
+        let d = self.pricing.flush_ns(wc);
+        self.waits += u64::from(wait > 0);
+        let r = FlushRecord {
+            latency: wait + d,
+            wait,
+            counters: wc.counters_aggregated,
+        };
+        self.records.push(r);
+        r
+    }
+
+    /// Request `req`, granted at `now`, made a flush of work `wc`: it
+    /// holds the lock for the flush's duration.
+    fn granted(&mut self, req: u32, wc: &WorkCounters, now: SimTime) -> FlushRecord {
+        let d = self.pricing.flush_ns(wc);
+        self.hold(req, now, d);
+        let r = FlushRecord {
+            latency: d,
+            wait: 0,
+            counters: wc.counters_aggregated,
+        };
+        self.records.push(r);
+        r
+    }
+
+    /// Request `req`, queued at `now`, made a flush of work `wc`, already
+    /// applied: it holds the lock for the flush's duration once granted,
+    /// and its caller pays the wait too.
+    fn queued(&mut self, req: u32, wc: &WorkCounters, scope: Scope, now: SimTime) -> FlushRecord {
+        let d = self.pricing.flush_ns(wc);
+        let wait = self
+            .lock
+            .busy_until(scope)
+            .map_or(0, |u| u.saturating_sub(now));
+        self.waiting.insert(req, Waiting::Applied { duration: d });
+        self.waits += 1;
+        let r = FlushRecord {
+            latency: wait + d,
+            wait,
+            counters: wc.counters_aggregated,
+        };
+        self.records.push(r);
+        r
+    }
+
+    /// A flush a refault's read makes whatever the policy's rule (a forced
+    /// read, or a tolerance read whose budget needed one,
+    /// [`lab::reader::ReadMode`]), already applied to the engine with work
+    /// `wc`: it takes the lock for `scope` at `now` waiting for a
+    /// conflicting holder, never skipping (as the `stats` kind's forced and
+    /// tolerance readers do), and the refault pays the wait and the flush.
+    pub fn read_flush(&mut self, wc: &WorkCounters, scope: Scope, now: SimTime) -> FlushRecord {
+        if self.per_shard {
+            return self.per_shard_flush(wc, scope, now);
+        }
+        let req = self.next_req;
+        self.next_req += 1;
+        match self.lock.request_waiting(now, req, scope) {
+            Acquire::Granted => self.granted(req, wc, now),
+            _ => self.queued(req, wc, scope, now),
         }
     }
 
@@ -331,14 +377,8 @@ impl FlushCtl {
         };
         match self.lock.request(now, req, scope) {
             Acquire::Granted => {
-                let d = self
-                    .pricing
-                    .flush_ns(&Self::run(stats, &root, FlushKind::Periodic));
-                self.hold(req, now, d);
-                self.records.push(FlushRecord {
-                    latency: d,
-                    wait: 0,
-                });
+                let wc = Self::run(stats, &root, FlushKind::Periodic);
+                self.granted(req, &wc, now);
             }
             Acquire::Queued => {
                 self.waits += 1;
@@ -357,15 +397,13 @@ impl FlushCtl {
             match self.waiting.remove(&g.request) {
                 Some(Waiting::Applied { duration }) => self.hold(g.request, now, duration),
                 Some(Waiting::Periodic) => {
-                    let d = self.pricing.flush_ns(&Self::run(
-                        stats,
-                        &stats.root(),
-                        FlushKind::Periodic,
-                    ));
+                    let wc = Self::run(stats, &stats.root(), FlushKind::Periodic);
+                    let d = self.pricing.flush_ns(&wc);
                     self.hold(g.request, now, d);
                     self.records.push(FlushRecord {
                         latency: now - g.since + d,
                         wait: now - g.since,
+                        counters: wc.counters_aggregated,
                     });
                 }
                 None => {}

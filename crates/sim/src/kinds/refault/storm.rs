@@ -17,6 +17,20 @@
 //! A refault's latency is the rest of `workingset_refault` (a log-uniform
 //! draw, [`super::spec::LatencySpec::base_ns`]), plus its stats updates
 //! priced by the cost model, plus its flush (lock wait and duration).
+//!
+//! **How a refault reads** the eviction lruvec's sizes is the policy's
+//! [`ReadMode`] (its `read_tolerance`, issue 37): `guarded`, the policy's
+//! hot-path flush above (what each kernel does); `forced`, a forced flush
+//! of the eviction group's subtree on every refault; `clean`, no flush;
+//! or a tolerance (`1%`, `64` pages, `1%+64`): hierstat's `read_within` of
+//! the lists the workingset size sums ([`models::workingset::workingset_lists`],
+//! each within its budget), which flushes only what could break a budget.
+//! A forced or tolerance read's flush takes the lock waiting whatever the
+//! policy's rule ([`FlushCtl::read_flush`]). Every refault's read is then
+//! judged against the exact list sizes at its engine call: each list within
+//! the bound the engine reported for it ([`StormOutcome::stale_reads`]),
+//! and for a tolerance read each bound within its budget
+//! ([`StormOutcome::unmet_reads`]).
 
 use super::flush::{FlushCtl, FlushRecord, Plan, Pricing};
 use super::spec::RefaultSpec;
@@ -24,9 +38,16 @@ use super::world::{mb_pages, World, THP};
 use crate::cost::CostModel;
 use crate::error::SimError;
 use crate::lock::Scope;
-use hierstat::{FlushOutcome, ManualClock, Policy, Preset, PAGE_SIZE};
+use hierstat::sim::Simulator as _;
+use hierstat::{
+    FlushKind, FlushOutcome, ManualClock, Policy, Preset, Within, WithinFlush, WorkCounters,
+    PAGE_SIZE,
+};
+use lab::reader::ReadMode;
 use models::memcg::{MemcgError, MemcgId, MemcgTree, Stat};
-use models::workingset::{Access, Lru, WorkingsetError};
+use models::workingset::{
+    workingset_lists, Access, Lru, LruList, RefaultFlush, RefaultInfo, WorkingsetError,
+};
 use simcore::time::{SimTime, MILLIS, SECONDS};
 use simcore::{EventQueue, Rng, Scheduled};
 use std::collections::HashMap;
@@ -67,6 +88,23 @@ pub struct StormOutcome {
     pub ooms: u64,
     /// Measured virtual duration.
     pub duration: SimTime,
+    /// Per refault with an eviction group: the largest distance of a list
+    /// it read from the exact list size (pages).
+    pub read_errors: Vec<u64>,
+    /// Per such refault: the largest bound the engine reported for a list
+    /// it read (refaults with a list without one left out).
+    pub read_bounds: Vec<u64>,
+    /// Per such refault: its flush's time (wait and duration; 0 if it did
+    /// not flush).
+    pub read_flush_ns: Vec<u64>,
+    /// Counters the refaults' flushes aggregated.
+    pub read_counters: u64,
+    /// Refaults whose tolerance read flushed part of the subtree.
+    pub partial_flushes: u64,
+    /// Refaults with a list further from its exact size than its bound.
+    pub stale_reads: u64,
+    /// Tolerance reads with a list whose bound missed its budget.
+    pub unmet_reads: u64,
 }
 
 impl StormOutcome {
@@ -126,6 +164,7 @@ const OP_GAP: SimTime = 200;
 /// Per-run state besides the models.
 struct Run<'a> {
     spec: &'a RefaultSpec,
+    read: ReadMode,
     clock: ManualClock,
     rng: Rng,
     queue: EventQueue<Ev>,
@@ -149,32 +188,18 @@ impl Run<'_> {
         now: SimTime,
     ) -> Result<SimTime, SimError> {
         self.clock.set(now);
-        let mut record: Option<FlushRecord> = None;
-        let mut async_now = false;
-        let scopes = &self.scopes;
-        let ctl = &mut self.ctl;
-        let mut flush = |t: &mut MemcgTree, ev: MemcgId| -> Option<FlushOutcome> {
-            let g = t.group(ev).ok()?.clone();
-            match Plan::hot_path(t.stats(), &g) {
-                Plan::None => Some(FlushOutcome::NotNeeded),
-                Plan::Async => {
-                    async_now = true;
-                    Some(FlushOutcome::AsyncRequested)
-                }
-                Plan::Flush(target) => {
-                    let id = if target.same(&t.stats().root()) {
-                        t.root()
-                    } else {
-                        ev
-                    };
-                    let scope = *scopes.get(&id)?;
-                    let (outcome, r) = ctl.refault_flush(t.stats(), &target, scope, now);
-                    record = r;
-                    Some(outcome)
-                }
-            }
+        let mut flush = Reader {
+            mode: self.read,
+            scopes: &self.scopes,
+            ctl: &mut self.ctl,
+            now,
+            record: None,
+            async_now: false,
+            seen: None,
+            within: Vec::new(),
         };
         let res = lru.access(tree, cpu, slot, &mut flush);
+        let (record, async_now, seen) = (flush.record, flush.async_now, flush.seen);
         tree.take_work();
         for (t, req) in self.ctl.releases.drain(..) {
             self.queue.push(t, Ev::Release { req });
@@ -210,8 +235,161 @@ impl Run<'_> {
             o.refault_flushes +=
                 u64::from(matches!(info.flush, Some(FlushOutcome::Flushed { .. })));
             o.skipped_flushes += u64::from(info.flush == Some(FlushOutcome::Skipped));
+            if let Some(seen) = seen {
+                o.judge(&info, &seen, flush_ns, record.map_or(0, |r| r.counters));
+            }
         }
         Ok(latency)
+    }
+}
+
+/// What a refault's read saw of the lists it read: each one's bound.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    /// Per list read ([`LruList`] as index): its bound, `None` if the
+    /// engine certified none; lists not read are `Some(0)`.
+    bounds: [Option<u64>; 4],
+    /// A tolerance read: whether every bound fit its budget.
+    met: Option<bool>,
+    /// A tolerance read that flushed part of the subtree.
+    partial: bool,
+}
+
+impl StormOutcome {
+    /// Judges a measured refault's read against the exact list sizes at
+    /// its engine call.
+    fn judge(&mut self, info: &RefaultInfo, seen: &Seen, flush_ns: u64, counters: u64) {
+        let (mut error, mut bound, mut bounded, mut stale) = (0u64, 0u64, true, false);
+        for l in workingset_lists(info.file, info.swap) {
+            let off = info.sizes.get(l).abs_diff(info.exact_sizes.get(l));
+            error = error.max(off);
+            match seen.bounds[l as usize] {
+                Some(b) => {
+                    bound = bound.max(b);
+                    stale |= off > b;
+                }
+                None => bounded = false,
+            }
+        }
+        self.read_errors.push(error);
+        if bounded {
+            self.read_bounds.push(bound);
+        }
+        self.read_flush_ns.push(flush_ns);
+        self.read_counters += counters;
+        self.partial_flushes += u64::from(seen.partial);
+        self.stale_reads += u64::from(stale);
+        self.unmet_reads += u64::from(seen.met == Some(false));
+    }
+}
+
+/// A refault's read of the eviction lruvec, as its [`ReadMode`] says (see
+/// the module docs).
+struct Reader<'a> {
+    mode: ReadMode,
+    scopes: &'a HashMap<MemcgId, Scope>,
+    ctl: &'a mut FlushCtl,
+    now: SimTime,
+    /// The refault's flush, if it made one.
+    record: Option<FlushRecord>,
+    /// The policy's hot path asked for the background flush.
+    async_now: bool,
+    /// What the read saw (`None`: the refault had no eviction group).
+    seen: Option<Seen>,
+    within: Vec<Within>,
+}
+
+impl Reader<'_> {
+    /// The engine's bound of `ev`, for every list.
+    fn bounds(tree: &MemcgTree, ev: MemcgId) -> Seen {
+        let b = tree
+            .group(ev)
+            .ok()
+            .and_then(|g| tree.stats().error_bound_pages(g).ok().flatten());
+        Seen {
+            bounds: [b; 4],
+            met: None,
+            partial: false,
+        }
+    }
+}
+
+impl RefaultFlush for Reader<'_> {
+    /// The policy's hot-path flush (`guarded`).
+    fn flush(&mut self, t: &mut MemcgTree, ev: MemcgId) -> Option<FlushOutcome> {
+        let g = t.group(ev).ok()?.clone();
+        match Plan::hot_path(t.stats(), &g) {
+            Plan::None => Some(FlushOutcome::NotNeeded),
+            Plan::Async => {
+                self.async_now = true;
+                Some(FlushOutcome::AsyncRequested)
+            }
+            Plan::Flush(target) => {
+                let id = if target.same(&t.stats().root()) {
+                    t.root()
+                } else {
+                    ev
+                };
+                let scope = *self.scopes.get(&id)?;
+                let (outcome, r) = self.ctl.refault_flush(t.stats(), &target, scope, self.now);
+                self.record = r;
+                Some(outcome)
+            }
+        }
+    }
+
+    fn flush_lruvec(
+        &mut self,
+        t: &mut MemcgTree,
+        ev: MemcgId,
+        node: usize,
+        lists: &[LruList],
+    ) -> Option<FlushOutcome> {
+        let flushed = FlushOutcome::Flushed {
+            root: ev == t.root(),
+        };
+        let outcome = match self.mode {
+            ReadMode::Guarded => self.flush(t, ev),
+            ReadMode::Clean => None,
+            ReadMode::Forced => {
+                let g = t.group(ev).ok()?.clone();
+                let scope = *self.scopes.get(&ev)?;
+                let mut wc = WorkCounters::default();
+                t.stats().flush_with(&g, FlushKind::Forced, &mut wc).ok()?;
+                self.record = Some(self.ctl.read_flush(&wc, scope, self.now));
+                Some(flushed)
+            }
+            ReadMode::Within { .. } => {
+                let tolerance = self.mode.tolerance()?;
+                let scope = *self.scopes.get(&ev)?;
+                let stats: Vec<Stat> = lists
+                    .iter()
+                    .map(|l| Stat::lru(l.is_active(), l.is_file()))
+                    .collect();
+                let mut wc = WorkCounters::default();
+                let done = t
+                    .lruvec_within(ev, node, &stats, tolerance, &mut self.within, &mut wc)
+                    .ok()?;
+                let mut seen = Seen {
+                    bounds: [Some(0); 4],
+                    met: Some(self.within.iter().all(|w| w.met)),
+                    partial: matches!(done, WithinFlush::Partial { .. }),
+                };
+                for (l, w) in lists.iter().zip(&self.within) {
+                    seen.bounds[*l as usize] = w.read.bound;
+                }
+                self.seen = Some(seen);
+                return match done {
+                    WithinFlush::None => Some(FlushOutcome::NotNeeded),
+                    _ => {
+                        self.record = Some(self.ctl.read_flush(&wc, scope, self.now));
+                        Some(flushed)
+                    }
+                };
+            }
+        };
+        self.seen = Some(Self::bounds(t, ev));
+        outcome
     }
 }
 
@@ -246,6 +424,21 @@ pub fn run_once_policy(
     seed: u64,
     costs: &CostModel,
 ) -> Result<StormOutcome, SimError> {
+    run_once_read(spec, policy, ReadMode::Guarded, seed, costs)
+}
+
+/// [`run_once_policy`] with the refaults reading as `read` says (see the
+/// module docs).
+///
+/// # Errors
+/// As [`run_once`].
+pub fn run_once_read(
+    spec: &RefaultSpec,
+    policy: Policy,
+    read: ReadMode,
+    seed: u64,
+    costs: &CostModel,
+) -> Result<StormOutcome, SimError> {
     let cpus = spec.cpus as usize;
     let nodes = spec.nodes as usize;
     let w = &spec.workload;
@@ -265,6 +458,7 @@ pub fn run_once_policy(
     };
     let mut run = Run {
         spec,
+        read,
         clock: clock.clone(),
         rng: Rng::new(seed),
         queue: EventQueue::new(),

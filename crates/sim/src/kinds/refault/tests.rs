@@ -344,3 +344,127 @@ fn a_user_policy_runs_its_knobs() {
     let e = run(&s, &["nope".into()], &[rl], 1, 3, &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("hierstat-rl"), "{e}");
 }
+
+/// Refaults that read as a policy's `read_tolerance` says (issue 37), on
+/// the reduced storm: every read of every mode within its bound of the
+/// exact list sizes and every tolerance read within its budget; an exact
+/// read (0, forced) has no error; the flushes fall as the tolerance grows
+/// (forced every refault, clean none). (An exact read flushes every
+/// refault too: the refault counts itself in the eviction group before it
+/// reads, so the group's bound is never 0 then.)
+#[test]
+fn refaults_read_within_their_tolerance() {
+    use lab::reader::ReadMode;
+    let mut s = reduced();
+    s.duration_ms = 300;
+    s.warmup_ms = 100;
+    let costs = CostModel::defaults();
+    let knobs = Preset::Hierstat.policy();
+    let mut flushes = Vec::new();
+    for mode in ["forced", "0", "0.1%", "1%", "10%", "clean", "guarded"] {
+        let read: ReadMode = mode.parse().unwrap();
+        let o = run_once_read(&s, knobs, read, 1, &costs).unwrap();
+        show(mode, &o);
+        let reads = o.read_errors.len() as u64;
+        assert!(reads > 200, "{mode}: {reads} reads");
+        assert_eq!(o.read_flush_ns.len() as u64, reads, "{mode}");
+        assert_eq!(o.stale_reads, 0, "{mode}: out of bound");
+        assert_eq!(o.unmet_reads, 0, "{mode}: over budget");
+        let worst = o.read_errors.iter().max().copied().unwrap_or(0);
+        match mode {
+            "forced" | "0" => assert_eq!(worst, 0, "{mode}: an exact read"),
+            "clean" => assert!(worst > 0, "clean reads stale lists"),
+            _ => {}
+        }
+        if mode == "forced" {
+            assert_eq!(o.refault_flushes, reads, "forced: every refault flushes");
+        }
+        if mode == "clean" {
+            assert_eq!(o.refault_flushes, 0);
+            assert!(o.read_flush_ns.iter().all(|&ns| ns == 0));
+        }
+        flushes.push((mode, o.refault_flushes));
+    }
+    // Flush work monotone in the tolerance, from forced to clean.
+    for w in flushes[..6].windows(2) {
+        assert!(w[0].1 >= w[1].1, "{flushes:?}");
+    }
+    assert!(
+        flushes[4].1 < flushes[0].1,
+        "10% flushes less than forced: {flushes:?}"
+    );
+}
+
+/// A `[[policy]]`'s `read_tolerance` reaches the storm: its runs are
+/// [`run_once_read`]'s in that mode, with the per-read metrics (for every
+/// policy of the run, the preset's too); a run whose policies all read
+/// `guarded` keeps the report it had.
+#[test]
+fn a_policy_read_tolerance_reaches_the_storm() {
+    let mut s = reduced();
+    s.duration_ms = 200;
+    s.warmup_ms = 50;
+    let mut within = PolicySpec::new("read=1%", Preset::Hierstat);
+    within.read_tolerance = Some("1%".parse().unwrap());
+    let names = ["read=1%".to_string(), "hierstat".to_string()];
+    let out = run(&s, &names, &[within.clone()], 1, 3, &mut |_| {}).unwrap();
+    let costs = CostModel::defaults();
+    let direct = run_once_read(
+        &s,
+        within.resolve().unwrap(),
+        within.read_tolerance.unwrap(),
+        3,
+        &costs,
+    )
+    .unwrap();
+    let mut want = lab::report::PolicyResult::default();
+    super::push_outcome(&mut want, &direct);
+    super::push_reads(&mut want, &direct);
+    assert_eq!(out["read=1%"], want);
+    for m in [
+        "read_error_pages",
+        "read_flush_ns",
+        "stale_reads",
+        "unmet_reads",
+    ] {
+        assert!(out["hierstat"].metrics.contains_key(m), "{m}");
+    }
+    let plain = run(&s, &["hierstat".to_string()], &[], 1, 3, &mut |_| {}).unwrap();
+    assert!(!plain["hierstat"].metrics.contains_key("read_error_pages"));
+    let direct = run_once(&s, Preset::Hierstat, 3, &costs).unwrap();
+    let mut want = lab::report::PolicyResult::default();
+    super::push_outcome(&mut want, &direct);
+    assert_eq!(plain["hierstat"], want);
+}
+
+#[test]
+fn tolerance_refault_is_refault_storm_with_read_policies() {
+    let storm = parse(
+        "refault-storm.toml",
+        include_str!("../../../../../scenarios/refault-storm.toml"),
+    )
+    .unwrap();
+    let tol = parse(
+        "tolerance-refault.toml",
+        include_str!("../../../../../scenarios/tolerance-refault.toml"),
+    )
+    .unwrap();
+    // The same storm: only the policies differ.
+    assert_eq!(tol.refault, storm.refault);
+    let reads: Vec<_> = tol
+        .policy
+        .iter()
+        .map(|p| (p.name.as_str(), p.read_tolerance.map(|m| m.to_string())))
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            ("read=forced", Some("forced".to_string())),
+            ("read=0", Some("0".to_string())),
+            ("read=0.1%", Some("0.1%".to_string())),
+            ("read=1%", Some("1%".to_string())),
+            ("read=10%", Some("10%".to_string())),
+            ("read=clean", Some("clean".to_string())),
+        ]
+    );
+}
