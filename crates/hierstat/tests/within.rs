@@ -264,6 +264,29 @@ fn subtree_read(preset: Preset, h: &History, pages: u64) -> Result<(), TestCaseE
     .fetch_add(1, Relaxed);
     work_at_most(&work, &forced_work, &what)?;
     intact(&r, &what)?;
+    // Scraped again with no update between: where the partial flush
+    // resets its opened groups (see `resets_opened`) and every group has a
+    // bound, every bound is what the first scrape left, within its budget:
+    // no flush (each budget is capped at the threshold, or an opened
+    // group's left counts could pass it and leave it with no bound).
+    let bounded = r
+        .groups
+        .iter()
+        .all(|g| r.t.error_bound_pages(g).unwrap().is_some());
+    if matches!(flush, WithinFlush::Partial { .. }) && resets_opened(preset) {
+        prop_assert!(bounded, "{}: a group with no bound after the scrape", what);
+        let second =
+            r.t.read_subtree_within_with(
+                &r.t.root(),
+                &reads(&r, pages),
+                OnBusy::Wait,
+                |_, _| {},
+                &mut WorkCounters::default(),
+            )
+            .unwrap();
+        prop_assert_eq!(second, WithinFlush::None, "{}, scraped again", what);
+        SUBTREE_AGAIN.fetch_add(1, Relaxed);
+    }
     r.t.flush_forced(&r.t.root()).unwrap();
     r.t.verify_clean()
         .map_err(|v| TestCaseError::fail(format!("{what}: {v}")))?;
@@ -398,6 +421,7 @@ static PARTIAL: AtomicU64 = AtomicU64::new(0);
 static FULL: AtomicU64 = AtomicU64::new(0);
 static NONE: AtomicU64 = AtomicU64::new(0);
 static SUBTREE_PARTIAL: AtomicU64 = AtomicU64::new(0);
+static SUBTREE_AGAIN: AtomicU64 = AtomicU64::new(0);
 static PARTIAL_THEN_NONE: AtomicU64 = AtomicU64::new(0);
 
 #[test]
@@ -426,9 +450,11 @@ fn tolerance_reads_against_an_oracle() {
     let sp = SUBTREE_PARTIAL.load(Relaxed);
     eprintln!(
         "{cases} cases x 7 presets x {} budgets: {p} partial, {f} whole, {n} no flush \
-         (reads and scrapes); {sp} partial scrapes; {} partial reads read again",
+         (reads and scrapes); {sp} partial scrapes; {} partial reads read again, {} \
+         partial scrapes scraped again",
         BUDGETS.len(),
-        PARTIAL_THEN_NONE.load(Relaxed)
+        PARTIAL_THEN_NONE.load(Relaxed),
+        SUBTREE_AGAIN.load(Relaxed)
     );
     // Coverage floors, far below what a run counts (at 128 cases, four
     // runs: 151-233 partial flushes, 1,103-1,196 partial scrapes; a floor

@@ -36,8 +36,8 @@ use crate::dirty::IdMap;
 use crate::engine::Core;
 use crate::flush::outcome::FlushOutcome;
 use crate::flush::partial::Plan;
-use crate::flush::state::Wait;
-use crate::policy::ThresholdRule;
+use crate::flush::state::{Gate, Wait};
+use crate::policy::{ThresholdRule, ThresholdScheme};
 use crate::state::GroupState;
 use crate::sync::Arc;
 use crate::work::{Work, WorkSink};
@@ -142,8 +142,24 @@ impl Core {
                 .iter()
                 .map(|node| self.error_bound(node).unwrap_or(u64::MAX))
                 .collect();
+            // As for one group (`Core::plan`): where the flush resets its
+            // opened groups by what it carries (folded scheme, not a
+            // per-pass gate), an opened group keeps its left groups'
+            // counts, and above the threshold a count bounds nothing; so
+            // each budget is capped at the threshold, or the group would
+            // read with no bound until a whole flush and the next scrape
+            // would flush it again.
+            let resets = !matches!(gate, Gate::PerPass)
+                && self.params.policy.scheme == ThresholdScheme::Folded;
             let budgets: Vec<u64> = (0..n)
                 .map(|i| page_budget(reqs, &reads[i * k..(i + 1) * k]))
+                .map(|b| {
+                    if resets {
+                        b.min(self.params.threshold)
+                    } else {
+                        b
+                    }
+                })
                 .collect();
             let done = match plan(&g, &bounds, &budgets, self.params.policy.threshold) {
                 Some((left, composed)) => {
