@@ -99,9 +99,12 @@ pub trait StatsBackend: Send + Sync {
     fn add(&self, group: GroupIdx, item: usize, delta: i64);
 
     /// Update on an explicit shard with its work counted; the ids of shared
-    /// cache lines written with an atomic RMW are pushed to `lines`.
+    /// cache lines written with an atomic RMW are pushed to `lines`. `&mut`:
+    /// the simulated runner is the backend's one user for its run (the
+    /// engine then updates with plain stores, see
+    /// [`crate::engine::EngineBackend`]).
     fn add_counted(
-        &self,
+        &mut self,
         shard: usize,
         group: GroupIdx,
         item: usize,

@@ -89,6 +89,27 @@ impl Work {
     }
 }
 
+/// The engine counts into a [`Work`] directly (the simulator's hot path:
+/// no [`WorkCounters`] to convert), exactly as [`Work::from_engine`]
+/// converts them: update-list pops are priced as atomics, lock waits and
+/// heavy barriers are not work. The caller counts the call itself.
+impl hierstat::sim::WorkSink for Work {
+    #[inline]
+    fn count(&mut self, work: hierstat::sim::Work, n: u64) {
+        use hierstat::sim::Work as Engine;
+        match work {
+            Engine::Atomic | Engine::ListPop => self.atomics += n,
+            Engine::ShardScanned => self.shards_scanned += n,
+            Engine::GroupVisited => self.groups_visited += n,
+            Engine::CounterAggregated => self.counters_aggregated += n,
+            Engine::LockAcquired => self.locks += n,
+            // `LockWaited`, `Barrier`, and any kind `from_engine` does not
+            // convert.
+            _ => {}
+        }
+    }
+}
+
 /// Per-unit costs in nanoseconds (fractions allowed), as stored in TOML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -334,6 +355,31 @@ impl Default for CostModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counting into a `Work` directly is `from_engine` of the engine's
+    /// counters: every kind of engine work, one call.
+    #[test]
+    fn work_counted_directly_is_work_from_engine() {
+        use hierstat::sim::{Work as Engine, WorkSink};
+        let kinds = [
+            Engine::ShardScanned,
+            Engine::GroupVisited,
+            Engine::CounterAggregated,
+            Engine::Atomic,
+            Engine::ListPop,
+            Engine::LockAcquired,
+            Engine::LockWaited,
+            Engine::Barrier,
+        ];
+        let (mut wc, mut direct) = (WorkCounters::default(), Work::default());
+        for (i, k) in kinds.into_iter().enumerate() {
+            let n = 1 << (3 * i);
+            wc.count(k, n);
+            direct.count(k, n);
+        }
+        direct.calls += 1;
+        assert_eq!(direct, Work::from_engine(&wc, 1));
+    }
 
     #[test]
     fn defaults_parse_and_round_trip() {

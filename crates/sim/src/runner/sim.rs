@@ -197,7 +197,7 @@ struct LineState {
 
 /// The simulation state of one run.
 struct StatsSim<'a, B: StatsBackend + ?Sized> {
-    backend: &'a B,
+    backend: &'a mut B,
     shape: &'a TreeShape,
     setup: &'a SimSetup,
     costs: CostTable,
@@ -233,7 +233,7 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
 
 /// Runs one simulated run of the workload on `backend` over `shape`.
 pub fn run<B: StatsBackend + ?Sized>(
-    backend: &B,
+    backend: &mut B,
     shape: &TreeShape,
     setup: &SimSetup,
 ) -> SimOutcome {
@@ -256,6 +256,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         .map(|r| shape.targets(r.targets))
         .unwrap_or_default();
     let spike_targets = shape.targets(Targets::Leaves);
+    let lock = FlushLock::new(backend.rules().lock);
     let mut sim = StatsSim {
         backend,
         shape,
@@ -272,7 +273,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         queue: EventQueue::new(),
         rng,
         cpus: Cpus::new(setup.cpus),
-        lock: FlushLock::new(backend.rules().lock),
+        lock,
         lines: HashMap::new(),
         line_buf: Vec::with_capacity(16),
         oracle: Oracle::new(shape, items),
