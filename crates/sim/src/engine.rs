@@ -17,7 +17,7 @@
 use crate::backend::{
     FlushReason, FlushRules, FlushScope, LineId, ReadFlush, ReadValue, StatsBackend, WithinValue,
 };
-use crate::cost::Work;
+use crate::cost::{CostTable, PricedWork, Work};
 use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
@@ -159,6 +159,30 @@ impl StatsBackend for EngineBackend {
             work,
         );
         debug_assert!(r.is_ok(), "workload shards and items are in range");
+    }
+
+    #[inline]
+    fn add_priced(
+        &mut self,
+        shard: usize,
+        group: GroupIdx,
+        item: usize,
+        delta: i64,
+        costs: &CostTable,
+        _lines: &mut Vec<LineId>,
+    ) -> u64 {
+        // One call, then the engine's work priced as it is counted: the
+        // `cost_ps` of what `add_counted` would have counted.
+        let mut priced = PricedWork::calls(costs, 1);
+        let r = self.stats.add_with_mut(
+            Shard(shard),
+            &self.groups[group as usize],
+            self.items[item],
+            delta,
+            &mut priced,
+        );
+        debug_assert!(r.is_ok(), "workload shards and items are in range");
+        priced.ps
     }
 
     fn needs_flush(&self, group: GroupIdx, reason: FlushReason) -> bool {

@@ -428,14 +428,15 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
 
     /// One engine update at virtual time `t` on `cpu`; returns its end.
     fn update(&mut self, cpu: u32, t: SimTime, g: GroupIdx, item: usize, delta: i64) -> SimTime {
-        let mut work = Work::default();
         self.line_buf.clear();
         let mut lines = std::mem::take(&mut self.line_buf);
         self.backend.set_time(t);
-        self.backend
-            .add_counted(cpu as usize, g, item, delta, &mut work, &mut lines);
+        let ps = self
+            .backend
+            .add_priced(cpu as usize, g, item, delta, &self.costs, &mut lines);
         self.out.engine_calls += 1;
-        let mut t = t + self.costs.cost_ns(&work);
+        // `CostTable::cost_ns` of the update's work.
+        let mut t = t + ps.div_ceil(1000);
         let (transfer, atomic) = (self.transfer, self.atomic);
         for &l in &lines {
             match self.lines.get_mut(&l) {
