@@ -56,6 +56,7 @@ impl ManualClock {
     }
 
     /// Sets the time.
+    #[inline]
     pub fn set(&self, ns: u64) {
         self.now.store(ns, Ordering::Relaxed);
     }

@@ -16,7 +16,8 @@ use crate::flush::state::{AsyncRequests, Flushes};
 use crate::group::Group;
 use crate::saturation::Saturation;
 use crate::state::GroupState;
-use crate::sync::Arc;
+use crate::sync::std_only::StdAtomicBool;
+use crate::sync::{Arc, Ordering};
 use crate::tree::groups::Groups;
 use crate::update::writers::Writers;
 
@@ -44,6 +45,10 @@ pub(crate) struct Core {
     pub(crate) global: GlobalCount,
     /// Items that left `i64`'s range (`saturation.rs`).
     pub(crate) saturation: Saturation,
+    /// Whether a second handle to this state may exist: set by
+    /// [`CoreRef::share`], cleared by [`CoreRef::exclusive`] when it finds
+    /// its handle the only one.
+    shared: StdAtomicBool,
 }
 
 impl Core {
@@ -60,6 +65,7 @@ impl Core {
             params,
             groups,
             writers,
+            shared: StdAtomicBool::new(false),
         }
     }
 
@@ -94,4 +100,128 @@ impl Core {
 #[inline(never)]
 fn foreign(group: &Group) -> Error {
     Error::ForeignGroup(group.path().to_string())
+}
+
+/// The state as a [`HierStats`] holds it: an `Arc<Core>` that is not
+/// `Clone`, so that every other handle to the state (a clone of the
+/// `HierStats`, a [`Counter`](crate::Counter), a background flusher) is
+/// made by [`share`](Self::share), which records that the state may be
+/// shared. [`exclusive`](Self::exclusive) then tells, through `&mut`,
+/// whether this handle is the only one: if it is, no other thread can
+/// run any operation of the tree until the `&mut` borrow ends, and the
+/// simulator's explicit-shard update may use plain loads and stores for
+/// its read-modify-writes (`Core::update_shared_sole`).
+///
+/// Why the flag suffices: it is clear at construction (one handle) and
+/// cleared only by a successful `Arc::get_mut` (one handle). Once it is
+/// clear, a second handle can only be made from this one, through `&self`
+/// (`share`, which sets it first); that borrow ends before the next
+/// `&mut` one begins, and whatever passed the handle between threads
+/// meanwhile ordered the two, so `exclusive` sees the flag set. Group
+/// handles hold a group's state, not the tree's: they run nothing alone.
+///
+/// [`HierStats`]: crate::HierStats
+#[derive(Debug)]
+pub(crate) struct CoreRef(Arc<Core>);
+
+impl CoreRef {
+    /// The handle of a new state: the only one.
+    pub(crate) fn new(core: Core) -> Self {
+        CoreRef(Arc::new(core))
+    }
+
+    /// Another handle to the state, recorded as such (see the type's
+    /// docs): the one way to clone the `Arc`.
+    pub(crate) fn share(&self) -> Arc<Core> {
+        // ORDERING: Relaxed, load then store: the flag is read only by
+        // `exclusive` through `&mut` of a handle, which any `&self` borrow
+        // that set it (this one) happens-before. Stored only when clear,
+        // so that clones made often do not write a shared line.
+        if !self.0.shared.load(Ordering::Relaxed) {
+            // ORDERING: Relaxed; as above.
+            self.0.shared.store(true, Ordering::Relaxed);
+        }
+        Arc::clone(&self.0)
+    }
+
+    /// Another `CoreRef` to the state (a clone of the `HierStats`), made
+    /// by [`share`](Self::share).
+    pub(crate) fn another(&self) -> CoreRef {
+        CoreRef(self.share())
+    }
+
+    /// Whether this handle is the state's only one, so that, for the
+    /// `&mut` borrow, no other thread runs any of the tree's operations.
+    /// One load while no other handle was made; else `Arc::get_mut`,
+    /// which (Acquire on the count) also orders every dropped handle's
+    /// operations before the caller's.
+    #[inline(always)]
+    pub(crate) fn exclusive(&mut self) -> bool {
+        // ORDERING: Relaxed; see the type's docs.
+        !self.0.shared.load(Ordering::Relaxed) || self.exclusive_again()
+    }
+
+    /// [`exclusive`](Self::exclusive) once a second handle was made: the
+    /// flag is cleared again when the others are gone.
+    #[cold]
+    #[inline(never)]
+    fn exclusive_again(&mut self) -> bool {
+        match Arc::get_mut(&mut self.0) {
+            Some(core) => {
+                *core.shared.get_mut() = false;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl std::ops::Deref for CoreRef {
+    type Target = Core;
+
+    #[inline(always)]
+    fn deref(&self) -> &Core {
+        &self.0
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{Config, HierStats, Preset, Schema, Unit};
+
+    /// `CoreRef::exclusive` holds exactly while no other handle to the
+    /// tree's state lives: not while a clone, a counter or a background
+    /// flusher does, and again once they are dropped.
+    #[test]
+    fn a_handle_is_exclusive_while_it_is_the_only_one() {
+        let mut b = Schema::builder();
+        let x = b.state("x", Unit::Pages);
+        let mut stats =
+            HierStats::new(b.build().unwrap(), Config::preset(Preset::Hierstat)).unwrap();
+        assert!(stats.core.exclusive());
+        let other = stats.clone();
+        assert!(!stats.core.exclusive());
+        let again = other.clone();
+        drop(other);
+        assert!(!stats.core.exclusive());
+        drop(again);
+        assert!(stats.core.exclusive());
+        let c = stats.counter(&stats.root(), x).unwrap();
+        let c2 = c.clone();
+        drop(c);
+        assert!(!stats.core.exclusive());
+        drop(c2);
+        assert!(stats.core.exclusive());
+        let f = stats
+            .start_flusher(std::time::Duration::from_secs(3600))
+            .unwrap();
+        assert!(!stats.core.exclusive());
+        drop(f);
+        assert!(stats.core.exclusive());
+        // A clone's own `exclusive` sees the original.
+        let mut clone = stats.clone();
+        assert!(!clone.core.exclusive());
+        drop(stats);
+        assert!(clone.core.exclusive());
+    }
 }

@@ -198,6 +198,25 @@ impl<'a> Header<'a> {
         }
     }
 
+    /// [`add_residue`](Self::add_residue) by a sole writer: the same
+    /// change of the word and the same result, as a load and a store.
+    ///
+    /// ORDERING: Relaxed load and store, no RMW: the caller has the tree
+    /// exclusively (`Core::update_shared_sole`: the tree's only handle,
+    /// borrowed `&mut`), so no other thread writes this word between them
+    /// (no writer, no flusher's drain) or reads it before the borrow ends,
+    /// which happens-before any later operation of the tree elsewhere.
+    #[inline(always)]
+    pub(crate) fn add_residue_sole(self, small: u64) -> Added {
+        let old = self.0.load(Ordering::Relaxed);
+        // ORDERING: Relaxed; as above.
+        self.0.store(old.wrapping_add(small), Ordering::Relaxed);
+        Added {
+            residue: old & RESIDUE_MASK,
+            claimed: old & SHARED_RES != 0,
+        }
+    }
+
     /// Kernel-exact accounting: a shared writer's add of `small` pages to
     /// an *ancestor's* shared residue on its shard (see
     /// `Core::walk_ancestors`).

@@ -10,6 +10,10 @@
 //! * [`Simulator::add_with`] and [`Simulator::add_node_with`] update an
 //!   explicit [`Shard`] (always through the shared, atomic path: any thread
 //!   may name any shard) and report their [`Work`];
+//! * [`Simulator::add_with_mut`] is `add_with` for a simulator that drives
+//!   the whole tree from one thread: through `&mut` of the tree's only
+//!   handle, the shared path's read-modify-writes are plain loads and
+//!   stores, with the same results and work;
 //! * [`Simulator::flush_with`] runs any [`FlushKind`] and reports its work;
 //! * [`Simulator::hot_path_decision_with_flusher`] applies the hot-path rule
 //!   for a flusher the caller runs itself (in virtual time);
@@ -100,6 +104,50 @@ pub trait Simulator: sealed::Sealed {
     /// As [`HierStats::add`], plus [`Error::ShardOutOfRange`].
     fn add_with<W: WorkSink>(
         &self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+        work: &mut W,
+    ) -> Result<(), Error>;
+
+    /// [`add_with`](Self::add_with) through `&mut`, for a simulator that
+    /// drives the whole tree from one thread: the same update, leaving the
+    /// tree in the same state and reporting the same work, bit for bit.
+    /// When this handle is the tree's only one (no clone of it, no
+    /// [`Counter`](crate::Counter), no background flusher alive), nothing
+    /// else can run any of the tree's operations while `&mut self` is
+    /// borrowed, and the shared path's two read-modify-writes per update
+    /// are made as plain loads and stores; otherwise this is
+    /// [`add_with`](Self::add_with). The work reported is the shared
+    /// path's either way (it prices the update being modelled).
+    ///
+    /// ```
+    /// use hierstat::sim::{Shard, Simulator, WorkCounters};
+    /// use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Unit};
+    ///
+    /// let mut b = Schema::builder();
+    /// let anon = b.state("anon", Unit::Pages);
+    /// let mut stats = HierStats::new(b.build()?, Config::preset(Preset::Hierstat).shards(4))?;
+    /// let g = stats.create(&stats.root(), "g")?;
+    /// let mut work = WorkCounters::default();
+    /// // The tree's only handle: plain loads and stores.
+    /// stats.add_with_mut(Shard(3), &g, anon, 10, &mut work)?;
+    /// // Another handle lives: the atomic path, as `add_with`.
+    /// let other = stats.clone();
+    /// stats.add_with_mut(Shard(3), &g, anon, 10, &mut work)?;
+    /// drop(other);
+    /// // Either way the work of the shared path: two RMWs, and a claim.
+    /// assert!(work.atomics > 4);
+    /// stats.flush_with(&stats.root(), FlushKind::Forced, &mut ())?;
+    /// assert_eq!(stats.read(&g, anon)?, 20);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`add_with`](Self::add_with).
+    fn add_with_mut<W: WorkSink>(
+        &mut self,
         shard: Shard,
         group: &Group,
         item: ItemId,
@@ -274,6 +322,30 @@ impl Simulator for HierStats {
         let s = shard.index(self)?;
         // A panicking sink does not interrupt the update (see `WorkSink`).
         Guarded::run(work, |w| self.core.update_shared(s, g, slot, delta, mag, w));
+        Ok(())
+    }
+
+    #[inline]
+    fn add_with_mut<W: WorkSink>(
+        &mut self,
+        shard: Shard,
+        group: &Group,
+        item: ItemId,
+        delta: i64,
+        work: &mut W,
+    ) -> Result<(), Error> {
+        let sole = self.core.exclusive();
+        let g = self.core.own(group)?;
+        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
+        let s = shard.index(self)?;
+        // A panicking sink does not interrupt the update (see `WorkSink`).
+        Guarded::run(work, |w| {
+            if sole {
+                self.core.update_shared_sole(s, g, slot, delta, mag, w);
+            } else {
+                self.core.update_shared(s, g, slot, delta, mag, w);
+            }
+        });
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 
 use crate::config::{Config, Params, MAX_SHARDS};
 use crate::counter::Counter;
-use crate::engine::Core;
+use crate::engine::{Core, CoreRef};
 use crate::error::{ConfigError, Error};
 use crate::flush::{FlushKind, FlushOutcome, FlushStats, HotPathDecision};
 use crate::group::Group;
@@ -17,7 +17,6 @@ use crate::policy::Policy;
 use crate::read::Bounded;
 use crate::schema::{ItemId, NodeItemId, Schema, Slot};
 use crate::state::GroupState;
-use crate::sync::Arc;
 use crate::update::writers::Writers;
 use crate::within::{OnBusy, ReadItem, Req, Tolerance, Within, WithinFlush};
 
@@ -43,9 +42,18 @@ use crate::within::{OnBusy, ReadItem, Req, Tolerance, Within, WithinFlush};
 /// assert_eq!(stats.read_local(&web, anon)?, 0);
 /// # Ok::<(), hierstat::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct HierStats {
-    pub(crate) core: Arc<Core>,
+    pub(crate) core: CoreRef,
+}
+
+impl Clone for HierStats {
+    /// Another handle to the same tree.
+    fn clone(&self) -> Self {
+        HierStats {
+            core: self.core.another(),
+        }
+    }
 }
 
 /// Construction and configuration.
@@ -73,7 +81,7 @@ impl HierStats {
         let writers = Writers::new(shards, membarrier, rseq, fallback);
         let core = Core::new(Params::new(schema, policy, shards, clock), writers);
         Ok(HierStats {
-            core: Arc::new(core),
+            core: CoreRef::new(core),
         })
     }
 
@@ -209,7 +217,7 @@ impl HierStats {
     pub fn counter(&self, group: &Group, item: ItemId) -> Result<Counter, Error> {
         self.core.check(group)?;
         let (slot, kind) = self.core.params.schema.slot_and_kind(item)?;
-        Ok(Counter::new(self.core.clone(), group.clone(), slot, kind))
+        Ok(Counter::new(self.core.share(), group.clone(), slot, kind))
     }
 }
 
@@ -617,7 +625,7 @@ impl HierStats {
         &self,
         period: std::time::Duration,
     ) -> Result<crate::flusher::BackgroundFlusher, Error> {
-        crate::flusher::start(&self.core, period)
+        crate::flusher::start(&self.core.share(), period)
     }
 }
 

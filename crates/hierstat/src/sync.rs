@@ -38,7 +38,10 @@ pub(crate) use std::sync::{
 ///   per thread, outside the models (loom threads share the OS thread's
 ///   seat; the models pick their lanes explicitly);
 /// * `StdAtomicU64`, `StdAtomicBool`: statistics of the background flusher
-///   thread and the manual clock, which no model runs.
+///   thread and the manual clock, which no model runs; the flag that says
+///   a tree's state may have a second handle (`engine.rs`, `CoreRef`),
+///   read only through `&mut` of a handle, to pick the sole writer's path,
+///   which no model runs (a sole writer has no other thread).
 pub(crate) mod std_only {
     #[cfg_attr(loom, allow(unused_imports))] // the flusher's, not built under loom
     pub(crate) use std::sync::atomic::{

@@ -82,6 +82,13 @@
 //! 3. claim if not reserved by a shared writer since the drain; fold at
 //!    `batch`.
 //!
+//! A *sole writer* (the simulator's
+//! [`Simulator::add_with_mut`](crate::sim::Simulator::add_with_mut) through
+//! the tree's only handle, see `CoreRef` in `engine.rs`) makes steps 1 and
+//! 2 as a load and a store each: while it holds `&mut` of that handle no
+//! other thread can run any operation of the tree, so the words end as the
+//! RMWs would leave them, and the work reported is the same.
+//!
 //! With [`ThresholdScheme::PerAncestor`] (the kernel's exact accounting)
 //! the residue step is repeated on every ancestor's row on shard `s`, until
 //! the early-break rule stops the walk: plain on the owner path (the owner
@@ -609,15 +616,63 @@ impl Core {
         mag: u64,
         work: &mut W,
     ) {
+        self.update_shared_by::<false, W>(s, g, slot, delta, mag, work);
+    }
+
+    /// The shared path by a *sole writer*: a caller that has the tree
+    /// exclusively, so that no other thread runs any of its operations
+    /// until this returns (`Simulator::add_with_mut`: the tree's only
+    /// handle, borrowed `&mut`, see `CoreRef::exclusive`). The update's two
+    /// read-modify-writes, the cell's add and the header's residue add,
+    /// become a load and a store each: with no other thread to interleave,
+    /// and no call of the work sink between a load and its store, the
+    /// words, and so every later step, are what the RMWs would have made
+    /// them. The work reported is the shared path's, unchanged: a
+    /// simulator prices the update it models, not the instructions that
+    /// ran. The cold steps (claim, fold) keep their RMWs.
+    #[inline(always)]
+    pub(crate) fn update_shared_sole<W: WorkSink>(
+        &self,
+        s: usize,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+        work: &mut W,
+    ) {
+        self.update_shared_by::<true, W>(s, g, slot, delta, mag, work);
+    }
+
+    /// [`update_shared`](Self::update_shared), or with `SOLE`
+    /// [`update_shared_sole`](Self::update_shared_sole).
+    #[inline(always)]
+    fn update_shared_by<const SOLE: bool, W: WorkSink>(
+        &self,
+        s: usize,
+        g: &GroupState,
+        slot: Slot,
+        delta: i64,
+        mag: u64,
+        work: &mut W,
+    ) {
         self.writers.announce_shared(s);
         let row = g.hot.rows.row_or_alloc(s);
-        // ORDERING: Relaxed; made visible to the flusher by the Release RMW
-        // on the header below (same thread, sequenced before it). The cell
-        // holds what the shard's shared writers added since its last flush;
-        // a sum that leaves `i64` saturates the item (see `saturation.rs`).
-        let old = row
-            .shared_cell(slot)
-            .fetch_add(delta as u64, Ordering::Relaxed);
+        let cell = row.shared_cell(slot);
+        let old = if SOLE {
+            // ORDERING: Relaxed load and store: a sole writer's (see
+            // `update_shared_sole`); nothing else reads or writes the cell
+            // until the caller's exclusive borrow ends.
+            let old = cell.load(Ordering::Relaxed);
+            // ORDERING: Relaxed; as above.
+            cell.store(old.wrapping_add(delta as u64), Ordering::Relaxed);
+            old
+        } else {
+            // ORDERING: Relaxed; made visible to the flusher by the Release RMW
+            // on the header below (same thread, sequenced before it). The cell
+            // holds what the shard's shared writers added since its last flush;
+            // a sum that leaves `i64` saturates the item (see `saturation.rs`).
+            cell.fetch_add(delta as u64, Ordering::Relaxed)
+        };
         if (old as i64).checked_add(delta).is_none() {
             self.saturation.saturate(g, slot.get(), delta);
         }
@@ -625,8 +680,13 @@ impl Core {
         let small = if mag < batch { mag } else { 0 };
         let hdr = row.header();
         // The residue add orders this update against the flusher's drain
-        // (see `Header::add_residue`).
-        let seen = hdr.add_residue(small);
+        // (see `Header::add_residue`); a sole writer has no drain to order
+        // against.
+        let seen = if SOLE {
+            hdr.add_residue_sole(small)
+        } else {
+            hdr.add_residue(small)
+        };
         work.count(Work::Atomic, 2);
         if !seen.claimed {
             self.claim(s, g, hdr, Writer::Shared, work);

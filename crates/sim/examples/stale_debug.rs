@@ -22,7 +22,7 @@ fn main() {
     let seed = file.seed();
     match file.mode() {
         Mode::Sim => {
-            let b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
+            let mut b = AnyBackend::build(choice, &shape, items, sc.cpus.unwrap_or(1) as usize)
                 .expect("backend");
             let setup = sim::runner::sim::SimSetup {
                 cpus: sc.cpus.unwrap_or(1) as usize,
@@ -38,7 +38,7 @@ fn main() {
                     .map(|f| f.period_ms * simcore::time::MILLIS),
                 spikes: None,
             };
-            let o = sim::with_backend!(&b, be => sim::runner::sim::run(be, &shape, &setup));
+            let o = sim::with_backend!(&mut b, mut be => sim::runner::sim::run(be, &shape, &setup));
             println!(
                 "stale {} of {} reads",
                 o.stale_reads,

@@ -6,7 +6,7 @@
 //! the workload's [`TreeShape`](crate::workload::TreeShape), items by their
 //! index in the workload's schema.
 
-use crate::cost::Work;
+use crate::cost::{CostTable, Work};
 use crate::lock::LockMode;
 use crate::workload::GroupIdx;
 
@@ -99,9 +99,12 @@ pub trait StatsBackend: Send + Sync {
     fn add(&self, group: GroupIdx, item: usize, delta: i64);
 
     /// Update on an explicit shard with its work counted; the ids of shared
-    /// cache lines written with an atomic RMW are pushed to `lines`.
+    /// cache lines written with an atomic RMW are pushed to `lines`. `&mut`:
+    /// the simulated runner is the backend's one user for its run (the
+    /// engine then updates with plain stores, see
+    /// [`crate::engine::EngineBackend`]).
     fn add_counted(
-        &self,
+        &mut self,
         shard: usize,
         group: GroupIdx,
         item: usize,
@@ -109,6 +112,25 @@ pub trait StatsBackend: Send + Sync {
         work: &mut Work,
         lines: &mut Vec<LineId>,
     );
+
+    /// [`add_counted`](Self::add_counted) priced: the picoseconds of the
+    /// work it counted under `costs` (`costs.cost_ps` of that work), for
+    /// a runner that needs only the update's cost.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn add_priced(
+        &mut self,
+        shard: usize,
+        group: GroupIdx,
+        item: usize,
+        delta: i64,
+        costs: &CostTable,
+        lines: &mut Vec<LineId>,
+    ) -> u64 {
+        let mut work = Work::default();
+        self.add_counted(shard, group, item, delta, &mut work, lines);
+        costs.cost_ps(&work)
+    }
 
     /// Whether a flush for `reason` on `group` would do anything under the
     /// policy's threshold rule (checked before taking the flush lock, as

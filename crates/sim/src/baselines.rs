@@ -83,7 +83,7 @@ impl StatsBackend for EagerTree {
     }
 
     fn add_counted(
-        &self,
+        &mut self,
         _shard: usize,
         group: GroupIdx,
         item: usize,
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn eager_tree_propagates_to_every_ancestor() {
         let shape = TreeShape::chain(3);
-        let t = EagerTree::new(&shape, 20);
+        let mut t = EagerTree::new(&shape, 20);
         t.add(3, 17, 5);
         t.add(2, 17, 1);
         let mut w = Work::default();

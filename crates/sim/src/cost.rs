@@ -89,6 +89,27 @@ impl Work {
     }
 }
 
+/// The engine counts into a [`Work`] directly (the simulator's hot path:
+/// no [`WorkCounters`] to convert), exactly as [`Work::from_engine`]
+/// converts them: update-list pops are priced as atomics, lock waits and
+/// heavy barriers are not work. The caller counts the call itself.
+impl hierstat::sim::WorkSink for Work {
+    #[inline]
+    fn count(&mut self, work: hierstat::sim::Work, n: u64) {
+        use hierstat::sim::Work as Engine;
+        match work {
+            Engine::Atomic | Engine::ListPop => self.atomics += n,
+            Engine::ShardScanned => self.shards_scanned += n,
+            Engine::GroupVisited => self.groups_visited += n,
+            Engine::CounterAggregated => self.counters_aggregated += n,
+            Engine::LockAcquired => self.locks += n,
+            // `LockWaited`, `Barrier`, and any kind `from_engine` does not
+            // convert.
+            _ => {}
+        }
+    }
+}
+
 /// Per-unit costs in nanoseconds (fractions allowed), as stored in TOML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -271,6 +292,46 @@ pub struct CostTable {
     item_read: u64,
 }
 
+/// Prices engine work as the engine counts it: picoseconds under a
+/// [`CostTable`], each count priced as [`Work::from_engine`] converts it,
+/// so that an update's `ps` is `cost_ps` of the `Work` it would have
+/// counted (the same integer sum, term by term). The simulated runner's
+/// updates, which need only their cost ([`crate::backend::StatsBackend::add_priced`]).
+#[derive(Debug)]
+pub struct PricedWork<'a> {
+    /// Picoseconds so far.
+    pub ps: u64,
+    costs: &'a CostTable,
+}
+
+impl<'a> PricedWork<'a> {
+    /// `calls` engine calls' entry cost under `costs`, nothing else yet.
+    #[inline]
+    pub fn calls(costs: &'a CostTable, calls: u64) -> Self {
+        PricedWork {
+            ps: calls * costs.call,
+            costs,
+        }
+    }
+}
+
+impl hierstat::sim::WorkSink for PricedWork<'_> {
+    #[inline]
+    fn count(&mut self, work: hierstat::sim::Work, n: u64) {
+        use hierstat::sim::Work as Engine;
+        let unit = match work {
+            Engine::Atomic | Engine::ListPop => self.costs.atomic,
+            Engine::ShardScanned => self.costs.shard_scanned,
+            Engine::GroupVisited => self.costs.group_visited,
+            Engine::CounterAggregated => self.costs.counter_aggregated,
+            Engine::LockAcquired => self.costs.lock,
+            // As `Work`'s sink: not work.
+            _ => 0,
+        };
+        self.ps += n * unit;
+    }
+}
+
 impl CostTable {
     /// Picoseconds of `work` (exact integer sum).
     #[inline]
@@ -334,6 +395,67 @@ impl Default for CostModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counting into a `Work` directly is `from_engine` of the engine's
+    /// counters: every kind of engine work, one call.
+    #[test]
+    fn work_counted_directly_is_work_from_engine() {
+        use hierstat::sim::{Work as Engine, WorkSink};
+        let kinds = [
+            Engine::ShardScanned,
+            Engine::GroupVisited,
+            Engine::CounterAggregated,
+            Engine::Atomic,
+            Engine::ListPop,
+            Engine::LockAcquired,
+            Engine::LockWaited,
+            Engine::Barrier,
+        ];
+        let (mut wc, mut direct) = (WorkCounters::default(), Work::default());
+        for (i, k) in kinds.into_iter().enumerate() {
+            let n = 1 << (3 * i);
+            wc.count(k, n);
+            direct.count(k, n);
+        }
+        direct.calls += 1;
+        assert_eq!(direct, Work::from_engine(&wc, 1));
+    }
+
+    /// Pricing the engine's counts as they come is `cost_ps` of the `Work`
+    /// they convert to: every kind of engine work, with costs that tell
+    /// the kinds apart.
+    #[test]
+    fn work_priced_as_counted_is_cost_ps_of_the_work() {
+        use hierstat::sim::{Work as Engine, WorkSink};
+        let mut m = CostModel::defaults();
+        m.call_ns = 1.001;
+        m.atomic_ns = 2.02;
+        m.shard_scanned_ns = 3.3;
+        m.group_visited_ns = 4.0004;
+        m.counter_aggregated_ns = 5.5;
+        m.lock_ns = 6.66;
+        m.item_read_ns = 7.7;
+        let table = m.table();
+        let kinds = [
+            Engine::ShardScanned,
+            Engine::GroupVisited,
+            Engine::CounterAggregated,
+            Engine::Atomic,
+            Engine::ListPop,
+            Engine::LockAcquired,
+            Engine::LockWaited,
+            Engine::Barrier,
+        ];
+        let (mut work, mut priced) = (Work::default(), PricedWork::calls(&table, 3));
+        work.calls = 3;
+        for (i, k) in kinds.into_iter().enumerate() {
+            let n = 1 + 7 * i as u64;
+            work.count(k, n);
+            priced.count(k, n);
+        }
+        assert_eq!(priced.ps, table.cost_ps(&work));
+        assert_eq!(priced.ps.div_ceil(1000), table.cost_ns(&work));
+    }
 
     #[test]
     fn defaults_parse_and_round_trip() {

@@ -5,11 +5,19 @@
 //! named like `memory.stat` entries. In simulated mode the engine reads a
 //! [`ManualClock`] that the runner sets to virtual time before each call
 //! (the ratelimit and periodic rules then run in virtual time).
+//!
+//! The simulated runner is the backend's one user for a run, and drives
+//! the tree from one thread: its updates ([`StatsBackend::add_counted`],
+//! `&mut`) go through `hierstat`'s
+//! [`Simulator::add_with_mut`](hierstat::sim::Simulator::add_with_mut),
+//! which, the backend's handle being the tree's only one, makes the shared
+//! path's read-modify-writes as plain loads and stores, with the same
+//! results and the same work counted.
 
 use crate::backend::{
     FlushReason, FlushRules, FlushScope, LineId, ReadFlush, ReadValue, StatsBackend, WithinValue,
 };
-use crate::cost::Work;
+use crate::cost::{CostTable, PricedWork, Work};
 use crate::error::SimError;
 use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
@@ -130,8 +138,9 @@ impl StatsBackend for EngineBackend {
         debug_assert!(r.is_ok(), "workload items belong to the schema");
     }
 
+    #[inline]
     fn add_counted(
-        &self,
+        &mut self,
         shard: usize,
         group: GroupIdx,
         item: usize,
@@ -139,16 +148,41 @@ impl StatsBackend for EngineBackend {
         work: &mut Work,
         _lines: &mut Vec<LineId>,
     ) {
-        let mut wc = WorkCounters::default();
-        let r = self.stats.add_with(
+        // The engine counts into `work` directly, as `Work::from_engine`
+        // converts its counters (see `Work`'s `WorkSink`).
+        work.calls += 1;
+        let r = self.stats.add_with_mut(
             Shard(shard),
             &self.groups[group as usize],
             self.items[item],
             delta,
-            &mut wc,
+            work,
         );
         debug_assert!(r.is_ok(), "workload shards and items are in range");
-        work.merge(&Work::from_engine(&wc, 1));
+    }
+
+    #[inline]
+    fn add_priced(
+        &mut self,
+        shard: usize,
+        group: GroupIdx,
+        item: usize,
+        delta: i64,
+        costs: &CostTable,
+        _lines: &mut Vec<LineId>,
+    ) -> u64 {
+        // One call, then the engine's work priced as it is counted: the
+        // `cost_ps` of what `add_counted` would have counted.
+        let mut priced = PricedWork::calls(costs, 1);
+        let r = self.stats.add_with_mut(
+            Shard(shard),
+            &self.groups[group as usize],
+            self.items[item],
+            delta,
+            &mut priced,
+        );
+        debug_assert!(r.is_ok(), "workload shards and items are in range");
+        priced.ps
     }
 
     fn needs_flush(&self, group: GroupIdx, reason: FlushReason) -> bool {
@@ -170,6 +204,7 @@ impl StatsBackend for EngineBackend {
         work.merge(&Work::from_engine(&wc, 1));
     }
 
+    #[inline]
     fn set_time(&self, ns: u64) {
         self.clock.set(ns);
     }

@@ -56,9 +56,23 @@ impl AnyBackend {
     }
 }
 
-/// Calls `$body` with `$b` bound to the concrete backend inside `$any`.
+/// Calls `$body` with `$b` bound to the concrete backend inside `$any`
+/// (`&AnyBackend`), or, with `mut $b`, to a `&mut` of it (`$any`: `&mut
+/// AnyBackend`; the simulated runner's).
 #[macro_export]
 macro_rules! with_backend {
+    ($any:expr, mut $b:ident => $body:expr) => {
+        match $any {
+            $crate::select::AnyBackend::Engine(e) => {
+                let $b: &mut $crate::engine::EngineBackend = e;
+                $body
+            }
+            $crate::select::AnyBackend::Eager(e) => {
+                let $b: &mut $crate::baselines::EagerTree = e;
+                $body
+            }
+        }
+    };
     ($any:expr, $b:ident => $body:expr) => {
         match $any {
             $crate::select::AnyBackend::Engine(e) => {

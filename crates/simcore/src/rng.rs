@@ -71,6 +71,7 @@ impl Rng {
     }
 
     /// Next 32 uniformly distributed bits.
+    #[inline]
     pub fn next_u32(&mut self) -> u32 {
         let old = self.state;
         self.state = old.wrapping_mul(PCG_MULT).wrapping_add(self.inc);
@@ -80,6 +81,7 @@ impl Rng {
     }
 
     /// Next 64 random bits (two 32-bit outputs, the first one high).
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
         (u64::from(self.next_u32()) << 32) | u64::from(self.next_u32())
     }
@@ -120,6 +122,7 @@ impl Rng {
     }
 
     /// Uniform integer in the inclusive range `lo..=hi` (`lo` if `hi < lo`).
+    #[inline]
     pub fn range_inclusive(&mut self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {
             return lo;
@@ -128,6 +131,7 @@ impl Rng {
     }
 
     /// Uniform float in `[0, 1)` with 53 bits of precision.
+    #[inline]
     pub fn unit_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
@@ -138,6 +142,7 @@ impl Rng {
     }
 
     /// `true` with probability `p` (from [`Rng::unit_f64`]).
+    #[inline]
     pub fn chance(&mut self, p: f64) -> bool {
         self.unit_f64() < p
     }

@@ -11,6 +11,7 @@ mod owner;
 #[path = "../support/rng.rs"]
 mod rng;
 mod selftests;
+mod sole;
 mod stress;
 
 use hierstat::{Config, HierStats, ItemId, NodeItemId, Policy, Preset, Schema, Unit};

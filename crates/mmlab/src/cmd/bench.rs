@@ -32,7 +32,8 @@ use std::io::Write;
 /// depth 2, `hierstat` preset), and the updates done.
 pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
     let shape = TreeShape::chain(2);
-    let b = EngineBackend::new(Preset::Hierstat, &shape, 4, 22).context("building the engine")?;
+    let mut b =
+        EngineBackend::new(Preset::Hierstat, &shape, 4, 22).context("building the engine")?;
     let setup = simrun::SimSetup {
         cpus: 22,
         duration: virtual_ms * 1_000_000,
@@ -45,7 +46,7 @@ pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
         spikes: None,
     };
     let t = CpuTimer::start();
-    let o = simrun::run(&b, &shape, &setup);
+    let o = simrun::run(&mut b, &shape, &setup);
     let ns = t.elapsed_ns();
     Ok((ns / o.updates.max(1) as f64, o.updates))
 }

@@ -22,6 +22,12 @@ use crate::workload::{GroupIdx, TreeShape};
 pub struct Oracle {
     items: usize,
     parents: Vec<Option<GroupIdx>>,
+    /// Group `g`'s lineage (itself, then its ancestors up to the root) is
+    /// `bases[lineage[g]..lineage[g + 1]]`: each one's first index in
+    /// `exact`. An update adds to all of them with no load that waits for
+    /// the previous level's (the parent links would make a chain).
+    lineage: Vec<usize>,
+    bases: Vec<usize>,
     /// Exact hierarchical value per (group, item).
     exact: Vec<i64>,
     /// Exact local value per (group, item).
@@ -31,9 +37,21 @@ pub struct Oracle {
 impl Oracle {
     /// All zero, over `shape` with `items` items per group.
     pub fn new(shape: &TreeShape, items: usize) -> Oracle {
+        let parents: Vec<Option<GroupIdx>> = shape.groups().iter().map(|g| g.parent).collect();
+        let (mut lineage, mut bases) = (vec![0], Vec::new());
+        for g in 0..parents.len() {
+            let mut cur = Some(g as GroupIdx);
+            while let Some(c) = cur {
+                bases.push(c as usize * items);
+                cur = parents[c as usize];
+            }
+            lineage.push(bases.len());
+        }
         Oracle {
             items,
-            parents: shape.groups().iter().map(|g| g.parent).collect(),
+            parents,
+            lineage,
+            bases,
             exact: vec![0; shape.len() * items],
             local: vec![0; shape.len() * items],
         }
@@ -41,12 +59,12 @@ impl Oracle {
 
     /// Applies an update of `delta` to `item` of group `g`: its local value
     /// and the hierarchical value of `g` and every ancestor.
+    #[inline]
     pub fn apply(&mut self, g: GroupIdx, item: usize, delta: i64) {
-        self.local[g as usize * self.items + item] += delta;
-        let mut cur = Some(g);
-        while let Some(c) = cur {
-            self.exact[c as usize * self.items + item] += delta;
-            cur = self.parents[c as usize];
+        let g = g as usize;
+        self.local[g * self.items + item] += delta;
+        for &base in &self.bases[self.lineage[g]..self.lineage[g + 1]] {
+            self.exact[base + item] += delta;
         }
     }
 
@@ -134,6 +152,45 @@ pub fn child_gt_parent(child: PairRead, parent: PairRead) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every update reaches its group's local value and the hierarchical
+    /// values of the group and each ancestor, and nothing else.
+    #[test]
+    fn updates_reach_the_lineage() {
+        use crate::workload::TreeSpec;
+        let shape = TreeShape::from_spec(&TreeSpec {
+            fanout: vec![2, 2],
+            names: Vec::new(),
+        });
+        let items = 3;
+        let mut o = Oracle::new(&shape, items);
+        let mut local = vec![0i64; shape.len() * items];
+        for (i, g) in (0..shape.len() as GroupIdx).enumerate() {
+            let delta = 1 << i;
+            o.apply(g, i % items, delta);
+            local[g as usize * items + i % items] += delta;
+        }
+        for g in 0..shape.len() as GroupIdx {
+            for item in 0..items {
+                assert_eq!(o.local(g, item), local[g as usize * items + item]);
+                // The subtree's local values: groups whose lineage has `g`.
+                let sum: i64 = (0..shape.len() as GroupIdx)
+                    .filter(|&d| {
+                        let mut c = Some(d);
+                        while let Some(x) = c {
+                            if x == g {
+                                return true;
+                            }
+                            c = o.parent(x);
+                        }
+                        false
+                    })
+                    .map(|d| o.local(d, item))
+                    .sum();
+                assert_eq!(o.exact(g, item), sum, "group {g} item {item}");
+            }
+        }
+    }
 
     #[test]
     fn a_read_is_stale_only_if_off_at_both_instants() {

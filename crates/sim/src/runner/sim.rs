@@ -197,7 +197,7 @@ struct LineState {
 
 /// The simulation state of one run.
 struct StatsSim<'a, B: StatsBackend + ?Sized> {
-    backend: &'a B,
+    backend: &'a mut B,
     shape: &'a TreeShape,
     setup: &'a SimSetup,
     costs: CostTable,
@@ -233,7 +233,7 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
 
 /// Runs one simulated run of the workload on `backend` over `shape`.
 pub fn run<B: StatsBackend + ?Sized>(
-    backend: &B,
+    backend: &mut B,
     shape: &TreeShape,
     setup: &SimSetup,
 ) -> SimOutcome {
@@ -256,6 +256,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         .map(|r| shape.targets(r.targets))
         .unwrap_or_default();
     let spike_targets = shape.targets(Targets::Leaves);
+    let lock = FlushLock::new(backend.rules().lock);
     let mut sim = StatsSim {
         backend,
         shape,
@@ -272,7 +273,7 @@ pub fn run<B: StatsBackend + ?Sized>(
         queue: EventQueue::new(),
         rng,
         cpus: Cpus::new(setup.cpus),
-        lock: FlushLock::new(backend.rules().lock),
+        lock,
         lines: HashMap::new(),
         line_buf: Vec::with_capacity(16),
         oracle: Oracle::new(shape, items),
@@ -427,14 +428,15 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
 
     /// One engine update at virtual time `t` on `cpu`; returns its end.
     fn update(&mut self, cpu: u32, t: SimTime, g: GroupIdx, item: usize, delta: i64) -> SimTime {
-        let mut work = Work::default();
         self.line_buf.clear();
         let mut lines = std::mem::take(&mut self.line_buf);
         self.backend.set_time(t);
-        self.backend
-            .add_counted(cpu as usize, g, item, delta, &mut work, &mut lines);
+        let ps = self
+            .backend
+            .add_priced(cpu as usize, g, item, delta, &self.costs, &mut lines);
         self.out.engine_calls += 1;
-        let mut t = t + self.costs.cost_ns(&work);
+        // `CostTable::cost_ns` of the update's work.
+        let mut t = t + ps.div_ceil(1000);
         let (transfer, atomic) = (self.transfer, self.atomic);
         for &l in &lines {
             match self.lines.get_mut(&l) {

@@ -47,7 +47,7 @@ impl StatsBackend for Fixed {
     }
     fn add(&self, _: GroupIdx, _: usize, _: i64) {}
     fn add_counted(
-        &self,
+        &mut self,
         _: usize,
         _: GroupIdx,
         _: usize,
@@ -108,10 +108,10 @@ const READ: u64 = 14 + 103;
 #[test]
 fn one_cpu_no_contention_latency_is_the_cost_sum() {
     let shape = TreeShape::chain(1);
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::Serialize,
     };
-    let o = run(&b, &shape, &setup(1, 1, false, Some(0)));
+    let o = run(&mut b, &shape, &setup(1, 1, false, Some(0)));
     assert_eq!(o.read_latencies.len(), 10, "one read per ms for 10 ms");
     for &l in &o.read_latencies {
         assert_eq!(l, HOLD + READ);
@@ -123,10 +123,10 @@ fn one_cpu_no_contention_latency_is_the_cost_sum() {
 #[test]
 fn second_flusher_waits_exactly_the_first_hold() {
     let shape = TreeShape::chain(1);
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::Serialize,
     };
-    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    let o = run(&mut b, &shape, &setup(2, 2, true, Some(0)));
     assert_eq!(o.read_latencies.len(), 20);
     for pair in o.read_latencies.chunks(2) {
         assert_eq!(pair, [HOLD + READ, HOLD + HOLD + READ]);
@@ -141,10 +141,10 @@ fn second_flusher_waits_exactly_the_first_hold() {
 #[test]
 fn skip_policy_skips_instead_of_waiting() {
     let shape = TreeShape::chain(1);
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::Skip,
     };
-    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    let o = run(&mut b, &shape, &setup(2, 2, true, Some(0)));
     for pair in o.read_latencies.chunks(2) {
         // The skipper pays one lock attempt (11 ns) and its read.
         assert_eq!(pair, [11 + READ, HOLD + READ]);
@@ -157,10 +157,10 @@ fn skip_policy_skips_instead_of_waiting() {
 #[test]
 fn a_bounded_wait_shorter_than_the_flush_skips_at_its_deadline() {
     let shape = TreeShape::chain(1);
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::WaitOngoing { max_wait: 30 },
     };
-    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    let o = run(&mut b, &shape, &setup(2, 2, true, Some(0)));
     assert_eq!(o.read_latencies.len(), 20);
     for pair in o.read_latencies.chunks(2) {
         assert_eq!(pair, [30 + 11 + READ, HOLD + READ]);
@@ -177,10 +177,10 @@ fn a_bounded_wait_shorter_than_the_flush_skips_at_its_deadline() {
 #[test]
 fn a_bounded_wait_longer_than_the_flush_waits_like_serialize() {
     let shape = TreeShape::chain(1);
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::WaitOngoing { max_wait: 100 },
     };
-    let o = run(&b, &shape, &setup(2, 2, true, Some(0)));
+    let o = run(&mut b, &shape, &setup(2, 2, true, Some(0)));
     assert_eq!(o.read_latencies.len(), 20);
     for pair in o.read_latencies.chunks(2) {
         assert_eq!(pair, [HOLD + READ, HOLD + HOLD + READ]);
@@ -196,12 +196,12 @@ fn disjoint_flushes_do_not_wait() {
         fanout: vec![2],
         names: vec![],
     });
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::DisjointParallel,
     };
     let mut s = setup(2, 2, true, Some(0));
     s.readers.as_mut().unwrap().targets = Targets::Leaves;
-    let o = run(&b, &shape, &s);
+    let o = run(&mut b, &shape, &s);
     // Readers pick leaves at random: equal leaves wait, different ones not.
     for pair in o.read_latencies.chunks(2) {
         assert_eq!(pair[0], HOLD + READ);
@@ -215,10 +215,10 @@ fn back_to_back_updates_fill_the_duration() {
     // Each update costs 1 call + 2 atomics = 5 ns; one CPU writes for 10 ms
     // after a start offset below 1 µs.
     let shape = TreeShape::chain(2);
-    let b = Fixed {
+    let mut b = Fixed {
         lock: LockMode::Serialize,
     };
-    let o = run(&b, &shape, &setup(1, 0, false, None));
+    let o = run(&mut b, &shape, &setup(1, 0, false, None));
     let max = 10 * MILLIS / 5;
     let min = (10 * MILLIS - 1_000) / 5;
     assert!(

@@ -61,8 +61,8 @@ fn setup(mode: ReadMode) -> SimSetup {
 
 fn run_mode(mode: &str) -> SimOutcome {
     let shape = shape();
-    let b = EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap();
-    run(&b, &shape, &setup(mode.parse().unwrap()))
+    let mut b = EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap();
+    run(&mut b, &shape, &setup(mode.parse().unwrap()))
 }
 
 #[test]
@@ -120,7 +120,7 @@ impl StatsBackend for Liar {
         self.0.add(g, item, delta)
     }
     fn add_counted(
-        &self,
+        &mut self,
         shard: usize,
         g: GroupIdx,
         item: usize,
@@ -162,8 +162,8 @@ impl StatsBackend for Liar {
 #[test]
 fn a_bound_that_does_not_hold_is_caught() {
     let shape = shape();
-    let b = Liar(EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap());
-    let o = run(&b, &shape, &setup("1%".parse().unwrap()));
+    let mut b = Liar(EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap());
+    let o = run(&mut b, &shape, &setup("1%".parse().unwrap()));
     assert!(o.stale_reads > 0, "{} reads", o.read_latencies.len());
     assert!(!o.stale_examples.is_empty());
 }
@@ -184,11 +184,11 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
         .iter()
         .map(|m| m.parse().unwrap())
         .collect();
-    let engines: Vec<EngineBackend> = levels
+    let mut engines: Vec<EngineBackend> = levels
         .iter()
         .map(|_| EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap())
         .collect();
-    let forced = EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap();
+    let mut forced = EngineBackend::new(Preset::Hierstat, &shape, ITEMS, CPUS).unwrap();
     let costs = CostModel::default();
     let mut oracle = sim::runner::oracle::Oracle::new(&shape, ITEMS);
     let leaves = shape.targets(Targets::Leaves);
@@ -200,7 +200,7 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
             let item = rng.below(ITEMS as u64) as usize;
             let pages = rng.range_inclusive(1, if round == 0 { 4096 } else { 48 }) as i64;
             let shard = rng.below(CPUS as u64) as usize;
-            for e in engines.iter().chain([&forced]) {
+            for e in engines.iter_mut().chain([&mut forced]) {
                 e.add_counted(shard, g, item, pages, &mut Work::default(), &mut Vec::new());
             }
             oracle.apply(g, item, pages);

@@ -44,7 +44,7 @@ pub fn run(
     let cpus = sc.cpus.unwrap_or(1) as usize;
     interleaved(h, steps, 1, |run, r, steps| {
         let choice = h.flush_policy(run.policy)?;
-        let b = AnyBackend::build(choice, &shape, items, cpus)?;
+        let mut b = AnyBackend::build(choice, &shape, items, cpus)?;
         let setup = sim_setup(
             sc,
             steps,
@@ -55,7 +55,7 @@ pub fn run(
             w.flusher.as_ref(),
             Some(&w.spikes),
         );
-        let o: sim::SimOutcome = with_backend!(&b, be => sim::run(be, &shape, &setup));
+        let o: sim::SimOutcome = with_backend!(&mut b, mut be => sim::run(be, &shape, &setup));
         record_sim(r, &o);
         let rate = if o.spike_reads == 0 {
             0.0

@@ -53,7 +53,7 @@ pub fn run(
         match h.mode {
             Mode::Sim => {
                 let cpus = sc.cpus.unwrap_or(1) as usize;
-                let b = AnyBackend::build(choice, &shape, items, cpus)?;
+                let mut b = AnyBackend::build(choice, &shape, items, cpus)?;
                 let setup = sim_setup(
                     sc,
                     steps,
@@ -64,7 +64,7 @@ pub fn run(
                     w.flusher.as_ref(),
                     None,
                 );
-                let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
+                let o = with_backend!(&mut b, mut be => sim::run(be, &shape, &setup));
                 record_sim(r, &o);
                 if extended {
                     record_reads(r, &o);

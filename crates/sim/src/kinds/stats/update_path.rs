@@ -68,7 +68,7 @@ pub fn run(
                 }
                 Mode::Sim => {
                     let cpus = sc.cpus.unwrap_or(1) as usize;
-                    let b = AnyBackend::build(choice, &shape, items, cpus)?;
+                    let mut b = AnyBackend::build(choice, &shape, items, cpus)?;
                     let setup = sim::SimSetup {
                         cpus,
                         duration: sc.duration_ms * MILLIS,
@@ -84,7 +84,7 @@ pub fn run(
                         flush_period: None,
                         spikes: None,
                     };
-                    let o = with_backend!(&b, be => sim::run(be, &shape, &setup));
+                    let o = with_backend!(&mut b, mut be => sim::run(be, &shape, &setup));
                     o.updates as f64 / (o.duration as f64 / 1e9)
                 }
             };
