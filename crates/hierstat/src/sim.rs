@@ -307,6 +307,32 @@ pub trait Simulator: sealed::Sealed {
     ) -> Result<(), Error>;
 }
 
+/// An explicit-shard update through the shared path: `add_with`, or with
+/// `sole` (the tree's only handle, borrowed `&mut`) its plain-store form.
+#[inline(always)]
+fn add_shared<W: WorkSink>(
+    t: &HierStats,
+    sole: bool,
+    shard: Shard,
+    group: &Group,
+    item: ItemId,
+    delta: i64,
+    work: &mut W,
+) -> Result<(), Error> {
+    let g = t.core.own(group)?;
+    let (slot, mag) = t.core.params.schema.slot_for_update(item, delta)?;
+    let s = shard.index(t)?;
+    // A panicking sink does not interrupt the update (see `WorkSink`).
+    Guarded::run(work, |w| {
+        if sole {
+            t.core.update_shared_sole(s, g, slot, delta, mag, w);
+        } else {
+            t.core.update_shared(s, g, slot, delta, mag, w);
+        }
+    });
+    Ok(())
+}
+
 impl Simulator for HierStats {
     #[inline]
     fn add_with<W: WorkSink>(
@@ -317,12 +343,7 @@ impl Simulator for HierStats {
         delta: i64,
         work: &mut W,
     ) -> Result<(), Error> {
-        let g = self.core.own(group)?;
-        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
-        let s = shard.index(self)?;
-        // A panicking sink does not interrupt the update (see `WorkSink`).
-        Guarded::run(work, |w| self.core.update_shared(s, g, slot, delta, mag, w));
-        Ok(())
+        add_shared(self, false, shard, group, item, delta, work)
     }
 
     #[inline]
@@ -335,18 +356,7 @@ impl Simulator for HierStats {
         work: &mut W,
     ) -> Result<(), Error> {
         let sole = self.core.exclusive();
-        let g = self.core.own(group)?;
-        let (slot, mag) = self.core.params.schema.slot_for_update(item, delta)?;
-        let s = shard.index(self)?;
-        // A panicking sink does not interrupt the update (see `WorkSink`).
-        Guarded::run(work, |w| {
-            if sole {
-                self.core.update_shared_sole(s, g, slot, delta, mag, w);
-            } else {
-                self.core.update_shared(s, g, slot, delta, mag, w);
-            }
-        });
-        Ok(())
+        add_shared(self, sole, shard, group, item, delta, work)
     }
 
     fn add_node_with<W: WorkSink>(

@@ -7,33 +7,14 @@
 //! cargo run --release -p sim --example sim_speed -- [VIRTUAL_MS] [REPS]
 //! ```
 
-use hierstat::Preset;
-use sim::engine::EngineBackend;
 use sim::runner::sim as simrun;
-use sim::workload::{TreeShape, WritersSpec};
-use simcore::clock::CpuTimer;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let ms: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
     let reps: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
     for _ in 0..reps {
-        let shape = TreeShape::chain(2);
-        let mut b = EngineBackend::new(Preset::Hierstat, &shape, 4, 22)?;
-        let setup = simrun::SimSetup {
-            cpus: 22,
-            duration: ms * 1_000_000,
-            seed: 1,
-            costs: sim::cost::CostModel::defaults(),
-            items: 4,
-            writers: WritersSpec::default(),
-            readers: None,
-            flush_period: None,
-            spikes: None,
-        };
-        let t = CpuTimer::start();
-        let o = simrun::run(&mut b, &shape, &setup);
-        let ns = t.elapsed_ns();
+        let (o, ns) = simrun::update_probe(ms)?;
         println!(
             "updates {} engine_calls {} events {}: {:.2} M/s ({:.2} ns/update)",
             o.updates,

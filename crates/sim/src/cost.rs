@@ -396,12 +396,10 @@ impl Default for CostModel {
 mod tests {
     use super::*;
 
-    /// Counting into a `Work` directly is `from_engine` of the engine's
-    /// counters: every kind of engine work, one call.
-    #[test]
-    fn work_counted_directly_is_work_from_engine() {
-        use hierstat::sim::{Work as Engine, WorkSink};
-        let kinds = [
+    /// Every kind of engine work.
+    const ENGINE_WORK: [hierstat::sim::Work; 8] = {
+        use hierstat::sim::Work as Engine;
+        [
             Engine::ShardScanned,
             Engine::GroupVisited,
             Engine::CounterAggregated,
@@ -410,7 +408,15 @@ mod tests {
             Engine::LockAcquired,
             Engine::LockWaited,
             Engine::Barrier,
-        ];
+        ]
+    };
+
+    /// Counting into a `Work` directly is `from_engine` of the engine's
+    /// counters: every kind of engine work, one call.
+    #[test]
+    fn work_counted_directly_is_work_from_engine() {
+        use hierstat::sim::WorkSink;
+        let kinds = ENGINE_WORK;
         let (mut wc, mut direct) = (WorkCounters::default(), Work::default());
         for (i, k) in kinds.into_iter().enumerate() {
             let n = 1 << (3 * i);
@@ -426,7 +432,7 @@ mod tests {
     /// the kinds apart.
     #[test]
     fn work_priced_as_counted_is_cost_ps_of_the_work() {
-        use hierstat::sim::{Work as Engine, WorkSink};
+        use hierstat::sim::WorkSink;
         let mut m = CostModel::defaults();
         m.call_ns = 1.001;
         m.atomic_ns = 2.02;
@@ -436,16 +442,7 @@ mod tests {
         m.lock_ns = 6.66;
         m.item_read_ns = 7.7;
         let table = m.table();
-        let kinds = [
-            Engine::ShardScanned,
-            Engine::GroupVisited,
-            Engine::CounterAggregated,
-            Engine::Atomic,
-            Engine::ListPop,
-            Engine::LockAcquired,
-            Engine::LockWaited,
-            Engine::Barrier,
-        ];
+        let kinds = ENGINE_WORK;
         let (mut work, mut priced) = (Work::default(), PricedWork::calls(&table, 3));
         work.calls = 3;
         for (i, k) in kinds.into_iter().enumerate() {

@@ -16,38 +16,17 @@
 use crate::cli::BenchArgs;
 use crate::render::json::write_json;
 use anyhow::{Context, Result};
-use hierstat::Preset;
 use hierstat_bench::suite::{self, Report};
 use hierstat_bench::Figure;
 use serde_json::json;
-use sim::engine::EngineBackend;
 use sim::runner::sim as simrun;
-use sim::workload::TreeShape;
-use sim::workload::WritersSpec;
-use simcore::clock::CpuTimer;
 use std::collections::BTreeMap;
 use std::io::Write;
 
 /// Host ns per engine update in simulated mode (22 CPUs, one group at
 /// depth 2, `hierstat` preset), and the updates done.
 pub fn time_sim_updates(virtual_ms: u64) -> Result<(f64, u64)> {
-    let shape = TreeShape::chain(2);
-    let mut b =
-        EngineBackend::new(Preset::Hierstat, &shape, 4, 22).context("building the engine")?;
-    let setup = simrun::SimSetup {
-        cpus: 22,
-        duration: virtual_ms * 1_000_000,
-        seed: 1,
-        costs: sim::cost::CostModel::defaults(),
-        items: 4,
-        writers: WritersSpec::default(),
-        readers: None,
-        flush_period: None,
-        spikes: None,
-    };
-    let t = CpuTimer::start();
-    let o = simrun::run(&mut b, &shape, &setup);
-    let ns = t.elapsed_ns();
+    let (o, ns) = simrun::update_probe(virtual_ms).context("building the engine")?;
     Ok((ns / o.updates.max(1) as f64, o.updates))
 }
 

@@ -231,6 +231,33 @@ struct StatsSim<'a, B: StatsBackend + ?Sized> {
     out: SimOutcome,
 }
 
+/// The simulator's engine-update probe (`mmlab bench`'s
+/// `sim_engine_updates_per_sec`, the `sim_speed` example): 22 logical
+/// CPUs updating the leaf of a chain of depth 2, 4 items, the `hierstat`
+/// preset, default writers, for `virtual_ms` of virtual time. Returns the
+/// run's outcome and the CPU nanoseconds it took.
+///
+/// # Errors
+/// Building the engine's tree (none for this fixed shape).
+pub fn update_probe(virtual_ms: u64) -> Result<(SimOutcome, f64), crate::error::SimError> {
+    let shape = TreeShape::chain(2);
+    let mut b = crate::engine::EngineBackend::new(hierstat::Preset::Hierstat, &shape, 4, 22)?;
+    let setup = SimSetup {
+        cpus: 22,
+        duration: virtual_ms * 1_000_000,
+        seed: 1,
+        costs: CostModel::defaults(),
+        items: 4,
+        writers: WritersSpec::default(),
+        readers: None,
+        flush_period: None,
+        spikes: None,
+    };
+    let t = simcore::clock::CpuTimer::start();
+    let o = run(&mut b, &shape, &setup);
+    Ok((o, t.elapsed_ns()))
+}
+
 /// Runs one simulated run of the workload on `backend` over `shape`.
 pub fn run<B: StatsBackend + ?Sized>(
     backend: &mut B,
