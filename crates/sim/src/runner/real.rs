@@ -330,7 +330,14 @@ pub fn run_readers<B: StatsBackend + ?Sized>(
             while !stop_r.load(Ordering::Relaxed) && start.elapsed() < duration {
                 let now = Instant::now();
                 if now < due {
-                    std::thread::sleep(due - now);
+                    // Never past the run's end: a reader period longer
+                    // than the run held the run for the whole gap (a
+                    // fuzzed 65,536 ms period in a 20 ms run).
+                    let left = duration.saturating_sub(start.elapsed());
+                    std::thread::sleep((due - now).min(left));
+                    if stop_r.load(Ordering::Relaxed) || start.elapsed() >= duration {
+                        break;
+                    }
                 }
                 due += gap;
                 let g = read_targets[rng.below(read_targets.len() as u64) as usize];

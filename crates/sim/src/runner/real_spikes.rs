@@ -136,7 +136,18 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                         break;
                     }
                     if !pause.is_zero() {
-                        std::thread::sleep(pause);
+                        // In slices of at most 1 ms, looking at the stop
+                        // between them: a pause longer than the run held
+                        // the run for the whole pause (a fuzzed 65,536 ms
+                        // reader period in a 20 ms run).
+                        let until = std::time::Instant::now() + pause;
+                        while !stop.load(Ordering::Relaxed) {
+                            let now = std::time::Instant::now();
+                            if now >= until {
+                                break;
+                            }
+                            std::thread::sleep((until - now).min(Duration::from_millis(1)));
+                        }
                     }
                 }
                 flusher_reads.fetch_add(n, Ordering::Relaxed);

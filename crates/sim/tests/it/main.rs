@@ -5,4 +5,5 @@ mod analytical;
 mod claims;
 mod determinism;
 mod estimate_table;
+mod real_readers;
 mod tolerance;
