@@ -69,6 +69,21 @@ fn read_item0<B: StatsBackend + ?Sized>(b: &B, g: GroupIdx) -> u64 {
     b.read(g, 0, &mut w).value
 }
 
+/// Sleeps `d`, in slices of at most 1 ms, returning early once `stop` is
+/// set: a pause longer than the run (a fuzzed 65,536 ms reader period in
+/// a 20 ms run) held the run for the whole pause.
+fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + d;
+    // ORDERING: Relaxed; a stop flag, polled.
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(1)));
+    }
+}
+
 /// Runs the spikes workload on `backend` over `shape`.
 pub fn run_spikes<B: StatsBackend + ?Sized>(
     backend: &B,
@@ -135,20 +150,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    if !pause.is_zero() {
-                        // In slices of at most 1 ms, looking at the stop
-                        // between them: a pause longer than the run held
-                        // the run for the whole pause (a fuzzed 65,536 ms
-                        // reader period in a 20 ms run).
-                        let until = std::time::Instant::now() + pause;
-                        while !stop.load(Ordering::Relaxed) {
-                            let now = std::time::Instant::now();
-                            if now >= until {
-                                break;
-                            }
-                            std::thread::sleep((until - now).min(Duration::from_millis(1)));
-                        }
-                    }
+                    sleep_unless_stopped(pause, stop);
                 }
                 flusher_reads.fetch_add(n, Ordering::Relaxed);
             });
@@ -171,9 +173,7 @@ pub fn run_spikes<B: StatsBackend + ?Sized>(
                     let g = leaves[rng.below(leaves.len() as u64) as usize];
                     let pre = read_item0(backend, g);
                     backend.add(g, 0, sp.pages as i64);
-                    if !after.is_zero() {
-                        std::thread::sleep(after);
-                    }
+                    sleep_unless_stopped(after, stop);
                     let t0 = Instant::now();
                     let child = read_item0(backend, g);
                     o.latencies.push(t0.elapsed().as_nanos() as u64);
