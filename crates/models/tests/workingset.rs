@@ -417,10 +417,7 @@ impl RefaultFlush for WithinReader {
         node: usize,
         lists: &[LruList],
     ) -> Option<FlushOutcome> {
-        let stats: Vec<Stat> = lists
-            .iter()
-            .map(|l| Stat::lru(l.is_active(), l.is_file()))
-            .collect();
+        let stats: Vec<Stat> = lists.iter().map(|l| l.stat()).collect();
         let mut out = Vec::new();
         let mut work = hierstat::WorkCounters::default();
         let done = t

@@ -49,6 +49,11 @@ impl LruList {
     pub fn is_active(self) -> bool {
         matches!(self, LruList::ActiveAnon | LruList::ActiveFile)
     }
+
+    /// The memcg statistic that counts this list's pages.
+    pub fn stat(self) -> crate::memcg::Stat {
+        crate::memcg::Stat::lru(self.is_active(), self.is_file())
+    }
 }
 
 /// Sizes of the four lists in pages.

@@ -362,10 +362,7 @@ impl RefaultFlush for Reader<'_> {
             ReadMode::Within { .. } => {
                 let tolerance = self.mode.tolerance()?;
                 let scope = *self.scopes.get(&ev)?;
-                let stats: Vec<Stat> = lists
-                    .iter()
-                    .map(|l| Stat::lru(l.is_active(), l.is_file()))
-                    .collect();
+                let stats: Vec<Stat> = lists.iter().map(|l| l.stat()).collect();
                 let mut wc = WorkCounters::default();
                 let done = t
                     .lruvec_within(ev, node, &stats, tolerance, &mut self.within, &mut wc)
