@@ -18,7 +18,9 @@ use crate::cases::ensure_owner;
 use crate::harness::Case;
 use crate::BenchError;
 use hierstat::sim::Simulator as _;
-use hierstat::{Config, FlushKind, Group, HierStats, ItemId, Preset, Schema, Unit, WorkCounters};
+use hierstat::{
+    sim::WorkCounters, Config, FlushKind, Group, HierStats, ItemId, Preset, Schema, Unit,
+};
 use simcore::clock::CpuTimer;
 use simcore::thread::spawn_scoped;
 use std::cell::RefCell;

@@ -126,7 +126,7 @@ impl Config {
         self
     }
 
-    /// Sets the clock (use a [`ManualClock`](crate::ManualClock) for virtual time).
+    /// Sets the clock (use a [`ManualClock`](crate::sim::ManualClock) for virtual time).
     pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
         self.clock = Arc::new(clock);
         self

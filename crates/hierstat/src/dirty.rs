@@ -434,12 +434,15 @@ mod tests {
     use super::*;
     use crate::sync::{Arc, AtomicBool};
 
-    // A tree 0 <- 1 <- {2, 3}; 0 <- 4.
-    fn parent(r: u32) -> u32 {
+    /// The tests' tree (here and in `partial`): 0 <- 1 <- {2, 3};
+    /// 0 <- 4 <- 5; 2 <- 6.
+    pub(super) fn parent(r: u32) -> u32 {
         match r {
             0 => NONE,
             1 | 4 => 0,
             2 | 3 => 1,
+            5 => 4,
+            6 => 2,
             _ => unreachable!(),
         }
     }

@@ -136,9 +136,3 @@ pub use within::{OnBusy, ReadItem, Tolerance, Within, WithinFlush};
 pub fn thread_restarts() -> u64 {
     rseq::restarts()
 }
-
-// The simulator's types under their names before `hierstat::sim` existed,
-// so that code written against them keeps compiling; new code names them
-// through `sim`.
-#[doc(hidden)]
-pub use sim::{ManualClock, Shard, Violation, Work, WorkCounters, WorkSink};

@@ -194,7 +194,7 @@ fn refaults_follow_the_rule_with_exact_stats() {
 fn stale_stats_change_decisions_and_the_oracle_sees_it() {
     // linux-5.15-ratelimited: the hot path does not flush while the
     // periodic flush is on time, so the refault reads stale sizes.
-    let clock = hierstat::ManualClock::new(0);
+    let clock = hierstat::sim::ManualClock::new(0);
     let mut t = MemcgTree::new(
         MemcgConfig::new(4, 1)
             .preset(Preset::Linux5_15Ratelimited)
@@ -419,7 +419,7 @@ impl RefaultFlush for WithinReader {
     ) -> Option<FlushOutcome> {
         let stats: Vec<Stat> = lists.iter().map(|l| l.stat()).collect();
         let mut out = Vec::new();
-        let mut work = hierstat::WorkCounters::default();
+        let mut work = hierstat::sim::WorkCounters::default();
         let done = t
             .lruvec_within(ev, node, &stats, self.tolerance, &mut out, &mut work)
             .unwrap();

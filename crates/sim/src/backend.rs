@@ -87,6 +87,19 @@ pub struct ReadValue {
 /// model of the simulator).
 pub type LineId = u64;
 
+/// One update the simulated runner applies: where it lands and by how much.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Update {
+    /// The shard (simulated CPU) that writes.
+    pub shard: usize,
+    /// The group updated (the policy decides what its ancestors see).
+    pub group: GroupIdx,
+    /// The item's index in the workload's schema.
+    pub item: usize,
+    /// Pages added (negative: removed).
+    pub delta: i64,
+}
+
 /// A statistics implementation the runners can drive.
 pub trait StatsBackend: Send + Sync {
     /// The policy name (`linux-6.8`, `pre-rstat` ...).
@@ -103,32 +116,15 @@ pub trait StatsBackend: Send + Sync {
     /// the simulated runner is the backend's one user for its run (the
     /// engine then updates with plain stores, see
     /// [`crate::engine::EngineBackend`]).
-    fn add_counted(
-        &mut self,
-        shard: usize,
-        group: GroupIdx,
-        item: usize,
-        delta: i64,
-        work: &mut Work,
-        lines: &mut Vec<LineId>,
-    );
+    fn add_counted(&mut self, update: Update, work: &mut Work, lines: &mut Vec<LineId>);
 
     /// [`add_counted`](Self::add_counted) priced: the picoseconds of the
     /// work it counted under `costs` (`costs.cost_ps` of that work), for
     /// a runner that needs only the update's cost.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn add_priced(
-        &mut self,
-        shard: usize,
-        group: GroupIdx,
-        item: usize,
-        delta: i64,
-        costs: &CostTable,
-        lines: &mut Vec<LineId>,
-    ) -> u64 {
+    fn add_priced(&mut self, update: Update, costs: &CostTable, lines: &mut Vec<LineId>) -> u64 {
         let mut work = Work::default();
-        self.add_counted(shard, group, item, delta, &mut work, lines);
+        self.add_counted(update, &mut work, lines);
         costs.cost_ps(&work)
     }
 

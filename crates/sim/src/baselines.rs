@@ -6,7 +6,9 @@
 //! are exact and free; updates cost one shared atomic RMW per level, and all
 //! CPUs updating the same subtree fight over the same cache lines.
 
-use crate::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend};
+use crate::backend::{
+    FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend, Update,
+};
 use crate::cost::Work;
 use crate::lock::LockMode;
 use crate::workload::{GroupIdx, TreeShape};
@@ -82,15 +84,8 @@ impl StatsBackend for EagerTree {
         }
     }
 
-    fn add_counted(
-        &mut self,
-        _shard: usize,
-        group: GroupIdx,
-        item: usize,
-        delta: i64,
-        work: &mut Work,
-        lines: &mut Vec<LineId>,
-    ) {
+    fn add_counted(&mut self, u: Update, work: &mut Work, lines: &mut Vec<LineId>) {
+        let (group, item, delta) = (u.group, u.item, u.delta);
         work.calls += 1;
         let mut cur = Some(group);
         while let Some(g) = cur {
@@ -136,7 +131,13 @@ mod tests {
         assert_eq!(t.read(3, 17, &mut w).value, 5);
         assert_eq!(t.read(3, 0, &mut w).value, 0);
         let mut lines = Vec::new();
-        t.add_counted(0, 3, 1, -100, &mut w, &mut lines);
+        let u = Update {
+            shard: 0,
+            group: 3,
+            item: 1,
+            delta: -100,
+        };
+        t.add_counted(u, &mut w, &mut lines);
         assert_eq!(lines.len(), 4);
         assert_eq!(w.groups_visited, 4);
         assert_eq!(t.read(1, 1, &mut w).value, 0, "negative reads clamp to 0");

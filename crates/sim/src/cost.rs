@@ -17,7 +17,7 @@
 //! the host (kernel mode) and writes the file's `host` line, the machine
 //! the figures came from; see [`crate::priced`] for how they are used.
 
-use hierstat::WorkCounters;
+use hierstat::sim::WorkCounters;
 use lab::ranges::Range;
 use lab::source::Source;
 use lab::ScenarioError;
@@ -62,7 +62,7 @@ pub struct Work {
 
 impl Work {
     /// The work the engine counted in `wc`, as `calls` engine calls: the
-    /// one conversion from [`hierstat::WorkCounters`] (update-list pops are
+    /// one conversion from [`hierstat::sim::WorkCounters`] (update-list pops are
     /// priced as atomics; lock waits are not work, the simulator prices
     /// them as time spent waiting).
     pub fn from_engine(wc: &WorkCounters, calls: u64) -> Work {

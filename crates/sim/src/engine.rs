@@ -15,7 +15,8 @@
 //! results and the same work counted.
 
 use crate::backend::{
-    FlushReason, FlushRules, FlushScope, LineId, ReadFlush, ReadValue, StatsBackend, WithinValue,
+    FlushReason, FlushRules, FlushScope, LineId, ReadFlush, ReadValue, StatsBackend, Update,
+    WithinValue,
 };
 use crate::cost::{CostTable, PricedWork, Work};
 use crate::error::SimError;
@@ -23,8 +24,9 @@ use crate::lock::LockMode;
 use crate::workload::{item_names, GroupIdx, TreeShape};
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    Config, FlushKind, Group, HierStats, ItemId, ManualClock, OnBusy, Policy, Preset, ReadItem,
-    Schema, Shard, ThresholdRule, Tolerance, Unit, WithinFlush, WorkCounters,
+    sim::{ManualClock, Shard, WorkCounters, WorkSink},
+    Config, FlushKind, Group, HierStats, ItemId, OnBusy, Policy, Preset, ReadItem, Schema,
+    ThresholdRule, Tolerance, Unit, WithinFlush,
 };
 
 /// hierstat under a preset, with the workload's tree built in it.
@@ -115,6 +117,20 @@ impl EngineBackend {
     pub fn fallback_bound(&self) -> u64 {
         self.fallback_bound
     }
+
+    /// The sole writer's update (`&mut`: plain stores, see
+    /// `hierstat::sim::Simulator::add_with_mut`), its work counted into `sink`.
+    #[inline]
+    fn add_sole(&mut self, u: Update, sink: &mut impl WorkSink) {
+        let r = self.stats.add_with_mut(
+            Shard(u.shard),
+            &self.groups[u.group as usize],
+            self.items[u.item],
+            u.delta,
+            sink,
+        );
+        debug_assert!(r.is_ok(), "workload shards and items are in range");
+    }
 }
 
 fn engine_err(e: hierstat::Error) -> SimError {
@@ -139,49 +155,19 @@ impl StatsBackend for EngineBackend {
     }
 
     #[inline]
-    fn add_counted(
-        &mut self,
-        shard: usize,
-        group: GroupIdx,
-        item: usize,
-        delta: i64,
-        work: &mut Work,
-        _lines: &mut Vec<LineId>,
-    ) {
+    fn add_counted(&mut self, update: Update, work: &mut Work, _lines: &mut Vec<LineId>) {
         // The engine counts into `work` directly, as `Work::from_engine`
         // converts its counters (see `Work`'s `WorkSink`).
         work.calls += 1;
-        let r = self.stats.add_with_mut(
-            Shard(shard),
-            &self.groups[group as usize],
-            self.items[item],
-            delta,
-            work,
-        );
-        debug_assert!(r.is_ok(), "workload shards and items are in range");
+        self.add_sole(update, work);
     }
 
     #[inline]
-    fn add_priced(
-        &mut self,
-        shard: usize,
-        group: GroupIdx,
-        item: usize,
-        delta: i64,
-        costs: &CostTable,
-        _lines: &mut Vec<LineId>,
-    ) -> u64 {
+    fn add_priced(&mut self, update: Update, costs: &CostTable, _lines: &mut Vec<LineId>) -> u64 {
         // One call, then the engine's work priced as it is counted: the
         // `cost_ps` of what `add_counted` would have counted.
         let mut priced = PricedWork::calls(costs, 1);
-        let r = self.stats.add_with_mut(
-            Shard(shard),
-            &self.groups[group as usize],
-            self.items[item],
-            delta,
-            &mut priced,
-        );
-        debug_assert!(r.is_ok(), "workload shards and items are in range");
+        self.add_sole(update, &mut priced);
         priced.ps
     }
 

@@ -125,19 +125,8 @@ impl DirtyTree {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::parent;
     use super::*;
-
-    // 0 <- 1 <- {2, 3}; 0 <- 4 <- 5; 2 <- 6.
-    fn parent(r: u32) -> u32 {
-        match r {
-            0 => NONE,
-            1 | 4 => 0,
-            2 | 3 => 1,
-            5 => 4,
-            6 => 2,
-            _ => unreachable!(),
-        }
-    }
 
     fn tree() -> DirtyTree {
         let mut t = DirtyTree::default();

@@ -70,7 +70,8 @@ pub use stock::Stocks;
 
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    Config, Group, HierStats, ManualClock, Policy, Preset, Shard, WorkCounters, WorkSink,
+    sim::{ManualClock, Shard, WorkCounters, WorkSink},
+    Config, Group, HierStats, Policy, Preset,
 };
 use std::collections::BTreeSet;
 use std::fmt;

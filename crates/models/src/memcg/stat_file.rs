@@ -13,8 +13,8 @@
 use super::{Class, MemcgError, MemcgId, MemcgTree, Slot, Stat};
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    FlushKind, FlushOutcome, OnBusy, ReadItem, Tolerance, Unit, Within, WithinFlush, WorkCounters,
-    PAGE_SIZE,
+    sim::WorkCounters, FlushKind, FlushOutcome, OnBusy, ReadItem, Tolerance, Unit, Within,
+    WithinFlush, PAGE_SIZE,
 };
 use std::fmt::Write as _;
 

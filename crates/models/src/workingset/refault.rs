@@ -18,7 +18,7 @@
 use super::lruvec::{LruList, LruSizes};
 use crate::memcg::{MemcgId, MemcgTree};
 use hierstat::sim::Simulator as _;
-use hierstat::{FlushKind, FlushOutcome, WorkCounters};
+use hierstat::{sim::WorkCounters, FlushKind, FlushOutcome};
 
 /// The workingset size a refault is compared with (see the module table).
 pub fn workingset_size(sizes: &LruSizes, file: bool, swap: bool) -> u64 {

@@ -40,7 +40,7 @@ impl Lru {
             return Ok(0);
         }
         let g = tree.group(id)?.clone();
-        let mut w = hierstat::WorkCounters::default();
+        let mut w = hierstat::sim::WorkCounters::default();
         tree.stats()
             .flush_with(&g, hierstat::FlushKind::Ratelimited, &mut w)?;
         let mut pages = 0;

@@ -3,7 +3,10 @@
 //! counters.
 
 use hierstat::sim::Simulator as _;
-use hierstat::{Config, FlushKind, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
+use hierstat::{
+    sim::{Shard, WorkCounters},
+    Config, FlushKind, HierStats, Preset, Schema, Unit,
+};
 use simcore::clock::CpuTimer;
 
 /// Solves the normal equations of `rows · x ≈ y` by Gaussian elimination,

@@ -44,7 +44,10 @@ pub use host::{fault_op, HostFault, HostKernel};
 
 use crate::cost::CostModel;
 use hierstat::sim::Simulator as _;
-use hierstat::{Config, HierStats, Preset, Schema, Shard, Unit, WorkCounters};
+use hierstat::{
+    sim::{Shard, WorkCounters},
+    Config, HierStats, Preset, Schema, Unit,
+};
 use simcore::clock::CpuTimer;
 use std::hint::black_box;
 use thiserror::Error;

@@ -41,7 +41,9 @@
 //! in-progress flush: the simulator is, if anything, kind to skipping
 //! policies.
 
-use crate::backend::{FlushReason, FlushScope, LineId, ReadFlush, StatsBackend, WithinValue};
+use crate::backend::{
+    FlushReason, FlushScope, LineId, ReadFlush, StatsBackend, Update, WithinValue,
+};
 use crate::cost::{CostModel, CostTable, Work};
 use crate::cpu::Cpus;
 use crate::event::{Event, EventQueue};
@@ -338,8 +340,16 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         for g in self.shape.targets(Targets::Leaves) {
             for item in 0..items {
                 let shard = g as usize % self.setup.cpus.max(1);
-                self.backend
-                    .add_counted(shard, g, item, pages, &mut work, &mut lines);
+                self.backend.add_counted(
+                    Update {
+                        shard,
+                        group: g,
+                        item,
+                        delta: pages,
+                    },
+                    &mut work,
+                    &mut lines,
+                );
                 lines.clear();
                 self.oracle.apply(g, item, pages);
             }
@@ -458,9 +468,16 @@ impl<B: StatsBackend + ?Sized> StatsSim<'_, B> {
         self.line_buf.clear();
         let mut lines = std::mem::take(&mut self.line_buf);
         self.backend.set_time(t);
-        let ps = self
-            .backend
-            .add_priced(cpu as usize, g, item, delta, &self.costs, &mut lines);
+        let ps = self.backend.add_priced(
+            Update {
+                shard: cpu as usize,
+                group: g,
+                item,
+                delta,
+            },
+            &self.costs,
+            &mut lines,
+        );
         self.out.engine_calls += 1;
         // `CostTable::cost_ns` of the update's work.
         let mut t = t + ps.div_ceil(1000);

@@ -1,7 +1,7 @@
 //! Analytical checks: with a backend whose work per call is fixed, the
 //! simulated latencies must equal the cost model's sums exactly.
 
-use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend};
+use sim::backend::{FlushReason, FlushRules, FlushScope, LineId, ReadValue, StatsBackend, Update};
 use sim::cost::{CostModel, Work};
 use sim::lock::LockMode;
 use sim::runner::sim::{run, SimSetup};
@@ -46,15 +46,7 @@ impl StatsBackend for Fixed {
         }
     }
     fn add(&self, _: GroupIdx, _: usize, _: i64) {}
-    fn add_counted(
-        &mut self,
-        _: usize,
-        _: GroupIdx,
-        _: usize,
-        _: i64,
-        w: &mut Work,
-        _: &mut Vec<LineId>,
-    ) {
+    fn add_counted(&mut self, _: Update, w: &mut Work, _: &mut Vec<LineId>) {
         w.calls += 1;
         w.atomics += 2;
     }

@@ -5,7 +5,7 @@
 use hierstat::{Preset, Tolerance};
 use lab::reader::ReadMode;
 use sim::backend::{
-    FlushReason, FlushRules, LineId, ReadFlush, ReadValue, StatsBackend, WithinValue,
+    FlushReason, FlushRules, LineId, ReadFlush, ReadValue, StatsBackend, Update, WithinValue,
 };
 use sim::cost::{CostModel, Work};
 use sim::engine::EngineBackend;
@@ -119,16 +119,8 @@ impl StatsBackend for Liar {
     fn add(&self, g: GroupIdx, item: usize, delta: i64) {
         self.0.add(g, item, delta)
     }
-    fn add_counted(
-        &mut self,
-        shard: usize,
-        g: GroupIdx,
-        item: usize,
-        delta: i64,
-        work: &mut Work,
-        lines: &mut Vec<LineId>,
-    ) {
-        self.0.add_counted(shard, g, item, delta, work, lines)
+    fn add_counted(&mut self, u: Update, work: &mut Work, lines: &mut Vec<LineId>) {
+        self.0.add_counted(u, work, lines)
     }
     fn needs_flush(&self, g: GroupIdx, reason: FlushReason) -> bool {
         self.0.needs_flush(g, reason)
@@ -201,7 +193,13 @@ fn one_reads_flush_work_falls_with_the_tolerance() {
             let pages = rng.range_inclusive(1, if round == 0 { 4096 } else { 48 }) as i64;
             let shard = rng.below(CPUS as u64) as usize;
             for e in engines.iter_mut().chain([&mut forced]) {
-                e.add_counted(shard, g, item, pages, &mut Work::default(), &mut Vec::new());
+                let u = Update {
+                    shard,
+                    group: g,
+                    item,
+                    delta: pages,
+                };
+                e.add_counted(u, &mut Work::default(), &mut Vec::new());
             }
             oracle.apply(g, item, pages);
         }

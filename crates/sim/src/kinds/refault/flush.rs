@@ -34,7 +34,7 @@ use crate::cost::{CostModel, Work};
 use crate::lock::{Acquire, FlushLock, LockMode, Scope};
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    FlushKind, FlushOutcome, FlushScope, Group, HierStats, HotPathDecision, WorkCounters,
+    sim::WorkCounters, FlushKind, FlushOutcome, FlushScope, Group, HierStats, HotPathDecision,
 };
 use simcore::time::SimTime;
 use std::collections::HashMap;

@@ -40,8 +40,8 @@ use crate::error::SimError;
 use crate::lock::Scope;
 use hierstat::sim::Simulator as _;
 use hierstat::{
-    FlushKind, FlushOutcome, ManualClock, Policy, Preset, Within, WithinFlush, WorkCounters,
-    PAGE_SIZE,
+    sim::{ManualClock, WorkCounters},
+    FlushKind, FlushOutcome, Policy, Preset, Within, WithinFlush, PAGE_SIZE,
 };
 use lab::reader::ReadMode;
 use models::memcg::{MemcgError, MemcgId, MemcgTree, Stat};

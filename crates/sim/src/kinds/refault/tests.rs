@@ -179,7 +179,10 @@ fn builtin_file_parses_and_errors_name_line_and_field() {
 #[test]
 fn hot_path_plans_follow_each_preset() {
     use hierstat::sim::Simulator as _;
-    use hierstat::{Config, HierStats, ManualClock, Schema, Shard, Unit};
+    use hierstat::{
+        sim::{ManualClock, Shard},
+        Config, HierStats, Schema, Unit,
+    };
     let mut b = Schema::builder();
     let item = b.state("x", Unit::Pages);
     let schema = b.build().unwrap();

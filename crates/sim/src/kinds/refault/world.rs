@@ -4,7 +4,7 @@
 use super::spec::RefaultSpec;
 use crate::error::SimError;
 use crate::lock::Scope;
-use hierstat::{ManualClock, Policy, PAGE_SIZE};
+use hierstat::{sim::ManualClock, Policy, PAGE_SIZE};
 use models::memcg::{MemcgConfig, MemcgId, MemcgTree};
 use models::workingset::{Lru, ShadowLayout};
 use std::collections::{HashMap, VecDeque};
