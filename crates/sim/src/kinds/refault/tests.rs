@@ -471,3 +471,24 @@ fn tolerance_refault_is_refault_storm_with_read_policies() {
         ]
     );
 }
+
+#[test]
+fn the_latency_claims_miss_says_which_way_it_missed() {
+    use lab::report::report_from_rows as report;
+    let run = |l515: f64| {
+        report(
+            "refault-storm",
+            &[
+                ("linux-5.15", REFAULT_LATENCY_NS, l515),
+                ("linux-5.15-ratelimited", REFAULT_LATENCY_NS, 1000.0),
+            ],
+        )
+    };
+    let why = |l515: f64| claims(&run(l515))[0].why.clone();
+    // 46.6x, as this suite measures it: under half the source's 133x.
+    assert!(why(46_600.0).contains("2x larger product"));
+    // 400x: over twice it.
+    assert!(why(400_000.0).contains("under half as large"));
+    // 133x holds: no reason.
+    assert!(why(133_000.0).is_empty());
+}
