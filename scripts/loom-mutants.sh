@@ -211,6 +211,17 @@ survives "percpu model: membarrier's last fence removed" "no percpu model fails 
 # orders SeqCst fences with the flusher's), which may cover the fold's look
 # at the flush count; unproven, so the fence stays (a cold path).
 survives "percpu: claim's fence after the push removed" "no percpu model fails it, the skipped-fold one included"
+# Found by a full run on a quiet host (2026-12-04; every mutant, nothing
+# else running): the per-CPU claim's first fence, between the CPU's owned
+# flag and the claim's push. Earlier full runs, beside other builds,
+# reported it caught by a hang (MUTANT_TIMEOUT): the load, not a model. It
+# survives at bf71567^ too, so no model change lost it. The owner's twin
+# (announce_owner(s) and its fence) is `unmutated` above for that reason:
+# the flag decides only whether a flusher issues the barrier, and under
+# loom the flusher's pass fence and the model's sections' SeqCst fences may
+# order what it orders; unproven for the per-CPU model, so the fence stays
+# (a cold path: a CPU's first write of a pair since its last drain).
+survives "percpu: claim's fence after announcing the CPU removed" "no percpu model fails it (a quiet host's full run); reported caught by a hang under load before"
 all_mutants
 for n in "${!survivors[@]}"; do
     printf '%s\n' "${names[@]}" | grep -qxF -- "$n" || { echo "PATTERN ERROR  survives names no mutant: $n"; exit 1; }
