@@ -219,6 +219,13 @@ impl InSize {
         k.is_finite() && (0.5..=2.0).contains(&k)
     }
 
+    /// Whether ours is above the band: more than twice the source's figure
+    /// (a miss the other way is under half of it, or of the opposite sign).
+    /// What a missed claim's reason turns on.
+    pub fn above(&self) -> bool {
+        self.ratio() > 2.0
+    }
+
     /// Ours ÷ the source's (negative: opposite signs).
     pub fn ratio(&self) -> f64 {
         self.measured / self.published
@@ -584,6 +591,10 @@ mod tests {
         assert!(!c(-6.0, -2.9).holds() && !c(-6.0, -12.1).holds());
         assert!(!c(-6.0, 6.0).holds(), "opposite sign");
         assert!(!c(0.0, 0.0).holds(), "no figure to be within 2x of");
+        // Which way a miss went: above the band, or under it (or the
+        // opposite sign).
+        assert!(c(-6.0, -12.1).above() && c(10.0, 20.1).above());
+        assert!(!c(-6.0, -2.9).above() && !c(-6.0, 6.0).above() && !c(10.0, 15.0).above());
         assert_eq!(c(-4.0, -2.0).describe(), "-2.00% (0.50× the source's)");
     }
 }

@@ -357,7 +357,7 @@ pub fn claims(report: &RunReport) -> Vec<Claim> {
         } else {
             // A miss's reason by its direction: the shared line cost more
             // than it cost stress-ng, or less (or helped).
-            let why = if change.ratio() > 2.0 {
+            let why = if change.above() {
                 "the threads ran side by side and the shared line cost more than it cost \
                  stress-ng on the source's host: this CPU's line transfer is expensive against \
                  the update's other work"
